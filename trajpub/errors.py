@@ -1,0 +1,31 @@
+"""Errors that tell the user what went wrong and where (file, line, column, expectation, table)."""
+
+from __future__ import annotations
+
+
+class TrajpubError(Exception):
+    """One clear sentence, plus where it happened.
+
+    ``where`` names the place: ``"file tdrive.csv, line 12, column latitude"``,
+    ``"expectation expect_column_values_to_be_between(lat)"``, ``"table raw.points"``.
+    """
+
+    def __init__(self, message: str, where: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.where})" if self.where else self.message
+
+
+class ParameterError(TrajpubError, ValueError):
+    """An unknown or out-of-range parameter in a release spec or a mechanism's parameters."""
+
+
+class InputError(TrajpubError):
+    """Input data that cannot be used: malformed file, empty dataset, wrong SRID."""
+
+
+class PolicyError(TrajpubError):
+    """A governance policy refused the action: budget cap, quarantine share, gate threshold."""
