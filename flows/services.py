@@ -6,6 +6,7 @@ Both are idempotent: ``up`` on a running service does nothing. With ``TRAJPUB_DA
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -21,8 +22,19 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 POSTGIS_CONTROL = Path("/usr/share/postgresql/15/extension/postgis.control")
 APT_INSTALL = ("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
                "postgresql-15 postgresql-15-postgis-3")
-PGDATA = config.STATE_DIR / "pgdata"
-PG_SOCKET_DIR = config.STATE_DIR / "pgsocket"
+
+
+def _postgres_can_reach(path: Path) -> bool:
+    """Whether the postgres user can traverse every parent folder of ``path`` (not so under /root, say)."""
+    return all(p.stat().st_mode & 0o001 for p in path.resolve().parents if p.exists())
+
+
+# The cluster lives in the project's .trajpub/ folder; when the server's user cannot reach it (a clone under
+# /root, run as root), in a folder named after the project path under /var/tmp.
+PG_HOME = (config.STATE_DIR if not os.geteuid() == 0 or _postgres_can_reach(config.STATE_DIR)
+           else Path("/var/tmp") / f"trajpub-{hashlib.sha256(str(config.PROJECT_ROOT).encode()).hexdigest()[:10]}")
+PGDATA = PG_HOME / "pgdata"
+PG_SOCKET_DIR = PG_HOME / "pgsocket"
 PREFECT_PID = config.STATE_DIR / "prefect-server.pid"
 PREFECT_LOG = config.STATE_DIR / "prefect-server.log"
 
@@ -62,7 +74,6 @@ def db_up() -> str:
     if not config.uses_local_database():
         return f"using the existing database TRAJPUB_DATABASE_URL ({_redact(config.database_url())})"
     ensure_postgis_installed()
-    config.STATE_DIR.mkdir(parents=True, exist_ok=True)
     if not (PGDATA / "PG_VERSION").exists():
         print(f"initialising a PostgreSQL cluster in {PGDATA} ...", flush=True)
         PGDATA.mkdir(parents=True, exist_ok=True)

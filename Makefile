@@ -1,0 +1,35 @@
+# trajpub: `make demo` runs a governed release end to end; `make test` runs the test suite.
+# Both set everything up on a fresh machine (uv venv, PostgreSQL 15 + PostGIS 3, Prefect server) and are idempotent.
+SHELL := /bin/bash
+VENV := .venv
+TRAJPUB := $(VENV)/bin/trajpub
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+
+.PHONY: setup services demo test bench lint stop
+setup: $(VENV)/.synced
+
+$(VENV)/.synced: pyproject.toml uv.lock
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q uv
+	$(UV) sync --frozen --python 3.11
+	@touch $@
+
+services: setup
+	$(TRAJPUB) db up
+	$(TRAJPUB) db migrate
+	$(TRAJPUB) server up
+
+demo: services
+	$(VENV)/bin/python -m flows.demo
+
+test: services
+	TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
+
+bench: services
+	$(VENV)/bin/python -m bench.run_stages
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+stop:
+	-$(TRAJPUB) server down
+	-$(TRAJPUB) db down

@@ -1,0 +1,58 @@
+"""The one lifecycle every attack follows: configured by frozen parameters, then ``evaluate(raw, release)``.
+
+The auditor holds the raw data D (the adversary's background knowledge) and simulates the adversary against
+the candidate release D* (survey seed 002, Sec. 6.2 of our spec: "the auditor holds D and simulates adversaries
+against D*"). Modelled on Anonymeter's evaluators: one verb, one result type with a confidence interval and a
+baseline.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Generic, TypeVar
+
+import pandas as pd
+
+from audits.result import AttackResult
+from trajpub.errors import InputError
+from trajpub.frame import require_columns
+
+P = TypeVar("P")
+
+
+class Attack(ABC, Generic[P]):
+    """An attack configured by a frozen parameter dataclass ``P``.
+
+    Subclasses name the columns they read and implement :meth:`_attack`; :meth:`evaluate` checks the two
+    frames first, so every attack refuses the same malformed input with the same error.
+    """
+
+    def __init__(self, params: P):
+        self.params = params
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The attack's name: the key of its threshold in the gate policy."""
+
+    @property
+    @abstractmethod
+    def raw_columns(self) -> tuple[str, ...]:
+        """The columns the attack reads from the raw frame."""
+
+    @property
+    @abstractmethod
+    def release_columns(self) -> tuple[str, ...]:
+        """The columns the attack reads from the release frame."""
+
+    def evaluate(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
+        """Attack ``release`` (D*) with ``raw`` (D) as background knowledge."""
+        for frame, columns, label in ((raw, self.raw_columns, "raw"), (release, self.release_columns, "release")):
+            require_columns(frame, columns, f"{self.name}: {label} frame")
+            if frame.empty:
+                raise InputError(f"the {label} frame is empty: nothing to attack", f"{self.name}: {label} frame")
+        return self._attack(raw, release)
+
+    @abstractmethod
+    def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
+        """Run the attack on frames that have the declared columns and are not empty."""

@@ -1,0 +1,91 @@
+"""The outcome of one attack on one release, in the form the gate and the data steward read."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from audits.stats import baseline_corrected_risk, wilson_interval
+from trajpub.errors import ParameterError
+
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class AttackResult:
+    """An attack's success rate with its confidence interval, next to a baseline, as Anonymeter reports it.
+
+    Given: ``attack`` (its name, the key of the gate policy), ``n_targets`` (the records attacked),
+    ``n_successes`` (how many the attack got right; an expected count, hence a float, when the attack breaks
+    ties uniformly at random), ``baseline`` (the success rate of a random guess or of the attack on a control)
+    and ``evidence`` (JSON-serialisable; at most :data:`MAX_EXAMPLES` concrete cases under ``"examples"``).
+
+    Derived, never given, so they cannot disagree with the counts:
+
+    - ``success_rate = n_successes / n_targets``;
+    - ``ci_low, ci_high``: the Wilson score interval of the success rate (:func:`audits.stats.wilson_interval`);
+    - ``risk``: the baseline-corrected risk ``max(0, (success_rate - baseline) / (1 - baseline))``
+      (:func:`audits.stats.baseline_corrected_risk`, Anonymeter's form);
+    - ``risk_ci_low, risk_ci_high``: the same correction applied to the interval's ends. The baseline is an
+      exact probability, not an estimate, so the correction is a monotone map of the rate and the interval
+      carries over.
+    """
+
+    attack: str
+    n_targets: int
+    n_successes: float
+    baseline: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 0.95
+    success_rate: float = field(init=False)
+    ci_low: float = field(init=False)
+    ci_high: float = field(init=False)
+    risk: float = field(init=False)
+    risk_ci_low: float = field(init=False)
+    risk_ci_high: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        where = f"attack result {self.attack!r}"
+        if not self.attack:
+            raise ParameterError("an attack result needs the attack's name", "attack result")
+        if not (isinstance(self.n_targets, int) and self.n_targets >= 1):
+            raise ParameterError(f"n_targets must be a positive integer, got {self.n_targets!r}", where)
+        if not (math.isfinite(self.n_successes) and 0 <= self.n_successes <= self.n_targets):
+            raise ParameterError(f"n_successes must be in [0, {self.n_targets}], got {self.n_successes}", where)
+        if not 0 <= self.baseline <= 1:
+            raise ParameterError(f"baseline must be in [0, 1], got {self.baseline}", where)
+        try:
+            evidence = json.loads(json.dumps(self.evidence, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"evidence must be JSON-serialisable without NaN: {exc}", where) from exc
+        if not isinstance(evidence, dict):
+            raise ParameterError("evidence must be a mapping", where)
+        if len(evidence.get("examples", [])) > MAX_EXAMPLES:
+            raise ParameterError(f"evidence holds more than {MAX_EXAMPLES} examples", where)
+        rate = self.n_successes / self.n_targets
+        low, high = wilson_interval(self.n_successes, self.n_targets, self.confidence)
+        derived = {"evidence": evidence, "success_rate": rate, "ci_low": low, "ci_high": high,
+                   "risk": baseline_corrected_risk(rate, self.baseline),
+                   "risk_ci_low": baseline_corrected_risk(low, self.baseline),
+                   "risk_ci_high": baseline_corrected_risk(high, self.baseline)}
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready values, for the audit table and the steward's report."""
+        return {
+            "attack": self.attack,
+            "n_targets": self.n_targets,
+            "n_successes": float(self.n_successes),
+            "success_rate": self.success_rate,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "confidence": self.confidence,
+            "baseline": float(self.baseline),
+            "risk": self.risk,
+            "risk_ci_low": self.risk_ci_low,
+            "risk_ci_high": self.risk_ci_high,
+            "evidence": json.loads(json.dumps(self.evidence)),
+        }

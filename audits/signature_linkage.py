@@ -1,0 +1,364 @@
+"""Record linkage with full-history spatial signatures: the survey's LA metric (seed 002, attacks A1 and A4).
+
+Jin et al., "A Survey and Experimental Study on Privacy-Preserving Trajectory Data Publishing", TKDE 35(6) 2023,
+Sec. 5.2.1, with the signature of its linkage code TrjLink (Jin, Hua et al., refs [37], [66] of the survey;
+``uqwhua/TrjLink``, ``signatures/Function.java``): the adversary knows the whole raw history of every object,
+builds a TF-IDF signature per object from the locations it visits and links each released record to the most
+similar object. Our spec: ``specs/seed-002-survey.md`` sections 1.2 (A1, A4), 3.1 and 6.2 (G1).
+
+Locations are the cells of a fine lon/lat grid (0.001 degrees, TrjLink's grid step; TrjLink snaps to road
+intersections, which needs a road network we do not assume), or the frame's ``cell`` column when both frames
+have one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.optimize import linear_sum_assignment
+
+from audits.attack import Attack
+from audits.result import MAX_EXAMPLES, AttackResult
+from audits.stats import baseline_corrected_risk
+from trajpub.errors import InputError, ParameterError
+
+TRUTHFUL_NAME = "signature_linkage"
+SYNTHETIC_NAME = "signature_linkage_synthetic"
+
+_TIE_TOLERANCE = 1e-12
+_GRID_KEY_STRIDE = 2**31
+_GRID_KEY_OFFSET = 2**30
+
+
+@dataclass(frozen=True)
+class SignatureLinkageParams:
+    """Parameters of :class:`SignatureLinkage`.
+
+    mode: ``"truthful"`` when every released record still belongs to a raw object (the release's
+        ``object_id`` names it; the auditor keeps that correspondence privately), ``"synthetic"`` when the
+        release has no link to owners (e.g. the noisy prefix tree). The two give different quantities (survey
+        Sec. 5.2.1; our spec 6.4), reported under different attack names.
+    grid_deg: side of the lon/lat grid cells that serve as locations (TrjLink's grid step, 0.001 degrees).
+    use_cell_column: use the ``cell`` column as the location when both frames have one.
+    top_m: the number of highest-weighted locations kept in a signature (TrjLink's ``reduction = 10``);
+        ``None`` keeps the full signature.
+    top_k: the k of the Acc@k values reported (truthful mode); Acc@1 is the survey's LA.
+    threshold: similarity above which a synthetic record counts as linked (the survey's 0.5).
+    max_assignment_records: the largest number of released records for which the global one-to-one
+        assignment (A4) is solved; it needs a dense records x objects matrix and cubic time. 0 disables it.
+    confidence: the confidence level of the reported Wilson interval.
+    """
+
+    mode: Literal["truthful", "synthetic"] = "truthful"
+    grid_deg: float = 0.001
+    use_cell_column: bool = True
+    top_m: int | None = 10
+    top_k: tuple[int, ...] = (1, 5)
+    threshold: float = 0.5
+    max_assignment_records: int = 5000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        where = "signature_linkage params"
+        if self.mode not in ("truthful", "synthetic"):
+            raise ParameterError(f"mode must be 'truthful' or 'synthetic', got {self.mode!r}", where)
+        if not 1e-7 <= self.grid_deg <= 1:
+            raise ParameterError(f"grid_deg must be in [1e-7, 1] degrees, got {self.grid_deg}", where)
+        if self.top_m is not None and not (isinstance(self.top_m, int) and self.top_m >= 1):
+            raise ParameterError(f"top_m must be a positive integer or None, got {self.top_m!r}", where)
+        if not self.top_k or not all(isinstance(k, int) and k >= 1 for k in self.top_k):
+            raise ParameterError(f"top_k must be a non-empty tuple of positive integers, got {self.top_k!r}",
+                                 where)
+        if not 0 <= self.threshold < 1:
+            raise ParameterError(f"threshold must be in [0, 1), got {self.threshold}", where)
+        if not (isinstance(self.max_assignment_records, int) and self.max_assignment_records >= 0):
+            raise ParameterError(
+                f"max_assignment_records must be a non-negative integer, got {self.max_assignment_records!r}",
+                where)
+        if not 0 < self.confidence < 1:
+            raise ParameterError(f"confidence must be in (0, 1), got {self.confidence}", where)
+
+
+@dataclass(frozen=True)
+class Signatures:
+    """TF-IDF signatures of the raw objects and of the released records, on one location vocabulary.
+
+    ``objects`` (raw ``object_id`` as str) and ``records`` (release ``traj_id``) label the rows of ``raw`` and
+    ``release``: CSR matrices whose rows are unit vectors (or empty, for a record without a usable point).
+    """
+
+    objects: np.ndarray
+    records: np.ndarray
+    raw: sparse.csr_matrix
+    release: sparse.csr_matrix
+    location: str
+
+    def similarity(self) -> sparse.csr_matrix:
+        """Cosine similarity, records x objects: a sparse product of unit vectors, zeros not stored."""
+        sim = (self.release @ self.raw.T).tocsr()
+        sim.eliminate_zeros()
+        return sim
+
+
+def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams) -> Signatures:
+    """Spatial TF-IDF signatures, TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
+
+    With c(v,u) the number of points of u in location v and N the number of raw objects:
+    ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw objects
+    that visit v (computed on the raw side only, so released records are weighted by what the adversary
+    knows; a location no raw object visits gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
+    keep the top-m weights and L2-normalise again. Dividing a row by a positive constant changes neither which
+    weights are the top m nor the final unit vector, so the tf denominator and the first normalisation cancel
+    and are not computed.
+    """
+    raw_loc, raw_ok, location = _location_keys(raw, release, params, "raw")
+    rel_loc, rel_ok, _ = _location_keys(release, raw, params, "release")
+    objects, raw_rows = _factorize(raw["object_id"].astype(str))
+    records, rel_rows = _factorize(release["traj_id"])
+    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_loc[raw_ok], rel_loc[rel_ok]]))
+    n_raw_points = int(raw_ok.sum())
+    counts_raw = _count_matrix(raw_rows[raw_ok], loc_codes[:n_raw_points], len(objects), len(vocabulary))
+    counts_rel = _count_matrix(rel_rows[rel_ok], loc_codes[n_raw_points:], len(records), len(vocabulary))
+    df = np.bincount(counts_raw.indices, minlength=len(vocabulary))
+    idf = np.log((len(objects) + 1) / np.maximum(df, 1))
+    return Signatures(
+        objects=objects,
+        records=records,
+        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), params.top_m)),
+        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), params.top_m)),
+        location=location,
+    )
+
+
+class SignatureLinkage(Attack[SignatureLinkageParams]):
+    """The survey's linkage attack LA (A1), with the global-assignment strengthening (A4).
+
+    Raw objects are grouped by ``object_id`` (each object's whole history is one signature, as in the survey's
+    experiments); released records by ``traj_id`` (each released trajectory is one record).
+
+    ``truthful`` mode (attack name ``signature_linkage``): every released record whose ``object_id`` is a raw
+    object is a target; it is linked to the arg-max raw object and the link succeeds if that is its owner
+    (LA = |D*_s| / |D*|, survey Sec. 5.2.1). Ties are broken uniformly at random, counted by expectation: a
+    target whose owner ties with b-1 others at the top counts 1/b. Acc@k is the same with the owner among the
+    k most similar. The global one-to-one assignment (A4: Hungarian method on the similarity matrix,
+    ``scipy.optimize.linear_sum_assignment``) is run when there are no more records than objects, and the
+    variant with the larger risk is reported; an assigned pair of zero similarity carries no evidence and
+    does not count. Released records of no raw object (dummies) are not targets, so adding dummies cannot
+    dilute the risk of real people. Baseline: a random guess, 1/N for N raw objects.
+
+    ``synthetic`` mode (attack name ``signature_linkage_synthetic``): there are no owners, so the survey
+    uses a threshold: LA = the fraction of released records whose best-match similarity to any raw object
+    exceeds ``threshold`` (0.5); those records are the successes. This is a different quantity from the
+    truthful LA and must not be compared with it (our spec 1.2 A1 and 6.4). Baseline: the same criterion for
+    a random guess, the mean over records of the fraction of raw objects more similar than the threshold;
+    it is close to 1/N when signatures are distinct, and tends to 1 when every record resembles every object
+    (then nothing about an individual is revealed and the risk is 0).
+
+    The Wilson interval assumes independent targets; the assignment's successes are not independent, so its
+    interval is indicative.
+    """
+
+    @property
+    def name(self) -> str:
+        return TRUTHFUL_NAME if self.params.mode == "truthful" else SYNTHETIC_NAME
+
+    @property
+    def raw_columns(self) -> tuple[str, ...]:
+        return ("object_id", "lon", "lat")
+
+    @property
+    def release_columns(self) -> tuple[str, ...]:
+        """A truthful release also needs ``object_id``: the owner the auditor keeps privately."""
+        return ("traj_id", "object_id", "lon", "lat") if self.params.mode == "truthful" else ("traj_id", "lon", "lat")
+
+    def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
+        signatures = build_signatures(raw, release, self.params)
+        similarity = signatures.similarity()
+        if self.params.mode == "truthful":
+            return self._truthful(signatures, similarity, _record_owners(release, signatures.records))
+        return self._synthetic(signatures, similarity)
+
+    def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
+        n_objects = len(sig.objects)
+        owner_col = pd.Index(sig.objects).get_indexer(owners)
+        targets = np.flatnonzero(owner_col >= 0)
+        if len(targets) == 0:
+            raise InputError("no released record belongs to a raw object; use mode='synthetic'",
+                             f"{self.name}: release frame")
+        sim, owner_col = sim[targets], owner_col[targets]
+        owner_sim = np.asarray(sim[np.arange(len(targets)), owner_col]).ravel()
+        above, tied = _rank_counts(sim, owner_sim, n_objects)
+        acc = {k: float(_expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
+        baseline = 1 / n_objects
+        variants = {"argmax": acc[1]}
+        assignment: dict[str, Any] = {"applicable": False}
+        if len(targets) > n_objects:
+            assignment["reason"] = f"more records ({len(targets)}) than objects ({n_objects})"
+        elif len(targets) > self.params.max_assignment_records:
+            assignment["reason"] = f"more records than max_assignment_records={self.params.max_assignment_records}"
+        else:
+            variants["assignment"] = float(_assignment_successes(sim, owner_col))
+            assignment = {"applicable": True, **_summary(variants["assignment"], len(targets), baseline)}
+        reported = max(variants, key=lambda v: baseline_corrected_risk(variants[v] / len(targets), baseline))
+        evidence = {
+            "mode": "truthful",
+            "location": sig.location,
+            "top_m": self.params.top_m,
+            "n_objects": n_objects,
+            "n_records": len(sig.records),
+            "n_records_without_owner": len(sig.records) - len(targets),
+            "reported_variant": reported,
+            "argmax": _summary(variants["argmax"], len(targets), baseline),
+            "assignment": assignment,
+            "acc_at_k": {str(k): v / len(targets) for k, v in acc.items() if k in self.params.top_k},
+            "examples": _truthful_examples(sig, sim, targets, owner_col, owner_sim, tied, above),
+        }
+        return AttackResult(attack=self.name, n_targets=len(targets), n_successes=variants[reported],
+                            baseline=baseline, evidence=evidence, confidence=self.params.confidence)
+
+    def _synthetic(self, sig: Signatures, sim: sparse.csr_matrix) -> AttackResult:
+        n_records, n_objects = sim.shape
+        best = sim.max(axis=1).toarray().ravel()
+        linked = best > self.params.threshold
+        rows = np.repeat(np.arange(n_records), np.diff(sim.indptr))
+        n_above = np.bincount(rows, weights=sim.data > self.params.threshold, minlength=n_records)
+        baseline = float(n_above.mean() / n_objects)
+        best_col = np.asarray(sim.argmax(axis=1)).ravel()
+        order = np.flatnonzero(linked)[np.argsort(-best[linked], kind="stable")][:MAX_EXAMPLES]
+        evidence = {
+            "mode": "synthetic",
+            "location": sig.location,
+            "top_m": self.params.top_m,
+            "threshold": self.params.threshold,
+            "n_objects": n_objects,
+            "n_records": n_records,
+            "baseline_kind": "random raw object more similar than the threshold",
+            "best_similarity_quantiles": {
+                q: float(np.quantile(best, float(q))) for q in ("0.5", "0.9", "0.99", "1.0")},
+            "examples": [{"release_traj_id": _plain(sig.records[i]), "matched_object": str(sig.objects[best_col[i]]),
+                          "similarity": round(float(best[i]), 4)} for i in order],
+        }
+        return AttackResult(attack=self.name, n_targets=n_records, n_successes=float(linked.sum()),
+                            baseline=baseline, evidence=evidence, confidence=self.params.confidence)
+
+
+def _location_keys(frame: pd.DataFrame, other: pd.DataFrame, params: SignatureLinkageParams,
+                   label: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """Integer location of every point, a mask of the usable points, and a description of the locations."""
+    if params.use_cell_column and "cell" in frame.columns and "cell" in other.columns:
+        cell = frame["cell"].to_numpy()
+        if not np.issubdtype(cell.dtype, np.integer):
+            raise InputError(f"column cell must hold integers, got {cell.dtype}", f"signature_linkage: {label}")
+        return cell.astype(np.int64), cell >= 0, "cell column"
+    lon = frame["lon"].to_numpy(dtype=float)
+    lat = frame["lat"].to_numpy(dtype=float)
+    ok = np.isfinite(lon) & np.isfinite(lat)
+    ix = np.floor(np.where(ok, lon, 0) / params.grid_deg).astype(np.int64)
+    iy = np.floor(np.where(ok, lat, 0) / params.grid_deg).astype(np.int64)
+    return ix * _GRID_KEY_STRIDE + iy + _GRID_KEY_OFFSET, ok, f"lon/lat grid of {params.grid_deg} degrees"
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values, sort=True)
+    if (codes < 0).any():
+        raise InputError(f"column {values.name} has missing values", "signature_linkage")
+    return np.asarray(uniques), codes
+
+
+def _count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int) -> sparse.csr_matrix:
+    """c(v,u): points per (row, location); duplicate coordinates are summed by the COO to CSR conversion."""
+    return sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_rows, n_cols)).tocsr()
+
+
+def _scale_columns(matrix: sparse.csr_matrix, weights: np.ndarray) -> sparse.csr_matrix:
+    scaled = matrix.copy()
+    scaled.data = scaled.data * weights[scaled.indices]
+    return scaled
+
+
+def _keep_top(matrix: sparse.csr_matrix, m: int | None) -> sparse.csr_matrix:
+    """The m largest entries of every row (ties by location index), TrjLink's ``cutSignature``."""
+    if m is None:
+        return matrix
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    order = np.lexsort((matrix.indices, -matrix.data, rows))
+    keep = order[np.arange(len(order)) - matrix.indptr[rows[order]] < m]
+    return sparse.csr_matrix((matrix.data[keep], (rows[keep], matrix.indices[keep])), shape=matrix.shape)
+
+
+def _unit_rows(matrix: sparse.csr_matrix) -> sparse.csr_matrix:
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    norms = np.sqrt(np.bincount(rows, weights=matrix.data**2, minlength=matrix.shape[0]))
+    unit = matrix.copy()
+    unit.data = unit.data / norms[rows]
+    return unit
+
+
+def _record_owners(release: pd.DataFrame, records: np.ndarray) -> np.ndarray:
+    """The raw owner of every released record (aligned with ``records``); one owner per ``traj_id``."""
+    owners = release.groupby("traj_id", sort=True)["object_id"].agg(["nunique", "first"])
+    shared = owners.index[owners["nunique"] > 1]
+    if len(shared):
+        raise InputError(f"traj_id {shared[0]!r} spans several object_id values; a record must have one owner",
+                         "signature_linkage: release frame")
+    return owners["first"].reindex(records).astype(str).to_numpy()
+
+
+def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: objects strictly more similar than the owner, and objects tied with it (the owner included).
+
+    Objects not stored in a row have similarity 0; they tie with an owner of similarity 0.
+    """
+    n_rows = sim.shape[0]
+    lengths = np.diff(sim.indptr)
+    rows = np.repeat(np.arange(n_rows), lengths)
+    owner_per_entry = owner_sim[rows]
+    above = np.bincount(rows, weights=sim.data > owner_per_entry + _TIE_TOLERANCE, minlength=n_rows)
+    tied = np.bincount(rows, weights=np.abs(sim.data - owner_per_entry) <= _TIE_TOLERANCE, minlength=n_rows)
+    tied = tied + np.where(owner_sim <= _TIE_TOLERANCE, n_objects - lengths, 0)
+    return above, tied
+
+
+def _expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
+    """P(owner among the k first) when ties are ordered uniformly at random: clip((k - above) / tied, 0, 1)."""
+    return np.clip((k - above) / tied, 0.0, 1.0)
+
+
+def _assignment_successes(sim: sparse.csr_matrix, owner_col: np.ndarray) -> int:
+    """Correct pairs of positive similarity in the maximum-similarity one-to-one assignment (A4)."""
+    dense = sim.toarray()
+    rows, cols = linear_sum_assignment(dense, maximize=True)
+    return int(((cols == owner_col[rows]) & (dense[rows, cols] > 0)).sum())
+
+
+def _summary(successes: float, n_targets: int, baseline: float) -> dict[str, float]:
+    rate = successes / n_targets
+    return {"n_successes": successes, "success_rate": rate, "risk": baseline_corrected_risk(rate, baseline)}
+
+
+def _truthful_examples(sig: Signatures, sim: sparse.csr_matrix, targets: np.ndarray, owner_col: np.ndarray,
+                       owner_sim: np.ndarray, tied: np.ndarray, above: np.ndarray) -> list[dict[str, Any]]:
+    """The most similar correct links: the record, its owner (the steward needs to know who is exposed), the
+    similarity and the runner-up's similarity (not its identity)."""
+    linked = np.flatnonzero((above == 0) & (owner_sim > 0))
+    examples = []
+    for i in linked[np.argsort(-owner_sim[linked], kind="stable")][:MAX_EXAMPLES]:
+        row = sim.getrow(i)
+        others = row.data[row.indices != owner_col[i]]
+        examples.append({
+            "release_traj_id": _plain(sig.records[targets[i]]),
+            "owner": str(sig.objects[owner_col[i]]),
+            "similarity": round(float(owner_sim[i]), 4),
+            "runner_up_similarity": round(float(others.max()), 4) if len(others) else 0.0,
+            "tied_objects": int(tied[i]) - 1,
+        })
+    return examples
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value JSON accepts."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,380 @@
+"""The ``trajpub`` command line: services, loading, releases, steward decisions, the budget."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from trajpub import config
+
+config.apply_environment()
+
+from trajpub.errors import TrajpubError  # noqa: E402
+
+
+class Cli(click.Group):
+    """Errors are one sentence plus where, on stderr, with exit code 1; no traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except TrajpubError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(1)
+
+
+def _engine():
+    from tasks.db import engine
+
+    return engine()
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    if not rows:
+        return "(none)"
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(out)
+
+
+@click.group(cls=Cli)
+def main() -> None:
+    """trajpub: governed releases of privacy-protected trajectory data."""
+
+
+# --- services -------------------------------------------------------------------------------------------------
+@main.group()
+def db() -> None:
+    """The PostGIS database: a project-local cluster unless TRAJPUB_DATABASE_URL is set."""
+
+
+@db.command("up")
+def db_up() -> None:
+    from flows import services
+
+    click.echo(services.db_up())
+
+
+@db.command("down")
+def db_down() -> None:
+    from flows import services
+
+    click.echo(services.db_down())
+
+
+@db.command("migrate")
+def db_migrate() -> None:
+    from tasks.db import migrate
+
+    applied = migrate(_engine())
+    click.echo("applied: " + ", ".join(applied) if applied else "database is up to date")
+
+
+@db.command("status")
+def db_status() -> None:
+    import sqlalchemy as sa
+
+    from tasks.db import status
+
+    try:
+        st = status(_engine())
+    except sa.exc.OperationalError:
+        raise TrajpubError("the database does not answer; start it with `trajpub db up`", "database") from None
+    click.echo(f"PostgreSQL {st['server']}, PostGIS {st['postgis']}; migrations: {', '.join(st['migrations'])}")
+
+
+@main.group()
+def server() -> None:
+    """The Prefect server (UI and API) on loopback, unless PREFECT_API_URL points elsewhere."""
+
+
+@server.command("up")
+def server_up() -> None:
+    from flows import services
+
+    click.echo(services.server_up())
+
+
+@server.command("down")
+def server_down() -> None:
+    from flows import services
+
+    click.echo(services.server_down())
+
+
+# --- data -----------------------------------------------------------------------------------------------------
+@main.command()
+@click.argument("fmt", metavar="FORMAT")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--dataset", required=True, help="Dataset name (lower case, digits, underscores).")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Format option, e.g. object_id=taxi (csv column mapping), sep=';', layer=NAME.")
+def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
+    """Load raw points: FORMAT is tdrive, geolife, csv, gpkg or geojson."""
+    from tasks.load import load_source
+
+    opts = {}
+    for item in options:
+        if "=" not in item:
+            raise TrajpubError(f"option {item!r} must look like KEY=VALUE", "--option")
+        key, value = item.split("=", 1)
+        opts[key] = value
+    report = load_source(_engine(), fmt, path, dataset, opts or None, progress=lambda m: click.echo(f"  {m}"))
+    if report.already_loaded:
+        click.echo(f"{path} is already loaded into '{dataset}' (source {report.source_id}); nothing changed")
+        return
+    click.echo(f"loaded {report.n_loaded} points into '{dataset}', quarantined {report.n_quarantined} "
+               f"(of {report.n_read} read) in {report.seconds:.1f} s; quarantined rows are in staging.quarantine")
+
+
+# --- releases -------------------------------------------------------------------------------------------------
+@main.group()
+def release() -> None:
+    """Run and inspect releases."""
+
+
+def _spec_dict(spec_file: Path | None, overrides: dict) -> dict:
+    import yaml
+
+    data: dict = {}
+    if spec_file:
+        try:
+            data = yaml.safe_load(spec_file.read_text()) or {}
+        except FileNotFoundError:
+            raise TrajpubError("the release spec file does not exist", f"file {spec_file}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"file {spec_file}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
+            raise TrajpubError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}", where) from None
+        if not isinstance(data, dict):
+            raise TrajpubError("a release spec must be a mapping of keys to values", f"file {spec_file}")
+    for key, value in overrides.items():
+        if value not in (None, ()):
+            data[key] = value
+    return data
+
+
+def _parse_params(items: tuple[str, ...]) -> dict:
+    import yaml
+
+    params = {}
+    for item in items:
+        if "=" not in item:
+            raise TrajpubError(f"parameter {item!r} must look like KEY=VALUE", "--param")
+        key, value = item.split("=", 1)
+        params[key] = yaml.safe_load(value)
+    return params
+
+
+@release.command("run")
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
+@click.option("--dataset")
+@click.option("--mechanism")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
+@click.option("--window-start")
+@click.option("--window-end")
+@click.option("--requested-by")
+@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
+@click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
+def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
+                approval_timeout_s) -> None:
+    """Run a governed release; it waits for the steward's decision after the audit gate."""
+    from flows.release import release_flow
+    from trajpub.spec import ReleaseSpec
+
+    data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
+                                  "window_end": window_end, "requested_by": requested_by,
+                                  "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
+    if params:
+        data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    ReleaseSpec.from_dict(data)  # fail fast, before a flow run exists
+    outcome = release_flow(spec=data)
+    click.echo(json.dumps(outcome))
+
+
+@release.command("list")
+@click.option("--dataset")
+def release_list(dataset: str | None) -> None:
+    from tasks import governance
+
+    with _engine().connect() as conn:
+        rows = governance.list_releases(conn, dataset)
+    click.echo(_table(rows, ["release_id", "dataset", "mechanism", "status", "requested_by", "created_at",
+                             "published_table"]))
+
+
+@release.command("show")
+@click.argument("release_id", type=int)
+def release_show(release_id: int) -> None:
+    """Everything about one release: status history, validation, audits, approval, budget, lineage."""
+    import sqlalchemy as sa
+
+    from tasks import governance, lineage
+
+    with _engine().connect() as conn:
+        rel = governance.get_release(conn, release_id)
+        transitions = [dict(r) for r in conn.execute(sa.text(
+            "SELECT at, from_status, to_status, detail FROM governance.release_transitions WHERE release_id = :r"
+            " ORDER BY at"), {"r": release_id}).mappings()]
+        audits = [dict(r) for r in conn.execute(sa.text(
+            "SELECT attack, round(success_rate::numeric, 4) AS success, round(ci_low::numeric, 4) AS ci_low,"
+            " round(ci_high::numeric, 4) AS ci_high, round(baseline::numeric, 5) AS baseline,"
+            " round(risk::numeric, 4) AS risk, threshold, passed FROM governance.audit_results"
+            " WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+        decision = governance.approval(conn, release_id)
+        charged = [e for e in governance.ledger(conn, rel["dataset"]) if e["release_id"] == release_id]
+        events = lineage.events(conn, release_id)
+    g = rel["guarantee"] or {}
+    click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
+    if rel["failure_reason"]:
+        click.echo(f"failure: {rel['failure_reason']}")
+    click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
+               f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
+    click.echo(f"published table: {rel['published_table'] or '-'}")
+    click.echo(f"parameters: {json.dumps(rel['params'])}")
+    click.echo(f"\nguarantee: {g.get('statement', '-')}")
+    for c in g.get("caveats", []):
+        click.echo(f"  caveat: {c}")
+    click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
+    click.echo("\naudits:\n" + _table(audits, ["attack", "success", "ci_low", "ci_high", "baseline", "risk",
+                                               "threshold", "passed"]))
+    if (rel["summary"] or {}).get("utility"):
+        click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
+    click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
+                                 + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
+    click.echo("budget charged: " + (", ".join(f"ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
+                                     or "-"))
+    click.echo("\nlineage events:")
+    for e in events:
+        ev = e["event"]
+        click.echo(f"  {e['event_type']:8s} {e['event_time']}  inputs={[i['name'] for i in ev['inputs']]} "
+                   f"outputs={[o['name'] for o in ev['outputs']]} facets={sorted(ev['run']['facets'])}")
+
+
+# --- steward --------------------------------------------------------------------------------------------------
+def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.flow_runs import resume_flow_run
+
+    from flows.release import apply_decision
+    from tasks import governance
+
+    eng = _engine()
+    with eng.connect() as conn:
+        rel = governance.get_release(conn, release_id)
+    if rel["status"] != "awaiting_approval":
+        raise TrajpubError(f"release {release_id} is '{rel['status']}', not awaiting approval", "governance.releases")
+    if decision == "reject" and not (comment and comment.strip()):
+        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
+    paused = False
+    if rel["flow_run_id"]:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(rel["flow_run_id"]).state
+            paused = bool(state and state.is_paused())
+    if paused:
+        resume_flow_run(rel["flow_run_id"], run_input={"release_id": release_id, "decision": decision,
+                                                       "steward": steward, "comment": comment or ""})
+        click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
+        deadline = time.monotonic() + wait_s
+        final = {"approve": "published", "reject": "rejected"}[decision]
+        while time.monotonic() < deadline:
+            with eng.connect() as conn:
+                status = governance.get_release(conn, release_id)["status"]
+            if status in (final, "failed"):
+                click.echo(f"release {release_id} is {status}")
+                if status == "failed":
+                    sys.exit(1)
+                return
+            time.sleep(1)
+        click.echo(f"the flow run has the decision but release {release_id} is still '{status}'; "
+                   f"see `trajpub release show {release_id}`")
+        return
+    # the flow stopped waiting: record the decision here and publish (nothing lost)
+    outcome = apply_decision(release_id, decision, steward, comment)
+    click.echo(f"release {release_id} is {outcome['status']}" + (f": {outcome['table']}" if "table" in outcome else ""))
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@click.option("--steward", required=True, help="Your name, recorded with the approval.")
+@click.option("--comment")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True,
+              help="Seconds to wait for the flow to publish.")
+def approve(release_id: int, steward: str, comment: str | None, wait_s: float) -> None:
+    """Approve a release awaiting approval; it is then published."""
+    _decide(release_id, "approve", steward, comment, wait_s)
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@click.option("--steward", required=True)
+@click.option("--comment", required=True, help="Why the release is rejected.")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True)
+def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
+    """Reject a release awaiting approval; nothing is published."""
+    _decide(release_id, "reject", steward, comment, wait_s)
+
+
+@main.command("publish-approved")
+@click.argument("release_id", type=int)
+def publish_approved(release_id: int) -> None:
+    """Publish an approved release whose flow run is no longer waiting (idempotent)."""
+    from flows.release import publish_approved_flow
+
+    click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
+
+
+# --- budget ---------------------------------------------------------------------------------------------------
+@main.group()
+def budget() -> None:
+    """The privacy-budget ledger."""
+
+
+@budget.command("show")
+@click.option("--dataset")
+def budget_show(dataset: str | None) -> None:
+    import sqlalchemy as sa
+
+    from tasks import governance
+
+    with _engine().connect() as conn:
+        datasets = [r[0] for r in conn.execute(sa.text(
+            "SELECT dataset FROM governance.datasets WHERE (CAST(:d AS text) IS NULL OR dataset = :d) "
+            "ORDER BY dataset"), {"d": dataset})]
+        if dataset and not datasets:
+            raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+        for ds in datasets:
+            cap, spent = governance.budget(conn, ds)
+            click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left)")
+            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "epsilon",
+                                                            "privacy_unit", "charged_at", "status"]))
+
+
+@budget.command("cap")
+@click.argument("dataset")
+@click.argument("epsilon", type=float)
+def budget_cap(dataset: str, epsilon: float) -> None:
+    """Set a dataset's ε cap (the owner's decision)."""
+    import sqlalchemy as sa
+
+    from trajpub.spec import validate_dataset_name
+
+    validate_dataset_name(dataset)
+    if not epsilon > 0:
+        raise TrajpubError("the cap must be positive", "budget cap EPSILON")
+    with _engine().begin() as conn:
+        n = conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = :e WHERE dataset = :d"),
+                         {"e": epsilon, "d": dataset}).rowcount
+    if not n:
+        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+    click.echo(f"{dataset}: ε cap set to {epsilon:g}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""The release flow: plan → ingest → validate → prepare → protect → audit + gate → steward review → publish.
+
+Every step records its outcome in ``governance``; any failure marks the release ``failed`` with the reason and
+emits a lineage FAIL event, and nothing is published.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import FlowPauseTimeout
+from prefect.flow_runs import pause_flow_run
+from prefect.runtime import flow_run
+
+from flows.review import StewardDecision, review_markdown
+from tasks import audit, governance, ingest, lineage, prepare, protect, publish, validate
+from tasks.dask_cluster import dask_client, n_workers
+from tasks.db import engine as db_engine
+from trajpub.errors import TrajpubError
+from trajpub.spec import ReleaseSpec
+
+step = task(cache_policy=NO_CACHE, retries=0)
+
+
+@step
+def plan(spec: ReleaseSpec) -> tuple[int, object]:
+    """Validate the mechanism's parameters and the budget before any data is read; record the release."""
+    mech = protect.adapter(spec.mechanism)
+    params = mech.parse_params(spec.params)
+    guarantee = mech.guarantee(params)
+    eng = db_engine()
+    with eng.begin() as conn:
+        governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0)
+        release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
+        governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
+        lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
+                     inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
+                     facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
+                             "guarantee": guarantee.to_dict(), "spec": spec.to_record()})
+    return release_id, params
+
+
+@step
+def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
+    eng = db_engine()
+    snapshot, objects = ingest.take_snapshot(eng, spec.dataset, spec.window_start, spec.window_end)
+    print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
+    partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
+    clean, quarantined, report = validate.validate(client, partitions, spec)
+    with eng.begin() as conn:
+        governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
+                                  snapshot_points=snapshot.n_points)
+        governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
+        validate.store(conn, release_id, spec.dataset, quarantined, report)
+    create_table_artifact(key=f"validation-r{release_id}", table=report["expectations"],
+                          description=f"Release {release_id}: raw-point validation ({report['n_quarantined']} of "
+                                      f"{report['n_rows']} points quarantined)")
+    print(f"validation: {report['n_quarantined']} of {report['n_rows']} points quarantined "
+          f"({report['n_integrity']} invalid, {report['n_duplicate']} exact duplicates)")
+    validate.enforce_policy(report)
+    with eng.begin() as conn:
+        governance.transition(conn, release_id, "validated", f"{report['n_quarantined']} points quarantined")
+    return clean
+
+
+@step
+def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clean) -> tuple[list, dict]:
+    mech = protect.adapter(spec.mechanism)
+    prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
+    print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
+          f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
+    if stats["trajectories"] == 0:
+        raise TrajpubError("no trajectory is left after preparation", "prepare")
+    guarantee = mech.guarantee(params)
+    eng = db_engine()
+    with eng.begin() as conn:  # charged before the mechanism touches the data, whether or not it is published
+        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
+                                 guarantee.delta, guarantee.privacy_unit)
+        governance.merge_summary(conn, release_id, {"prepare": stats})
+    rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
+    result = mech.run(client, prepared, spec.grid, params, rng)
+    with eng.begin() as conn:
+        publish.stage_candidate(conn, release_id, result.points)
+        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
+        governance.transition(conn, release_id, "protected",
+                              f"{result.metadata.get('released_records')} records released")
+    print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
+    return prepared, result
+
+
+@step
+def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result) -> bool:
+    raw = audit.gather_raw(client, prepared)
+    outcome = audit.run(raw, result.points, spec)
+    eng = db_engine()
+    with eng.begin() as conn:
+        audit.store(conn, release_id, outcome)
+        governance.transition(conn, release_id, "audited", "; ".join(outcome.decision.reasons) or "all attacks under threshold")
+        governance.transition(conn, release_id, "blocked" if outcome.decision.blocked else "awaiting_approval",
+                              "; ".join(outcome.decision.reasons) or None)
+    for r in outcome.results:
+        print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
+              f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
+    return not outcome.decision.blocked
+
+
+def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
+    """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``."""
+    eng = db_engine()
+    with eng.connect() as conn:
+        report = review_markdown(conn, release_id)
+    create_markdown_artifact(key=f"review-r{release_id}", markdown=report,
+                             description=f"Steward review of release {release_id}")
+    print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")
+    try:
+        return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=report,
+                                                                               release_id=release_id),
+                              timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}")
+    except FlowPauseTimeout:
+        return None
+
+
+@flow(name="release", log_prints=True)
+def release_flow(spec: dict) -> dict:
+    """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
+    logger = get_run_logger()
+    parsed = ReleaseSpec.from_dict(spec)
+    release_id, params = plan(parsed)
+    print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
+    try:
+        with dask_client(parsed.dask_address) as client:
+            clean = ingest_and_validate(client, parsed, release_id)
+            prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
+            passed = audit_and_gate(client, parsed, release_id, prepared, result)
+    except Exception as exc:
+        fail(release_id, parsed.dataset, exc)
+        raise
+    if not passed:
+        print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
+        return {"release_id": release_id, "status": "blocked"}
+    decision = steward_review(release_id, parsed.approval_timeout_s)
+    if decision is None:
+        logger.warning("no decision before the timeout: the release stays awaiting_approval")
+        return {"release_id": release_id, "status": "awaiting_approval"}
+    return apply_decision(release_id, decision.decision, decision.steward, decision.comment)
+
+
+def apply_decision(release_id: int, decision: str, steward: str, comment: str | None) -> dict:
+    """Record the steward's decision; publish when approved (idempotent)."""
+    eng = db_engine()
+    status = "approved" if decision == "approve" else "rejected"
+    with eng.begin() as conn:
+        if governance.approval(conn, release_id) is None:
+            governance.record_decision(conn, release_id, status, steward, comment or None)
+    if status == "rejected":
+        print(f"release {release_id} rejected by {steward}")
+        return {"release_id": release_id, "status": "rejected"}
+    table = publish.publish(eng, release_id, flow_run.get_id())
+    print(f"release {release_id} published as {table}")
+    return {"release_id": release_id, "status": "published", "table": table}
+
+
+def fail(release_id: int, dataset: str, exc: BaseException) -> None:
+    """Mark the release failed with the reason and emit lineage FAIL (in its own transaction)."""
+    with db_engine().begin() as conn:
+        status = governance.get_release(conn, release_id)["status"]
+        if status not in governance.FINAL:
+            governance.transition(conn, release_id, "failed", str(exc))
+        lineage.emit(conn, release_id, "FAIL", run_id=flow_run.get_id(), dataset=dataset,
+                     facets={"error": {"message": str(exc), "type": type(exc).__name__}})
+
+
+@flow(name="publish-approved", log_prints=True)
+def publish_approved_flow(release_id: int) -> dict:
+    """Publish a release whose approval arrived after its flow stopped waiting (nothing is lost)."""
+    eng = db_engine()
+    with eng.connect() as conn:
+        rel = governance.get_release(conn, release_id)
+    if rel["status"] not in ("approved", "published"):
+        raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")
+    table = publish.publish(eng, release_id, flow_run.get_id())
+    print(f"release {release_id} published as {table}")
+    return {"release_id": release_id, "status": "published", "table": table}

@@ -1,0 +1,59 @@
+"""The steward's review: the pause form (answered in the Prefect UI or by the CLI) and the report it shows."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import sqlalchemy as sa
+from prefect.input import RunInput
+from pydantic import Field
+
+from tasks import governance
+
+
+class StewardDecision(RunInput):
+    """What the steward answers. A rejection needs a comment."""
+
+    release_id: int = Field(description="The release under review (for reference; not editable in effect).")
+    decision: Literal["approve", "reject"] = Field(description="Approve to publish; reject to stop it for good.")
+    steward: str = Field(min_length=1, description="Your name, recorded with the decision.")
+    comment: str = Field(default="", description="Why (required for a rejection).")
+
+
+def review_markdown(conn: sa.Connection, release_id: int) -> str:
+    """The review report: guarantee in plain words, budget, audit results against thresholds, utility."""
+    rel = governance.get_release(conn, release_id)
+    cap, spent = governance.budget(conn, rel["dataset"])
+    g = rel["guarantee"] or {}
+    s = rel["summary"] or {}
+    lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
+             f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
+             f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`).", "",
+             "## Guarantee", "", g.get("statement", "(none stated)"), ""]
+    lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
+    lines += ["", "## Privacy budget", "",
+              f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
+              f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
+              f"{cap - spent:g} left.", "", "## Linkage attacks", "",
+              "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
+    for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
+                          {"r": release_id}).mappings():
+        lines.append(f"| {a['attack']} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
+                     f"{a['baseline']:.4f} | {a['risk']:.3f} | {a['threshold']:.3f} | "
+                     f"{'pass' if a['passed'] else 'BLOCK'} |")
+    utility = s.get("utility", {})
+    if utility:
+        lines += ["", "## Utility", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in utility.items()]
+    v = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results WHERE release_id = :r"),
+                     {"r": release_id}).first()
+    if v:
+        lines += ["", "## Validation", "", f"{v[1]} of {v[0]} raw points quarantined "
+                  f"(see staging.quarantine where release_id = {release_id})."]
+    m = s.get("mechanism", {})
+    if m:
+        lines += ["", "## Mechanism run", "", f"Released {m.get('released_records')} trajectories "
+                  f"({m.get('released_points')} points)."]
+    lines += ["", f"Approve or reject here, or with `trajpub approve {release_id} --steward NAME` / "
+              f"`trajpub reject {release_id} --steward NAME --comment WHY`."]
+    return "\n".join(lines)

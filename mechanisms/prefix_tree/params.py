@@ -1,0 +1,135 @@
+"""Parameters of the noisy prefix tree and the constants derived from them.
+
+Chen, Fung, Desai, "Differentially Private Trajectory Data Publication" (arXiv:1112.2020), Sec. IV-A;
+spec ``seed-004-prefixtree.md`` §3.1 and the gap resolutions G1, G3, G7, G9.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from numbers import Integral, Real
+
+from trajpub.errors import ParameterError
+
+EXPANSION_POLICIES = ("parent_bound", "literal", "min_expand_count")
+CONSISTENCY_MODES = ("projected", "paper", "none")
+ROUNDING_MODES = ("half_up", "stochastic")
+NEIGHBOURING_RELATIONS = ("add_remove", "replace")
+
+
+def _where(name: str) -> str:
+    return f"prefix_tree.{name}"
+
+
+def _require_int(value: object, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}", _where(name))
+
+
+def _require_positive_real(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}", _where(name))
+
+
+def _require_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ParameterError(f"{name} must be one of {', '.join(allowed)}; got {value!r}", _where(name))
+
+
+@dataclass(frozen=True)
+class PrefixTreeParams:
+    """Public parameters of one prefix-tree release; none of them may be derived from the data.
+
+    epsilon: total budget ε, split uniformly over the levels, ε̄ = ε/h (Sec. IV-A; no adaptive split, G2).
+    height: h, the number of noisy levels; longer trajectories are truncated to their h-prefix (G5, G10).
+    expansion_policy: which noisy nodes are expanded at the next level (spec §3.6, G1):
+        "literal" expands every node, as Procedure 1 does; the tree grows like (p_θ·|L|)^depth when
+        p_θ·|L| ≥ 1, so it is only usable for |L| < 34. "parent_bound" keeps at most ⌊c(v)/θ⌋ children of
+        a non-root node v (those with the largest noisy counts). "min_expand_count" expands v only when
+        c(v) ≥ min_expand_count. Both deviations look only at released noisy counts, so they cost no budget.
+    min_expand_count: θ_exp for "min_expand_count"; must be None for the other policies.
+    max_nodes: the build raises when the tree would hold more nodes than this (never truncates silently).
+    consistency: "projected" (default, G7), "paper" (the literal top-down formula of Sec. IV-B, G6) or
+        "none" (the paper's "Basic" release without constrained inference, §3.7.1).
+    rounding: "half_up" or "stochastic" (unbiased floor + Bernoulli) for terminating counts (G9).
+    neighbouring: "add_remove" (the paper's relation, per-level sensitivity 1) or "replace" (sensitivity 2,
+        which doubles the Laplace scale and θ, G3).
+    max_records_per_object: the caller's cap on records per object (person, vehicle); it is not enforced
+        here, only recorded and used for the object-level statement of the guarantee (group privacy).
+    """
+
+    epsilon: float = 1.0
+    height: int = 12
+    expansion_policy: str = "parent_bound"
+    min_expand_count: float | None = None
+    max_nodes: int = 10_000_000
+    consistency: str = "projected"
+    rounding: str = "half_up"
+    neighbouring: str = "add_remove"
+    max_records_per_object: int | None = None
+
+    def __post_init__(self) -> None:
+        _require_positive_real(self.epsilon, "epsilon")
+        _require_int(self.height, "height", 1)
+        _require_choice(self.expansion_policy, "expansion_policy", EXPANSION_POLICIES)
+        if self.expansion_policy == "min_expand_count":
+            if self.min_expand_count is None:
+                raise ParameterError(
+                    "expansion_policy 'min_expand_count' needs min_expand_count (θ_exp)",
+                    _where("min_expand_count"),
+                )
+            _require_positive_real(self.min_expand_count, "min_expand_count")
+        elif self.min_expand_count is not None:
+            raise ParameterError(
+                f"min_expand_count is only used with expansion_policy 'min_expand_count', "
+                f"not {self.expansion_policy!r}",
+                _where("min_expand_count"),
+            )
+        _require_int(self.max_nodes, "max_nodes", 1)
+        _require_choice(self.consistency, "consistency", CONSISTENCY_MODES)
+        _require_choice(self.rounding, "rounding", ROUNDING_MODES)
+        _require_choice(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
+        if self.max_records_per_object is not None:
+            _require_int(self.max_records_per_object, "max_records_per_object", 1)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PrefixTreeParams:
+        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(allowed))
+        if unknown:
+            raise ParameterError(
+                f"unknown parameter(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
+                _where(unknown[0]),
+            )
+        return cls(**d)
+
+    @property
+    def sensitivity(self) -> int:
+        """L1 sensitivity of one level's candidate count vector: 1 under add/remove, 2 under replace (G3)."""
+        return 1 if self.neighbouring == "add_remove" else 2
+
+    @property
+    def epsilon_bar(self) -> float:
+        """Per-level budget ε̄ = ε/h (Sec. IV-A, uniform allocation)."""
+        return self.epsilon / self.height
+
+    @property
+    def laplace_scale(self) -> float:
+        """Laplace scale b = Δ/ε̄ of NoisyCount (Thm 3.1); Δ = 1 in the paper."""
+        return self.sensitivity / self.epsilon_bar
+
+    @property
+    def theta(self) -> float:
+        """Non-emptiness threshold θ = 2√2/ε̄, two standard deviations of the noise (Sec. IV-A), times Δ."""
+        return 2.0 * math.sqrt(2.0) * self.laplace_scale
+
+    @property
+    def p_theta(self) -> float:
+        """Pr[Laplace(b) ≥ θ] = exp(−θ/b)/2 = exp(−2√2)/2 ≈ 0.0295529 for every ε and h (Thm 4.1)."""
+        return 0.5 * math.exp(-self.theta / self.laplace_scale)
+
+    def to_dict(self) -> dict:
+        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,149 @@
+"""The release record in ``governance``: the status machine, results, approvals and the budget ledger."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+
+from trajpub.errors import PolicyError, TrajpubError
+
+# planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published;
+# any non-final status → failed (with the reason).
+TRANSITIONS: dict[str, set[str]] = {
+    "planned": {"validated"},
+    "validated": {"protected"},
+    "protected": {"audited"},
+    "audited": {"blocked", "awaiting_approval"},
+    "awaiting_approval": {"approved", "rejected"},
+    "approved": {"published"},
+}
+FINAL = {"blocked", "rejected", "published", "failed"}
+
+
+def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
+    row = conn.execute(sa.text(
+        "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, window_start,"
+        " window_end, guarantee) VALUES (:dataset, :mechanism, CAST(:params AS jsonb), CAST(:spec AS jsonb),"
+        " :requested_by, :ws, :we, CAST(:guarantee AS jsonb)) RETURNING release_id"),
+        {"dataset": spec_record["dataset"], "mechanism": spec_record["mechanism"], "params": json.dumps(params),
+         "spec": json.dumps(spec_record), "requested_by": spec_record["requested_by"],
+         "ws": spec_record["window_start"], "we": spec_record["window_end"],
+         "guarantee": json.dumps(guarantee)}).scalar_one()
+    conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, to_status, detail) "
+                         "VALUES (:r, 'planned', 'release planned')"), {"r": row})
+    return row
+
+
+def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None = None) -> None:
+    """Move a release to ``to``; refuses transitions the status machine does not allow."""
+    current = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r FOR UPDATE"),
+                           {"r": release_id}).scalar()
+    if current is None:
+        raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
+    allowed = TRANSITIONS.get(current, set()) | ({"failed"} if current not in FINAL else set())
+    if to not in allowed:
+        raise TrajpubError(f"release {release_id} is '{current}' and cannot become '{to}'", "governance.releases")
+    conn.execute(sa.text(
+        "UPDATE governance.releases SET status = :to, updated_at = now(),"
+        " failure_reason = CASE WHEN :to = 'failed' THEN :detail ELSE failure_reason END"
+        " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
+    conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
+                         " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
+
+
+def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
+    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points, summary, published_table)."""
+    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points", "summary", "published_table"}
+    if set(values) - allowed:
+        raise ValueError(f"cannot update {sorted(set(values) - allowed)}")
+    sets = ", ".join(f"{k} = CAST(:{k} AS jsonb)" if k == "summary" else f"{k} = :{k}" for k in values)
+    params = {k: json.dumps(v) if k == "summary" else v for k, v in values.items()}
+    conn.execute(sa.text(f"UPDATE governance.releases SET {sets}, updated_at = now() WHERE release_id = :r"),
+                 {**params, "r": release_id})
+
+
+def merge_summary(conn: sa.Connection, release_id: int, part: dict) -> None:
+    conn.execute(sa.text("UPDATE governance.releases SET summary = summary || CAST(:p AS jsonb) "
+                         "WHERE release_id = :r"), {"p": json.dumps(part, default=str), "r": release_id})
+
+
+def get_release(conn: sa.Connection, release_id: int) -> dict:
+    row = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r"),
+                       {"r": release_id}).mappings().first()
+    if row is None:
+        raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
+    return dict(row)
+
+
+def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 50) -> list[dict]:
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT release_id, dataset, mechanism, status, requested_by, created_at, updated_at, published_table"
+        " FROM governance.releases WHERE (CAST(:d AS text) IS NULL OR dataset = :d)"
+        " ORDER BY release_id DESC LIMIT :n"), {"d": dataset, "n": limit}).mappings()]
+
+
+def budget(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[float, float]:
+    """(cap, spent) of a dataset's privacy budget; ``lock`` holds the dataset row until commit."""
+    cap = conn.execute(sa.text("SELECT epsilon_cap FROM governance.datasets WHERE dataset = :d"
+                               + (" FOR UPDATE" if lock else "")), {"d": dataset}).scalar()
+    if cap is None:
+        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+    spent = conn.execute(sa.text("SELECT coalesce(sum(epsilon), 0) FROM governance.budget_ledger "
+                                 "WHERE dataset = :d"), {"d": dataset}).scalar_one()
+    return float(cap), float(spent)
+
+
+def check_budget(conn: sa.Connection, dataset: str, epsilon: float) -> None:
+    cap, spent = budget(conn, dataset)
+    if spent + epsilon > cap + 1e-12:
+        raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
+                          f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
+
+
+def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
+                  delta: float, privacy_unit: str) -> None:
+    """Charge the ledger under a row lock on the dataset, so that two releases cannot overspend together
+    (sequential composition: spent = Σ ε of every DP run on the raw data, published or not)."""
+    cap, spent = budget(conn, dataset, lock=True)
+    if spent + epsilon > cap + 1e-12:
+        raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
+                          f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
+    conn.execute(sa.text(
+        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit)"
+        " VALUES (:d, :r, :m, :e, :dl, :u) ON CONFLICT (release_id) DO NOTHING"),
+        {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit})
+
+
+def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.epsilon, l.delta, l.privacy_unit,"
+        " l.charged_at, r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
+        " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
+
+
+def record_decision(conn: sa.Connection, release_id: int, decision: str, steward: str, comment: str | None) -> None:
+    """Record a steward's decision as the steward role (the database enforces who may write approvals)."""
+    if decision not in ("approved", "rejected"):
+        raise TrajpubError(f"decision must be 'approved' or 'rejected', not {decision!r}", "approval")
+    if not steward or not steward.strip():
+        raise TrajpubError("a decision needs the steward's name", "approval --steward")
+    if decision == "rejected" and not (comment and comment.strip()):
+        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
+    existing = conn.execute(sa.text("SELECT decision, steward FROM governance.approvals WHERE release_id = :r"),
+                            {"r": release_id}).first()
+    if existing:
+        raise TrajpubError(f"release {release_id} was already {existing[0]} by {existing[1]}",
+                           "governance.approvals")
+    transition(conn, release_id, decision, f"{decision} by {steward}" + (f": {comment}" if comment else ""))
+    conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
+    conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward, comment) "
+                         "VALUES (:r, :d, :s, :c)"), {"r": release_id, "d": decision, "s": steward, "c": comment})
+    conn.execute(sa.text("RESET ROLE"))
+
+
+def approval(conn: sa.Connection, release_id: int) -> dict | None:
+    row = conn.execute(sa.text("SELECT decision, steward, comment, decided_at FROM governance.approvals "
+                               "WHERE release_id = :r"), {"r": release_id}).mappings().first()
+    return dict(row) if row else None

@@ -1,0 +1,104 @@
+"""Ingest: snapshot a dataset in PostGIS and read it in object partitions on Dask workers, not via the driver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+import psycopg
+import sqlalchemy as sa
+from distributed import Client, Future
+
+from trajpub.errors import InputError
+
+SNAPSHOT_FILTER = ("dataset = %(dataset)s AND point_id <= %(max_point_id)s"
+                   " AND (%(ws)s::timestamptz IS NULL OR t >= %(ws)s)"
+                   " AND (%(we)s::timestamptz IS NULL OR t < %(we)s)")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A reproducible snapshot: raw points are append-only, so (dataset, window, max point id) pins the data."""
+
+    dataset: str
+    window_start: datetime | None
+    window_end: datetime | None
+    max_point_id: int
+    n_points: int
+    n_objects: int
+    content_hash: str
+
+    def filter_params(self) -> dict:
+        return {"dataset": self.dataset, "max_point_id": self.max_point_id, "ws": self.window_start,
+                "we": self.window_end}
+
+    def to_dict(self) -> dict:
+        return {"dataset": self.dataset, "window_start": _iso(self.window_start), "window_end": _iso(self.window_end),
+                "max_point_id": self.max_point_id, "n_points": self.n_points, "n_objects": self.n_objects,
+                "content_hash": self.content_hash}
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+def _psycopg_dsn(engine: sa.Engine) -> str:
+    return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def take_snapshot(engine: sa.Engine, dataset: str, window_start: datetime | None,
+                  window_end: datetime | None) -> tuple[Snapshot, list[tuple[str, int]]]:
+    """Pin the snapshot, hash its content (SHA-256 over points in id order) and count points per object."""
+    with psycopg.connect(_psycopg_dsn(engine)) as conn, conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        max_id = conn.execute("SELECT coalesce(max(point_id), 0) FROM raw.points WHERE dataset = %s",
+                              (dataset,)).fetchone()[0]
+        params = {"dataset": dataset, "max_point_id": max_id, "ws": window_start, "we": window_end}
+        n, digest = conn.execute(
+            "SELECT count(*), encode(sha256(convert_to(coalesce(string_agg(concat_ws(',', point_id, object_id,"
+            f" t, ST_AsText(geom)), ';' ORDER BY point_id), ''), 'UTF8')), 'hex') FROM raw.points WHERE {SNAPSHOT_FILTER}",
+            params).fetchone()
+        objects = conn.execute(f"SELECT object_id, count(*) FROM raw.points WHERE {SNAPSHOT_FILTER} "
+                               "GROUP BY object_id ORDER BY object_id", params).fetchall()
+    if n == 0:
+        window = f", window {_iso(window_start)} to {_iso(window_end)}" if window_start or window_end else ""
+        raise InputError(f"dataset '{dataset}' has no points to release", f"raw.points, dataset {dataset}{window}")
+    snap = Snapshot(dataset, window_start, window_end, int(max_id), int(n), len(objects), digest)
+    return snap, [(o, int(c)) for o, c in objects]
+
+
+def partition_objects(objects: list[tuple[str, int]], n_partitions: int) -> list[list[str]]:
+    """Assign whole objects to partitions, balancing point counts (longest-processing-time greedy)."""
+    n_partitions = max(1, min(n_partitions, len(objects)))
+    loads = np.zeros(n_partitions, dtype=np.int64)
+    parts: list[list[str]] = [[] for _ in range(n_partitions)]
+    for obj, count in sorted(objects, key=lambda oc: (-oc[1], oc[0])):
+        i = int(np.argmin(loads))
+        parts[i].append(obj)
+        loads[i] += count
+    return [sorted(p) for p in parts]
+
+
+def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
+    """Runs on a Dask worker: read one partition's points straight from PostGIS, in file order per object."""
+    with psycopg.connect(dsn) as conn:
+        cur = conn.execute(
+            "SELECT point_id, source_id, source_line, object_id, t, ST_X(geom) AS lon, ST_Y(geom) AS lat"
+            f" FROM raw.points WHERE {SNAPSHOT_FILTER} AND object_id = ANY(%(ids)s)"
+            " ORDER BY object_id, source_id, source_line", {**snapshot_params, "ids": object_ids})
+        rows = cur.fetchall()
+    df = pd.DataFrame(rows, columns=["point_id", "source_id", "source_line", "object_id", "t", "lon", "lat"])
+    df["t"] = pd.to_datetime(df["t"], utc=True)
+    return df.astype({"point_id": "int64", "source_id": "int64", "source_line": "int64", "object_id": "str",
+                      "lon": "float64", "lat": "float64"})
+
+
+def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
+                    objects: list[tuple[str, int]], n_partitions: int) -> list[Future]:
+    """Futures of the partitions, held in worker memory."""
+    dsn = _psycopg_dsn(engine)
+    parts = partition_objects(objects, n_partitions)
+    return client.map(read_partition, [dsn] * len(parts), [snapshot.filter_params()] * len(parts), parts,
+                      pure=False)

@@ -1,0 +1,174 @@
+"""Validate raw points with the Great Expectations suite ``expectations/raw_points.json``, on Dask workers.
+
+Rows that fail an expectation are quarantined with the expectation that failed (never dropped); the release
+fails when the quarantined share passes the policy threshold (:class:`trajpub.spec.ValidationSpec`).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from distributed import Client, Future
+
+from trajpub import config
+from trajpub.errors import PolicyError, TrajpubError
+from trajpub.spec import ReleaseSpec
+
+SUITE_PATH = config.EXPECTATIONS_DIR / "raw_points.json"
+EARTH_RADIUS_M = 6_371_008.8
+EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
+
+
+def load_suite(path=SUITE_PATH) -> dict:
+    return json.loads(path.read_text())
+
+
+def suite_parameters(spec: ReleaseSpec) -> dict:
+    """The values of the suite's ``$PARAMETER`` placeholders for this release."""
+    min_lon, min_lat, max_lon, max_lat = spec.bbox
+    return {"min_lon": min_lon, "max_lon": max_lon, "min_lat": min_lat, "max_lat": max_lat,
+            "window_start": pd.Timestamp(spec.window_start or EARLIEST),
+            "window_end": pd.Timestamp(spec.window_end or datetime.now(timezone.utc)),
+            "max_speed_mps": spec.validation.max_speed_mps}
+
+
+def add_derived_columns(df: pd.DataFrame, params: dict) -> pd.DataFrame:
+    """Columns the suite checks: ``is_repeat`` (exact duplicate of an earlier point) and, between consecutive
+    plausible points of an object in file order, ``dt_prev_s`` and ``speed_mps`` (haversine distance / time).
+
+    Only points that pass the key, range, bbox and duplicate checks take part in the time-order and speed
+    checks, so one impossible point does not drag its neighbours into quarantine.
+    """
+    df = df.copy()
+    df["is_repeat"] = df.duplicated(["object_id", "t", "lon", "lat"], keep="first")
+    plausible = (df["object_id"].notna() & df["t"].notna() & ~df["is_repeat"]
+                 & df["lon"].between(params["min_lon"], params["max_lon"])
+                 & df["lat"].between(params["min_lat"], params["max_lat"]))
+    p = df.loc[plausible]
+    same = p["object_id"].eq(p["object_id"].shift())
+    dt = (p["t"] - p["t"].shift()).dt.total_seconds()
+    lat1, lat2 = np.radians(p["lat"].shift()), np.radians(p["lat"])
+    dlat, dlon = lat2 - lat1, np.radians(p["lon"] - p["lon"].shift())
+    a = np.sin(dlat / 2) ** 2 + np.cos(lat1) * np.cos(lat2) * np.sin(dlon / 2) ** 2
+    dist = 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(a.clip(0, 1)))
+    df["dt_prev_s"] = dt.where(same)
+    speed = (dist / dt).where(same & (dt > 0))
+    df["speed_mps"] = speed
+    return df
+
+
+def validate_partition(df: pd.DataFrame, suite: dict, params: dict) -> tuple[pd.DataFrame, pd.DataFrame, list]:
+    """Runs on a Dask worker: GX validation of one partition.
+
+    Returns (clean points, quarantined points with ``reason`` and ``counts_as``, per-expectation results).
+    """
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    df = add_derived_columns(df, params)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (context.data_sources.add_pandas("raw").add_dataframe_asset("points")
+             .add_batch_definition_whole_dataframe("partition"))
+    configs = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e["meta"])
+               for e in suite["expectations"]]
+    gx_suite = context.suites.add(gx.ExpectationSuite(name=suite["name"],
+                                                      expectations=[c.to_domain_obj() for c in configs]))
+    vd = context.validation_definitions.add(gx.ValidationDefinition(name=suite["name"], data=batch, suite=gx_suite))
+    result = vd.run(batch_parameters={"dataframe": df}, expectation_parameters=params,
+                    result_format={"result_format": "COMPLETE", "unexpected_index_column_names": ["point_id"]})
+    reasons: dict[int, list[str]] = {}
+    kinds: dict[int, set[str]] = {}
+    summary = []
+    for r, spec_e in zip(result.results, suite["expectations"], strict=True):
+        name = f"{spec_e['type']}({spec_e['kwargs']['column']})"
+        if r.exception_info and r.exception_info.get("raised_exception"):
+            raise TrajpubError(f"the expectation could not be evaluated: {r.exception_info['exception_message']}",
+                               f"expectation {name} in {SUITE_PATH.name}")
+        ids = [int(d["point_id"]) for d in r.result.get("unexpected_index_list") or []]
+        for pid in ids:
+            reasons.setdefault(pid, []).append(f"{name}: {spec_e['meta']['says']}")
+            kinds.setdefault(pid, set()).add(spec_e["meta"]["counts_as"])
+        summary.append({"expectation": name, "says": spec_e["meta"]["says"],
+                        "counts_as": spec_e["meta"]["counts_as"], "success": bool(r.success),
+                        "element_count": int(r.result.get("element_count") or 0), "unexpected_count": len(ids)})
+    bad = df["point_id"].isin(reasons)
+    quarantined = df.loc[bad, ["point_id", "source_id", "source_line", "object_id", "t", "lon", "lat"]].copy()
+    quarantined["reason"] = quarantined["point_id"].map(lambda p: "; ".join(reasons[p]))
+    # a row counts against the integrity share if any integrity expectation failed, else as a duplicate
+    quarantined["counts_as"] = quarantined["point_id"].map(
+        lambda p: "integrity" if "integrity" in kinds[p] else "duplicate")
+    clean = df.loc[~bad, ["point_id", "object_id", "t", "lon", "lat"]].reset_index(drop=True)
+    return clean, quarantined.reset_index(drop=True), summary
+
+
+def merge_summaries(parts: list[list[dict]]) -> list[dict]:
+    merged: dict[str, dict] = {}
+    for part in parts:
+        for e in part:
+            m = merged.setdefault(e["expectation"] + e["says"], {**e, "element_count": 0, "unexpected_count": 0})
+            m["element_count"] += e["element_count"]
+            m["unexpected_count"] += e["unexpected_count"]
+            m["success"] = m["success"] and e["success"]
+    return list(merged.values())
+
+
+def validate(client: Client, partitions: list[Future], spec: ReleaseSpec) -> tuple[list[Future], pd.DataFrame, dict]:
+    """Validate every partition on the workers; the clean partitions stay there as futures."""
+    suite, params = load_suite(), suite_parameters(spec)
+    results = client.map(validate_partition, partitions, suite=suite, params=params, pure=False)
+    clean = client.map(operator.itemgetter(0), results)
+    quarantined = pd.concat(client.gather(client.map(operator.itemgetter(1), results)), ignore_index=True)
+    summary_parts = client.gather(client.map(operator.itemgetter(2), results))
+    n_rows = sum(int(n) for n in client.gather(client.map(len, partitions)))
+    n_integrity = int((quarantined["counts_as"] == "integrity").sum())
+    n_duplicate = int((quarantined["counts_as"] == "duplicate").sum())
+    report = {"suite": suite["name"], "n_rows": n_rows, "n_quarantined": len(quarantined),
+              "n_integrity": n_integrity, "n_duplicate": n_duplicate,
+              "integrity_share": n_integrity / n_rows, "duplicate_share": n_duplicate / n_rows,
+              "max_quarantine_share": spec.validation.max_quarantine_share,
+              "max_duplicate_share": spec.validation.max_duplicate_share,
+              "parameters": {k: str(v) for k, v in params.items()},
+              "expectations": merge_summaries(summary_parts)}
+    report["success"] = (report["integrity_share"] <= spec.validation.max_quarantine_share
+                         and report["duplicate_share"] <= spec.validation.max_duplicate_share)
+    return clean, quarantined, report
+
+
+def store(conn: sa.Connection, release_id: int, dataset: str, quarantined: pd.DataFrame, report: dict) -> None:
+    """Quarantine the failing rows (with the expectations they failed) and store the suite's result."""
+    if len(quarantined):
+        records = quarantined.assign(t=quarantined["t"].astype(str)).drop(columns=["reason", "counts_as"])
+        rows = [{"d": dataset, "s": int(s), "l": int(ln), "r": release_id, "p": int(p), "why": why, "rec": rec}
+                for s, ln, p, why, rec in zip(quarantined["source_id"], quarantined["source_line"],
+                                              quarantined["point_id"], quarantined["reason"],
+                                              records.to_json(orient="records", lines=True).splitlines(),
+                                              strict=True)]
+        conn.execute(sa.text("INSERT INTO staging.quarantine (dataset, stage, source_id, source_line, release_id,"
+                             " point_id, reason, record) VALUES (:d, 'validate', :s, :l, :r, :p, :why, :rec)"), rows)
+    conn.execute(sa.text(
+        "INSERT INTO governance.validation_results (release_id, suite, success, n_rows, n_quarantined, result)"
+        " VALUES (:r, :s, :ok, :n, :q, CAST(:res AS jsonb))"),
+        {"r": release_id, "s": report["suite"], "ok": report["success"], "n": report["n_rows"],
+         "q": report["n_quarantined"], "res": json.dumps(report)})
+
+
+def enforce_policy(report: dict) -> None:
+    if report["integrity_share"] > report["max_quarantine_share"]:
+        worst = max(report["expectations"], key=lambda e: e["unexpected_count"] if e["counts_as"] == "integrity"
+                    else -1)
+        raise PolicyError(
+            f"{report['n_integrity']} of {report['n_rows']} points ({report['integrity_share']:.1%}) failed "
+            f"validation, above the policy threshold of {report['max_quarantine_share']:.1%}; most failures: "
+            f"{worst['says']} ({worst['unexpected_count']} points)", f"expectation {worst['expectation']}")
+    if report["duplicate_share"] > report["max_duplicate_share"]:
+        raise PolicyError(
+            f"{report['n_duplicate']} of {report['n_rows']} points ({report['duplicate_share']:.1%}) are exact "
+            f"duplicates, above the policy threshold of {report['max_duplicate_share']:.1%}",
+            "expectation expect_column_values_to_be_in_set(is_repeat)")

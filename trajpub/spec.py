@@ -1,0 +1,170 @@
+"""The release spec: what a data engineer writes to ask for a release (YAML or flags).
+
+Every section is a frozen dataclass that validates itself; unknown keys are errors that name the key and the
+allowed ones, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
+
+DATASET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+
+
+def _check_keys(cls: type, data: dict, where: str) -> None:
+    allowed = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ParameterError(f"unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
+                             where)
+
+
+def validate_dataset_name(name: str, where: str = "dataset") -> str:
+    if not isinstance(name, str) or not DATASET_NAME.match(name):
+        raise ParameterError(f"dataset name {name!r} must match {DATASET_NAME.pattern} "
+                             "(lower-case letters, digits, underscores; at most 40 characters)", where)
+    return name
+
+
+def _utc(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ParameterError(f"{value!r} is not an ISO date or time", where) from None
+    if not isinstance(value, datetime):  # a date from YAML
+        value = datetime(value.year, value.month, value.day)
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    """Policy of the raw-point suite ``expectations/raw_points.json``.
+
+    ``max_quarantine_share``: the release fails when more than this share of points fails an integrity
+    expectation (keys, coordinates, bbox, window, time order, speed). Exact duplicates (same object, time and
+    position) are a logger artefact: they are quarantined too but counted against ``max_duplicate_share``.
+    """
+
+    max_speed_mps: float = 60.0
+    max_quarantine_share: float = 0.05
+    max_duplicate_share: float = 0.10
+
+    def __post_init__(self) -> None:
+        if not self.max_speed_mps > 0:
+            raise ParameterError("max_speed_mps must be positive", "validation.max_speed_mps")
+        for name in ("max_quarantine_share", "max_duplicate_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ParameterError(f"{name} must be in [0, 1]", f"validation.{name}")
+
+
+@dataclass(frozen=True)
+class PrepareSpec:
+    """Trajectory segmentation and gridding.
+
+    A trajectory ends where two consecutive points of an object are more than ``time_gap_minutes`` apart, and at
+    midnight UTC when ``split_by_day``. Runs of the same grid cell are collapsed to one location
+    (Chen et al. 2012 treat a trajectory as a sequence of visited locations).
+    """
+
+    time_gap_minutes: float = 30.0
+    split_by_day: bool = True
+    cell_size_m: float = 2000.0
+    min_points: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.time_gap_minutes > 0:
+            raise ParameterError("time_gap_minutes must be positive", "prepare.time_gap_minutes")
+        if not self.min_points >= 1:
+            raise ParameterError("min_points must be at least 1", "prepare.min_points")
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """One governed release: dataset, snapshot window, public bbox, mechanism, policies."""
+
+    dataset: str
+    bbox: tuple[float, float, float, float]
+    mechanism: str = "prefix_tree"
+    params: dict = field(default_factory=dict)
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    requested_by: str = "unknown"
+    validation: ValidationSpec = field(default_factory=ValidationSpec)
+    prepare: PrepareSpec = field(default_factory=PrepareSpec)
+    gate_policy: dict | str | None = None
+    approval_timeout_s: float = 3600.0
+    dask_address: str | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        validate_dataset_name(self.dataset)
+        GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
+        if self.window_start and self.window_end and self.window_start >= self.window_end:
+            raise ParameterError("window_start must be before window_end", "window")
+        if not self.approval_timeout_s > 0:
+            raise ParameterError("approval_timeout_s must be positive", "approval_timeout_s")
+        if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":
+            raise ParameterError("a fixed random seed is allowed only in test mode (TRAJPUB_TEST_MODE=1): "
+                                 "a seed and the output give the noise back", "seed")
+
+    @property
+    def grid(self) -> GridSpec:
+        return GridSpec(tuple(self.bbox), self.prepare.cell_size_m)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ReleaseSpec:
+        if not isinstance(data, dict):
+            raise ParameterError("a release spec must be a mapping of keys to values", "release spec")
+        data = dict(data)
+        _check_keys(cls, data, "release spec")
+        for key in ("dataset", "bbox"):
+            if key not in data:
+                raise ParameterError(f"the release spec needs '{key}'", "release spec")
+        try:
+            data["bbox"] = tuple(float(v) for v in data["bbox"])
+            assert len(data["bbox"]) == 4
+        except (TypeError, ValueError, AssertionError):
+            raise ParameterError("bbox must be four numbers: min_lon, min_lat, max_lon, max_lat", "bbox") from None
+        for key, sub in (("validation", ValidationSpec), ("prepare", PrepareSpec)):
+            if isinstance(data.get(key), dict):
+                _check_keys(sub, data[key], key)
+                data[key] = sub(**data[key])
+        for key in ("window_start", "window_end"):
+            data[key] = _utc(data.get(key), key)
+        return cls(**data)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ReleaseSpec:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except FileNotFoundError:
+            raise ParameterError("the release spec file does not exist", f"file {path}") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
+            raise ParameterError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}",
+                                 where) from None
+        return cls.from_dict(data)
+
+    def to_record(self) -> dict:
+        """The spec as stored in governance and lineage: JSON-safe, **without the random seed**."""
+        d = asdict(self)
+        d.pop("seed")
+        d["bbox"] = list(self.bbox)
+        for key in ("window_start", "window_end"):
+            d[key] = d[key].isoformat() if d[key] else None
+        return d
