@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,11 +51,13 @@ class AttackResult:
         where = f"attack result {self.attack!r}"
         if not self.attack:
             raise ParameterError("an attack result needs the attack's name", "attack result")
-        if not (isinstance(self.n_targets, int) and self.n_targets >= 1):
+        if not (isinstance(self.n_targets, numbers.Integral) and not isinstance(self.n_targets, bool)
+                and self.n_targets >= 1):
             raise ParameterError(f"n_targets must be a positive integer, got {self.n_targets!r}", where)
-        if not (math.isfinite(self.n_successes) and 0 <= self.n_successes <= self.n_targets):
+        if not (isinstance(self.n_successes, numbers.Real) and math.isfinite(self.n_successes)
+                and 0 <= self.n_successes <= self.n_targets):
             raise ParameterError(f"n_successes must be in [0, {self.n_targets}], got {self.n_successes}", where)
-        if not 0 <= self.baseline <= 1:
+        if not (isinstance(self.baseline, numbers.Real) and 0 <= self.baseline <= 1):
             raise ParameterError(f"baseline must be in [0, 1], got {self.baseline}", where)
         try:
             evidence = json.loads(json.dumps(self.evidence, allow_nan=False))
@@ -64,12 +67,14 @@ class AttackResult:
             raise ParameterError("evidence must be a mapping", where)
         if len(evidence.get("examples", [])) > MAX_EXAMPLES:
             raise ParameterError(f"evidence holds more than {MAX_EXAMPLES} examples", where)
-        rate = self.n_successes / self.n_targets
-        low, high = wilson_interval(self.n_successes, self.n_targets, self.confidence)
-        derived = {"evidence": evidence, "success_rate": rate, "ci_low": low, "ci_high": high,
-                   "risk": baseline_corrected_risk(rate, self.baseline),
-                   "risk_ci_low": baseline_corrected_risk(low, self.baseline),
-                   "risk_ci_high": baseline_corrected_risk(high, self.baseline)}
+        n_targets, n_successes, baseline = int(self.n_targets), float(self.n_successes), float(self.baseline)
+        rate = n_successes / n_targets
+        low, high = wilson_interval(n_successes, n_targets, self.confidence)
+        derived = {"n_targets": n_targets, "n_successes": n_successes, "baseline": baseline, "evidence": evidence,
+                   "success_rate": rate, "ci_low": low, "ci_high": high,
+                   "risk": baseline_corrected_risk(rate, baseline),
+                   "risk_ci_low": baseline_corrected_risk(low, baseline),
+                   "risk_ci_high": baseline_corrected_risk(high, baseline)}
         for name, value in derived.items():
             object.__setattr__(self, name, value)
 
@@ -78,12 +83,12 @@ class AttackResult:
         return {
             "attack": self.attack,
             "n_targets": self.n_targets,
-            "n_successes": float(self.n_successes),
+            "n_successes": self.n_successes,
             "success_rate": self.success_rate,
             "ci_low": self.ci_low,
             "ci_high": self.ci_high,
             "confidence": self.confidence,
-            "baseline": float(self.baseline),
+            "baseline": self.baseline,
             "risk": self.risk,
             "risk_ci_low": self.risk_ci_low,
             "risk_ci_high": self.risk_ci_high,

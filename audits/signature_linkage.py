@@ -111,7 +111,7 @@ def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: Signature
     ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw objects
     that visit v (computed on the raw side only, so released records are weighted by what the adversary
     knows; a location no raw object visits gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
-    keep the top-m weights and L2-normalise again. Dividing a row by a positive constant changes neither which
+    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive constant changes neither which
     weights are the top m nor the final unit vector, so the tf denominator and the first normalisation cancel
     and are not computed.
     """
@@ -281,12 +281,20 @@ def _scale_columns(matrix: sparse.csr_matrix, weights: np.ndarray) -> sparse.csr
 
 
 def _keep_top(matrix: sparse.csr_matrix, m: int | None) -> sparse.csr_matrix:
-    """The m largest entries of every row (ties by location index), TrjLink's ``cutSignature``."""
+    """The m largest entries of every row, TrjLink's ``cutSignature``, plus any entry tied with the m-th.
+
+    TrjLink cuts ties at the m-th weight in its visiting order; keeping them all makes the signature independent
+    of any ordering of rows or location ids (weights often tie: equal counts of locations with equal df).
+    """
     if m is None:
         return matrix
-    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
-    order = np.lexsort((matrix.indices, -matrix.data, rows))
-    keep = order[np.arange(len(order)) - matrix.indptr[rows[order]] < m]
+    lengths = np.diff(matrix.indptr)
+    rows = np.repeat(np.arange(matrix.shape[0]), lengths)
+    descending = matrix.data[np.lexsort((-matrix.data, rows))]
+    cut = np.full(matrix.shape[0], -np.inf)
+    long_rows = np.flatnonzero(lengths > m)
+    cut[long_rows] = descending[matrix.indptr[long_rows] + m - 1]
+    keep = matrix.data >= cut[rows]
     return sparse.csr_matrix((matrix.data[keep], (rows[keep], matrix.indices[keep])), shape=matrix.shape)
 
 

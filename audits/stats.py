@@ -7,6 +7,7 @@ same thing.
 from __future__ import annotations
 
 import math
+import numbers
 
 from scipy.stats import norm
 
@@ -26,7 +27,7 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
     collapse to a point at ``p = 0`` or ``p = 1``. ``successes`` may be fractional (an expected count, as
     when an attack breaks ties uniformly at random); the formula only uses ``p``.
     """
-    if not (isinstance(n, int) and n >= 1):
+    if not (isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1):
         raise ParameterError(f"n must be a positive integer, got {n!r}", "wilson_interval")
     if not 0 <= successes <= n:
         raise ParameterError(f"successes must be in [0, n={n}], got {successes}", "wilson_interval")

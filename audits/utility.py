@@ -210,14 +210,21 @@ def _travelled(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def _diameters(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Largest distance between two points of each trajectory (points grouped by trajectory)."""
+    """Largest distance between two points of each trajectory (points grouped by trajectory).
+
+    Small trajectories by brute force; larger ones on their convex hull, which holds both ends of a diameter
+    (``QJ`` joggles degenerate input such as collinear points; the vertices are still input points).
+    """
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True])
     out = np.zeros(len(bounds) - 1)
     for i, (lo, hi) in enumerate(pairwise(bounds)):
-        pts = np.unique(xy[lo:hi], axis=0)
+        pts = xy[lo:hi]
+        if len(pts) > _BRUTE_FORCE_DIAMETER:
+            pts = np.unique(pts, axis=0)
         if len(pts) > _BRUTE_FORCE_DIAMETER:
             pts = pts[ConvexHull(pts, qhull_options="QJ").vertices]
-        out[i] = pdist(pts).max() if len(pts) > 1 else 0.0
+        if len(pts) > 1:
+            out[i] = pdist(pts).max()
     return out
 
 

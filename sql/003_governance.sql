@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS governance.audit_results (
     ci_high       double precision NOT NULL,
     baseline      double precision NOT NULL,
     risk          double precision NOT NULL,
-    threshold     double precision NOT NULL,
+    threshold     double precision,             -- NULL when the policy sets none (not gated)
     passed        boolean NOT NULL,
     evidence      jsonb NOT NULL,
     created_at    timestamptz NOT NULL DEFAULT now(),

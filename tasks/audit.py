@@ -19,7 +19,6 @@ from audits.signature_linkage import SignatureLinkage, SignatureLinkageParams
 from trajpub.segment import cell_sequences
 from trajpub.spec import ReleaseSpec
 
-DEFAULT_POLICY = Path(__file__).resolve().parents[1] / "audits" / "policies" / "default.yaml"
 RAW_COLUMNS = ["object_id", "traj_id", "seq", "lon", "lat", "x", "y", "cell"]
 N_QUERIES = 1000
 
@@ -40,7 +39,7 @@ def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
 
 def policy_for(spec: ReleaseSpec) -> GatePolicy:
     if spec.gate_policy is None:
-        return GatePolicy.from_yaml(DEFAULT_POLICY)
+        return GatePolicy.default()
     if isinstance(spec.gate_policy, str):
         return GatePolicy.from_yaml(Path(spec.gate_policy))
     return GatePolicy.from_dict(spec.gate_policy)
@@ -59,9 +58,9 @@ def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) 
     visited = np.unique(raw_cells)
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
     return {
-        "count_query_relative_error": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
+        "count_query_re": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
         "density_jsd": utility.density_jsd(raw, release, "cell"),
-        "trip_error_6x6": utility.trip_error(raw, release, grid_size=6),
+        "trip_error": utility.trip_error(raw, release, grid_size=6),
         "length_jsd_points": utility.length_jsd(raw, release, "points"),
         "raw_trajectories": len(raw_seqs),
         "released_trajectories": len(rel_seqs),
@@ -72,8 +71,9 @@ def run(raw: pd.DataFrame, release: pd.DataFrame, spec: ReleaseSpec) -> AuditOut
     """The survey's signature linkage (A1) in its threshold form for synthetic output, then the gate."""
     policy = policy_for(spec)
     results = [SignatureLinkage(SignatureLinkageParams(mode="synthetic")).evaluate(raw, release)]
-    return AuditOutcome(results, evaluate_gate(policy, results), policy,
-                        measure_utility(raw, release, spec.seed))
+    measured = measure_utility(raw, release, spec.seed)
+    gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
+    return AuditOutcome(results, evaluate_gate(policy, results, gated), policy, measured)
 
 
 def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
@@ -86,7 +86,7 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
             " risk, threshold, passed, evidence) VALUES (:rel, :a, :s, :lo, :hi, :b, :risk, :th, :ok,"
             " CAST(:ev AS jsonb))"),
             {"rel": release_id, "a": r.attack, "s": r.success_rate, "lo": r.ci_low, "hi": r.ci_high,
-             "b": r.baseline, "risk": r.risk, "th": verdict["max_risk"], "ok": verdict["passed"],
+             "b": r.baseline, "risk": r.risk, "th": verdict["threshold"], "ok": verdict["status"] != "blocked",
              "ev": json.dumps(r.to_dict())})
     merge_summary(conn, release_id, {"utility": outcome.utility,
                                      "gate": {"blocked": outcome.decision.blocked,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ def dask_address(explicit: str | None = None) -> str | None:
 def dask_client(address: str | None = None) -> Iterator[Client]:
     """A client on ``address`` (or ``TRAJPUB_DASK_ADDRESS``), else on a LocalCluster with one single-threaded
     worker process per core."""
+    logging.getLogger("distributed").setLevel(logging.WARNING)
     address = dask_address(address)
     if address:
         with Client(address, timeout="30s") as client:

@@ -67,7 +67,7 @@ class PrefixTreeAdapter:
         csr = client.map(_partition_sequences, prepared, pure=False)
 
         def counter(level: int, transitions: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-            shared = client.scatter(transitions, broadcast=True, hash=False)
+            [shared] = client.scatter([transitions], broadcast=True, hash=False)  # one object, on every worker
             parts = client.gather(client.map(_count_partition, csr, n_locations=n, level=level,
                                              transitions=shared, pure=False))
             keys = np.concatenate([k for k, _ in parts]) if parts else np.empty(0, np.int64)

@@ -97,5 +97,5 @@ class GridSpec:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(bbox=list(self.bbox), crs=self.crs.to_proj4(), n_cols=self.n_cols, n_rows=self.n_rows)
+        d.update(bbox=list(self.bbox), crs=self.crs.srs, n_cols=self.n_cols, n_rows=self.n_rows)
         return d

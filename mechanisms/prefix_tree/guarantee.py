@@ -52,20 +52,8 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
             "real-valued noise."
         ),
     ]
-    if params.expansion_policy == "parent_bound":
-        caveats.append(
-            "Deviation from the paper: its Procedure 1 expands every noisy node, which explodes for a large "
-            "location universe. This release expands a node v into at most floor(c(v)/threshold) children, "
-            "those with the largest noisy counts ('parent_bound'). The choice reads only released noisy "
-            "counts, so the privacy guarantee is unchanged, but the output differs from the paper's algorithm."
-        )
-    elif params.expansion_policy == "min_expand_count":
-        caveats.append(
-            "Deviation from the paper: its Procedure 1 expands every noisy node. This release expands a node "
-            f"only when its noisy count is at least {params.min_expand_count:g} ('min_expand_count'). The "
-            "choice reads only released noisy counts, so the privacy guarantee is unchanged, but the output "
-            "differs from the paper's algorithm."
-        )
+    if params.expansion_policy != "literal":
+        caveats.append(_policy_deviation(params))
     return Guarantee(
         model="epsilon-DP",
         privacy_unit="one trajectory record",
@@ -74,4 +62,20 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
         neighbouring=_NEIGHBOURING[params.neighbouring],
         epsilon=eps,
         caveats=tuple(caveats),
+    )
+
+
+def _policy_deviation(params: PrefixTreeParams) -> str:
+    rules = []
+    if params.expansion_policy == "parent_bound":
+        rules.append(
+            "keeps at most floor(c(v)/threshold) children of a node v, those with the largest noisy counts"
+        )
+    if params.min_expand_count is not None:
+        rules.append(f"expands a node only when its noisy count is at least {params.min_expand_count:g}")
+    return (
+        "Deviation from the paper: its Procedure 1 expands every noisy node, which explodes for a large "
+        f"location universe. This release {' and '.join(rules)} (expansion policy "
+        f"'{params.expansion_policy}'). These choices read only released noisy counts, so the privacy "
+        "guarantee is unchanged, but the output differs from the paper's algorithm."
     )

@@ -48,8 +48,13 @@ class PrefixTreeParams:
         p_θ·|L| ≥ 1, so it is only usable for |L| < 34. "parent_bound" keeps at most ⌊c(v)/θ⌋ children of
         a non-root node v (those with the largest noisy counts). "min_expand_count" expands v only when
         c(v) ≥ min_expand_count. Both deviations look only at released noisy counts, so they cost no budget.
-    min_expand_count: θ_exp for "min_expand_count"; must be None for the other policies.
-    max_nodes: the build raises when the tree would hold more nodes than this (never truncates silently).
+    min_expand_count: θ_exp, required by "min_expand_count"; optional with "parent_bound", where it adds
+        the same expansion test (needed for large |L|: parent_bound alone still grows geometrically, because
+        the child it keeps is the largest of about p_θ·|L| spurious candidates); not allowed with "literal".
+        An expanded spurious node has on average p_θ·|L|·exp(−(θ_exp − θ)/b) expanded spurious children,
+        so spurious subtrees stay finite when θ_exp > θ + b·ln(p_θ·|L|) (≈ 2.2·θ for |L| = 1000).
+    max_nodes: the build raises when the tree plus the candidates of the level being built would exceed
+        this many nodes (never truncates silently); it also bounds memory.
     consistency: "projected" (default, G7), "paper" (the literal top-down formula of Sec. IV-B, G6) or
         "none" (the paper's "Basic" release without constrained inference, §3.7.1).
     rounding: "half_up" or "stochastic" (unbiased floor + Bernoulli) for terminating counts (G9).
@@ -81,11 +86,13 @@ class PrefixTreeParams:
                 )
             _require_positive_real(self.min_expand_count, "min_expand_count")
         elif self.min_expand_count is not None:
-            raise ParameterError(
-                f"min_expand_count is only used with expansion_policy 'min_expand_count', "
-                f"not {self.expansion_policy!r}",
-                _where("min_expand_count"),
-            )
+            if self.expansion_policy == "literal":
+                raise ParameterError(
+                    "min_expand_count cannot be combined with expansion_policy 'literal', which expands "
+                    "every node",
+                    _where("min_expand_count"),
+                )
+            _require_positive_real(self.min_expand_count, "min_expand_count")
         _require_int(self.max_nodes, "max_nodes", 1)
         _require_choice(self.consistency, "consistency", CONSISTENCY_MODES)
         _require_choice(self.rounding, "rounding", ROUNDING_MODES)

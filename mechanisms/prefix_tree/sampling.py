@@ -15,17 +15,36 @@ import numpy as np
 
 
 def sample_empty_passes(
-    n_empty: np.ndarray, laplace_scale: float, theta: float, rng: np.random.Generator
+    n_empty: np.ndarray,
+    keep_at_most: np.ndarray | None,
+    laplace_scale: float,
+    theta: float,
+    rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Thm 4.1: for each node, how many of its ``n_empty`` empty candidates pass θ, and their noisy counts.
+    """Thm 4.1 for many nodes at once: the empty candidates that pass θ, or only the largest of them.
 
-    Returns ``(k, counts)``: ``k[j] ~ Binomial(n_empty[j], p_θ)`` and ``k.sum()`` counts, grouped by node in
-    node order, each ``θ + Exponential(laplace_scale)`` (inverse CDF ``θ − b·ln(1 − U)``).
+    Node j has ``n_empty[j]`` empty candidates; ``k[j] ~ Binomial(n_empty[j], p_θ)`` of them pass, with
+    i.i.d. noisy counts θ + Exponential(b). When ``keep_at_most`` is given, only the
+    ``j_kept = min(k, keep_at_most)`` largest of those counts are drawn (the others could never be kept
+    under parent_bound, §3.6); with ``None`` all k are drawn. Returns ``(j_kept, counts)``: counts grouped by
+    node in node order, descending within a node.
+
+    The top order statistics of k uniforms are drawn directly (Rényi's representation, Devroye 1986,
+    V.3): log U_(k) = log V_1 / k and log U_(k−t) = log U_(k−t+1) + log V_{t+1} / (k − t), with
+    −log V ~ Exponential(1). The count is the inverse CDF of Thm 4.1 step 2, x = θ − b·ln(1 − U).
     """
     p_theta = 0.5 * np.exp(-theta / laplace_scale)
     k = rng.binomial(n_empty, p_theta).astype(np.int64)
-    counts = theta + rng.exponential(laplace_scale, int(k.sum()))
-    return k, counts
+    kept = k if keep_at_most is None else np.minimum(k, keep_at_most)
+    owner = np.repeat(np.arange(len(k)), kept)
+    first = np.concatenate(([0], np.cumsum(kept)))[:-1]
+    rank = np.arange(len(owner)) - first[owner]
+    step = -rng.exponential(1.0, len(owner)) / (k[owner] - rank)
+    running = np.cumsum(step)
+    group_first = first[owner]
+    log_u = running - running[group_first] + step[group_first]
+    one_minus_u = np.maximum(-np.expm1(log_u), np.finfo(float).tiny)
+    return kept, theta - laplace_scale * np.log(one_minus_u)
 
 
 def sample_complement_labels(

@@ -119,9 +119,9 @@ def build_tree(
         noisy = true_counts + rng.laplace(0.0, scale, len(keys))
         passed = noisy >= theta
         n_empty = n_locations - np.bincount(owner, minlength=len(frontier))
-        k, empty_counts = sample_empty_passes(n_empty, scale, theta, rng)
-        if params.expansion_policy != "parent_bound":
-            _guard(n_tree - 1 + int(passed.sum()) + int(k.sum()), params, level)
+        bounded = params.expansion_policy == "parent_bound"
+        k, empty_counts = sample_empty_passes(n_empty, cap if bounded else None, scale, theta, rng)
+        _guard(n_tree - 1 + int(passed.sum()) + int(k.sum()), params, level)
         empty_labels = sample_complement_labels(k, owner, keys % n_locations, n_locations, rng)
 
         child_owner = np.concatenate((owner[passed], np.repeat(np.arange(len(frontier)), k)))
@@ -129,11 +129,12 @@ def build_tree(
         child_count = np.concatenate((noisy[passed], empty_counts))
         child_spurious = np.concatenate((np.zeros(int(passed.sum()), bool), np.ones(len(empty_labels), bool)))
         keep = np.lexsort((child_label, child_owner))
-        if params.expansion_policy == "parent_bound":
+        if bounded:
             keep = keep[_top_per_group(child_owner[keep], child_count[keep], cap)]
         child_owner, child_label = child_owner[keep], child_label[keep]
         child_count, child_spurious = child_count[keep], child_spurious[keep]
-        _guard(n_tree - 1 + len(keep), params, level)
+        if len(keep) == 0:
+            break
 
         child_id = n_tree + np.arange(len(keep), dtype=np.int64)
         child_parent = frontier[child_owner]
@@ -145,7 +146,7 @@ def build_tree(
         n_tree += len(keep)
 
         expand = np.ones(len(keep), bool)
-        if params.expansion_policy == "min_expand_count":
+        if params.min_expand_count is not None:
             expand = child_count >= params.min_expand_count
         frontier = child_id[expand]
         cap = np.floor(child_count[expand] / theta).astype(np.int64)

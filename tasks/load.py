@@ -1,0 +1,206 @@
+"""Load one raw source file (or folder) into ``raw.points``, its rejected records into ``staging.quarantine``.
+
+The library half of ``trajpub load FORMAT PATH --dataset NAME``. A source is identified by the sha256 of its
+bytes (of all its files, in the sorted order the reader uses): loading the same bytes into the same dataset
+again is a no-op. Everything a load writes (the dataset rows if new, the ``raw.sources`` row, the points and
+the quarantined records) is written in one transaction, so a failure leaves nothing behind.
+
+Points and rejects go in with PostgreSQL ``COPY ... FROM STDIN`` (psycopg 3 ``cursor.copy``), the CSV
+written by Arrow. Points are copied as plain columns (epoch microseconds, lon, lat) into a temporary table,
+then inserted with ``ST_SetSRID(ST_MakePoint(lon, lat), 4326)``. Measured on the 402k-point T-Drive sample
+(2 busy cores) this took 8.9-9.7 s, against 13.7-17.4 s for copying hex EWKB and text timestamps straight
+into ``raw.points`` (building the EWKB text alone took 4 s). Of a load of about 9 s, parsing takes 0.7 s, the
+CSV 0.1 s, the COPY 0.2 s and the INSERT the rest, dominated by the two per-row foreign-key checks of
+``raw.points`` (about half) and its two indexes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import sqlalchemy as sa
+
+from trajpub import formats
+from trajpub.errors import ParameterError
+
+DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+COPY_CHUNK = 8 << 20  # bytes per COPY write
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What one ``load_source`` call did. With ``already_loaded`` the counts are those of the earlier load."""
+
+    dataset: str
+    source_id: int
+    path: str
+    sha256: str
+    n_read: int
+    n_loaded: int
+    n_quarantined: int
+    already_loaded: bool
+    seconds: float
+
+
+class _LoadedConcurrently(Exception):
+    """Another session committed the same (dataset, sha256) while this one was parsing: roll back."""
+
+
+def check_dataset_name(dataset: str) -> str:
+    if not isinstance(dataset, str) or not DATASET_NAME.fullmatch(dataset):
+        raise ParameterError(f"dataset name {dataset!r} must be 1-40 characters: a lower-case letter, then "
+                             "lower-case letters, digits or underscores", "--dataset")
+    return dataset
+
+
+def sha256_of(files: list[Path]) -> str:
+    """sha256 of the files' bytes, concatenated in the given order."""
+    digest = hashlib.sha256()
+    for path in files:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _existing(conn: sa.Connection, dataset: str, sha256: str) -> sa.Row | None:
+    return conn.execute(sa.text(
+        "SELECT source_id, n_read, n_loaded, n_quarantined FROM raw.sources"
+        " WHERE dataset = :d AND sha256 = :s"), {"d": dataset, "s": sha256}).one_or_none()
+
+
+def _copy(cursor: Any, sql: str, data: bytes, progress: Callable[[str], None] | None = None,
+          what: str = "") -> None:
+    with cursor.copy(sql) as copy:
+        for start in range(0, len(data), COPY_CHUNK):
+            copy.write(data[start:start + COPY_CHUNK])
+            if progress is not None and len(data) > COPY_CHUNK:
+                progress(f"copied {min(start + COPY_CHUNK, len(data)) / len(data):.0%} of {what}")
+
+
+def _csv(columns: dict[str, Any]) -> bytes:
+    """Columns as headerless CSV for ``COPY ... (FORMAT csv)``, written by Arrow's multithreaded C++ writer
+    (8x faster than ``DataFrame.to_csv`` here). Strings are always quoted, so an empty string stays an empty
+    string; floats are written in their shortest round-trip form, so coordinates arrive bit for bit."""
+    sink = io.BytesIO()
+    pacsv.write_csv(pa.table(columns), sink,
+                    write_options=pacsv.WriteOptions(include_header=False, quoting_style="needed"))
+    return sink.getvalue()
+
+
+def _points_csv(points: pd.DataFrame) -> bytes:
+    """Points for COPY: source_line, object_id, t as epoch microseconds, lon, lat."""
+    return _csv({
+        "source_line": pa.array(points["source_line"].to_numpy(), pa.int64()),
+        "object_id": pa.array(points["object_id"].to_numpy(dtype=object), pa.string()),
+        "us": pa.array(points["t"].astype("datetime64[us, UTC]").astype("int64").to_numpy(), pa.int64()),
+        "lon": pa.array(points["lon"].to_numpy(), pa.float64()),
+        "lat": pa.array(points["lat"].to_numpy(), pa.float64()),
+    })
+
+
+def _rejects_csv(rejects: pd.DataFrame, dataset: str, source_id: int) -> bytes:
+    """Rejects for COPY into staging.quarantine (NUL, which PostgreSQL text cannot hold, spelt out)."""
+    n = len(rejects)
+
+    def text(column: str) -> pa.Array:
+        values = rejects[column].astype(str).str.replace("\x00", "\\x00", regex=False)
+        return pa.array(values.to_numpy(dtype=object), pa.string())
+
+    return _csv({
+        "dataset": pa.array([dataset] * n, pa.string()),
+        "stage": pa.array(["load"] * n, pa.string()),
+        "source_id": pa.array([source_id] * n, pa.int64()),
+        "source_line": pa.array(rejects["source_line"].to_numpy(), pa.int64()),
+        "reason": text("reason"),
+        "record": text("record"),
+    })
+
+
+def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, options: dict | None = None,
+                progress: Callable[[str], None] | None = None) -> LoadReport:
+    """Load ``path`` (format ``fmt``, reader ``options``) into ``dataset``; see the module docstring.
+
+    Creates the dataset in ``raw.datasets`` and ``governance.datasets`` (default epsilon cap) if it is new.
+    Raises :class:`ParameterError` for a bad dataset name, format or option and :class:`InputError` for a
+    source that cannot be read; malformed records are not errors but quarantined rows with their reason.
+    ``progress`` receives one-line messages about the long steps.
+    """
+    started = time.perf_counter()
+    say = progress or (lambda _message: None)
+    check_dataset_name(dataset)
+    reader = formats.get_format(fmt, options)
+    files = reader.files(path)
+    shown = str(Path(path).resolve())
+    say(f"hashing {len(files)} file(s)")
+    digest = sha256_of(files)
+
+    def report(source_id: int, n_read: int, n_loaded: int, n_quarantined: int, already: bool) -> LoadReport:
+        return LoadReport(dataset=dataset, source_id=int(source_id), path=shown, sha256=digest,
+                          n_read=int(n_read), n_loaded=int(n_loaded), n_quarantined=int(n_quarantined),
+                          already_loaded=already, seconds=time.perf_counter() - started)
+
+    with engine.connect() as conn:
+        row = _existing(conn, dataset, digest)
+    if row is not None:
+        say(f"this file is already loaded into {dataset} (source {row.source_id})")
+        return report(row.source_id, row.n_read, row.n_loaded, row.n_quarantined, True)
+
+    say(f"parsing {shown} as {fmt}")
+    parsed = reader.parse(path)
+    n_points, n_rejects = len(parsed.points), len(parsed.rejects)
+    say(f"read {parsed.n_read} records: {n_points} points, {n_rejects} rejected")
+    points_csv = _points_csv(parsed.points)
+
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d) ON CONFLICT DO NOTHING"),
+                         {"d": dataset})
+            conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"
+                                 " ON CONFLICT DO NOTHING"), {"d": dataset})
+            source_id = conn.execute(sa.text(
+                "INSERT INTO raw.sources (dataset, format, path, sha256, n_read, n_loaded, n_quarantined)"
+                " VALUES (:d, :f, :p, :s, :r, :l, :q)"
+                " ON CONFLICT (dataset, sha256) DO NOTHING RETURNING source_id"),
+                {"d": dataset, "f": fmt, "p": shown, "s": digest, "r": parsed.n_read, "l": n_points,
+                 "q": n_rejects}).scalar()
+            if source_id is None:
+                raise _LoadedConcurrently
+            with conn.connection.dbapi_connection.cursor() as cursor:
+                say(f"copying {n_points} points")
+                cursor.execute("CREATE TEMP TABLE load_points (source_line bigint, object_id text, us bigint,"
+                               " lon float8, lat float8) ON COMMIT DROP")
+                _copy(cursor, "COPY load_points FROM STDIN (FORMAT csv)", points_csv, say, "the points")
+                del points_csv
+                say("inserting the points into raw.points")
+                cursor.execute(
+                    "INSERT INTO raw.points (dataset, source_id, source_line, object_id, t, geom)"
+                    " SELECT %s, %s, source_line, object_id,"
+                    "  timestamptz 'epoch' + us * interval '1 microsecond',"
+                    "  ST_SetSRID(ST_MakePoint(lon, lat), 4326)"
+                    " FROM load_points ORDER BY source_line",
+                    (dataset, source_id))
+                if n_rejects:
+                    say(f"quarantining {n_rejects} rejected records")
+                    _copy(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, reason,"
+                          " record) FROM STDIN (FORMAT csv)",
+                          _rejects_csv(parsed.rejects, dataset, source_id))
+            say("committing")
+    except _LoadedConcurrently:
+        with engine.connect() as conn:
+            row = _existing(conn, dataset, digest)
+        say(f"another session loaded this file into {dataset} meanwhile (source {row.source_id})")
+        return report(row.source_id, row.n_read, row.n_loaded, row.n_quarantined, True)
+    done = report(source_id, parsed.n_read, n_points, n_rejects, False)
+    say(f"loaded {n_points} points and quarantined {n_rejects} records in {done.seconds:.1f} s")
+    return done

@@ -1,0 +1,112 @@
+"""audits.gate: policy loading refuses unknown keys; the gate blocks on risk or utility, and fails closed."""
+
+import math
+
+import pytest
+
+from audits.gate import GatePolicy, evaluate_gate
+from audits.result import AttackResult
+from trajpub.errors import ParameterError
+
+POLICY = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}}})
+
+
+def result(n_successes: float, n_targets: int = 100, baseline: float = 0.01,
+           attack: str = "signature_linkage") -> AttackResult:
+    return AttackResult(attack=attack, n_targets=n_targets, n_successes=n_successes, baseline=baseline)
+
+
+def test_default_policy_ships_with_the_package():
+    policy = GatePolicy.default()
+    assert policy.max_risk["signature_linkage"] == 0.2
+    assert policy.max_risk["signature_linkage_synthetic"] == 0.2
+    assert dict(policy.max_utility_error) == {}
+
+
+def test_yaml_and_dict_round_trip(tmp_path):
+    path = tmp_path / "policy.yaml"
+    path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  trip_error:\n    max: 0.3\n")
+    policy = GatePolicy.from_yaml(path)
+    assert policy.to_dict() == {"attacks": {"signature_linkage": {"max_risk": 0.1}},
+                                "utility": {"trip_error": {"max": 0.3}}}
+    assert GatePolicy.from_dict(policy.to_dict()) == policy
+
+
+@pytest.mark.parametrize(("policy", "named"), [
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "treshold": 1}, "treshold"),
+    ({"attacks": {"signature_linkag": {"max_risk": 0.2}}}, "signature_linkag"),
+    ({"attacks": {"signature_linkage": {"max_rsk": 0.2}}}, "signature_linkage"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2, "min_risk": 0}}}, "min_risk"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"fun": {"max": 1}}}, "fun"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"trip_error": {"min": 1}}}, "trip_error"),
+])
+def test_unknown_keys_are_refused_by_name(policy, named):
+    with pytest.raises(ParameterError, match=named):
+        GatePolicy.from_dict(policy)
+
+
+@pytest.mark.parametrize("policy", [
+    {}, {"attacks": {}}, {"attacks": None}, {"attacks": {"signature_linkage": {"max_risk": 1.5}}},
+    {"attacks": {"signature_linkage": {"max_risk": "low"}}}, {"attacks": {"signature_linkage": 0.2}},
+    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"trip_error": {"max": -1}}},
+    ["attacks"],
+])
+def test_malformed_policies_are_refused(policy):
+    with pytest.raises(ParameterError):
+        GatePolicy.from_dict(policy)
+
+
+def test_invalid_yaml_names_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("attacks: [unclosed\n")
+    with pytest.raises(ParameterError, match="bad.yaml"):
+        GatePolicy.from_yaml(path)
+
+
+def test_a_result_over_its_threshold_blocks_with_the_numbers():
+    # 50/100 successes, baseline 0.01: risk (0.5 - 0.01) / 0.99 = 0.495 > 0.2.
+    decision = evaluate_gate(POLICY, [result(50)])
+    assert decision.blocked
+    (reason,) = decision.reasons
+    assert reason.startswith("signature_linkage: risk 0.495 exceeds max_risk 0.2")
+    assert "success rate 0.500" in reason and "baseline 0.0100" in reason and "100 targets" in reason
+    assert decision.per_attack["signature_linkage"]["status"] == "blocked"
+
+
+def test_a_result_at_or_under_its_threshold_passes():
+    at_limit = evaluate_gate(POLICY, [result(20, baseline=0.0)])  # risk exactly 0.2
+    assert not at_limit.blocked and at_limit.reasons == []
+    assert at_limit.per_attack["signature_linkage"]["status"] == "passed"
+    assert not evaluate_gate(POLICY, [result(1)]).blocked
+
+
+def test_fails_closed_when_nothing_was_gated():
+    decision = evaluate_gate(POLICY, [result(90, attack="signature_linkage_synthetic")])
+    assert decision.blocked and "nothing was gated" in decision.reasons[0]
+    assert decision.per_attack["signature_linkage_synthetic"]["status"] == "not gated"
+    assert decision.per_attack["signature_linkage"]["status"] == "not run"
+    assert evaluate_gate(POLICY, []).blocked
+
+
+def test_duplicate_results_are_refused():
+    with pytest.raises(ParameterError, match="signature_linkage"):
+        evaluate_gate(POLICY, [result(1), result(2)])
+
+
+def test_utility_ceilings():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
+                                   "utility": {"density_jsd": {"max": 0.3}}})
+    ok = evaluate_gate(policy, [result(1)], {"density_jsd": 0.1, "trip_error": 0.6})
+    assert not ok.blocked
+    assert ok.per_utility == {"density_jsd": {"value": 0.1, "max": 0.3, "status": "passed"},
+                              "trip_error": {"value": 0.6, "max": None}}
+    over = evaluate_gate(policy, [result(1)], {"density_jsd": 0.45})
+    assert over.blocked and over.reasons == ["utility density_jsd: 0.4500 exceeds max 0.3"]
+    for missing in ({}, {"density_jsd": math.nan}, None):
+        decision = evaluate_gate(policy, [result(1)], missing)
+        assert decision.blocked and "density_jsd" in decision.reasons[0]
+
+
+def test_decision_to_dict_is_plain():
+    d = evaluate_gate(POLICY, [result(50)]).to_dict()
+    assert d["blocked"] is True and d["per_attack"]["signature_linkage"]["threshold"] == 0.2
