@@ -24,12 +24,16 @@ from trajpub.spec import ReleaseSpec
 step = task(cache_policy=NO_CACHE, retries=0)
 
 
+def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
+    """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
+    parsed = ReleaseSpec.from_dict(spec)
+    return parsed, protect.adapter(parsed.mechanism).parse_params(parsed.params)
+
+
 @step
-def plan(spec: ReleaseSpec) -> tuple[int, object]:
-    """Validate the mechanism's parameters and the budget before any data is read; record the release."""
-    mech = protect.adapter(spec.mechanism)
-    params = mech.parse_params(spec.params)
-    guarantee = mech.guarantee(params)
+def plan(spec: ReleaseSpec, params) -> int:
+    """Check the budget before any data is read; record the release."""
+    guarantee = protect.adapter(spec.mechanism).guarantee(params)
     eng = db_engine()
     with eng.begin() as conn:
         governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0)
@@ -39,7 +43,7 @@ def plan(spec: ReleaseSpec) -> tuple[int, object]:
                      inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
                              "guarantee": guarantee.to_dict(), "spec": spec.to_record()})
-    return release_id, params
+    return release_id
 
 
 @step
@@ -126,8 +130,8 @@ def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
 def release_flow(spec: dict) -> dict:
     """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
     logger = get_run_logger()
-    parsed = ReleaseSpec.from_dict(spec)
-    release_id, params = plan(parsed)
+    parsed, params = parse_spec(spec)
+    release_id = plan(parsed, params)
     print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
     try:
         with dask_client(parsed.dask_address) as client:

@@ -53,6 +53,8 @@ def take_snapshot(engine: sa.Engine, dataset: str, window_start: datetime | None
     """Pin the snapshot, hash its content (SHA-256 over points in id order) and count points per object."""
     with psycopg.connect(_psycopg_dsn(engine)) as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        # wait for loads in flight (they hold raw.sources) so that no point id below the pin commits later
+        conn.execute("LOCK TABLE raw.sources IN SHARE MODE")
         max_id = conn.execute("SELECT coalesce(max(point_id), 0) FROM raw.points WHERE dataset = %s",
                               (dataset,)).fetchone()[0]
         params = {"dataset": dataset, "max_point_id": max_id, "ws": window_start, "we": window_end}

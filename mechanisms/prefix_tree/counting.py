@@ -64,23 +64,18 @@ def count_level(
     """
     if level < 0 or len(transitions) < level:
         raise InputError(f"level {level} needs {level} transitions, got {len(transitions)}", "count_level")
+    offsets, locs = np.asarray(offsets), np.asarray(locs)
+    check_csr(offsets, locs, n_locations)
     lengths = np.diff(offsets)
     starts = np.asarray(offsets[:-1], dtype=np.int64)[lengths > level]
     node = np.zeros(len(starts), dtype=np.int64)
     for depth in range(level):
-        keys = node * n_locations + _locations_at(locs, starts + depth, n_locations)
+        keys = node * n_locations + locs[starts + depth]
         edge_keys, child_ids = transitions[depth]
         pos = np.minimum(np.searchsorted(edge_keys, keys), len(edge_keys) - 1)
         inside = edge_keys[pos] == keys if len(edge_keys) else np.zeros(len(keys), dtype=bool)
         starts = starts[inside]
         node = np.asarray(child_ids, dtype=np.int64)[pos[inside]]
-    keys = node * n_locations + _locations_at(locs, starts + level, n_locations)
+    keys = node * n_locations + locs[starts + level]
     unique, counts = np.unique(keys, return_counts=True)
-    return unique, counts.astype(np.int64)
-
-
-def _locations_at(locs: np.ndarray, positions: np.ndarray, n_locations: int) -> np.ndarray:
-    step = locs[positions].astype(np.int64)
-    if len(step) and (step.min() < 0 or step.max() >= n_locations):
-        raise InputError(f"a location is outside the public universe 0..{n_locations - 1}", "count_level")
-    return step
+    return unique.astype(np.int64), counts.astype(np.int64)

@@ -75,7 +75,7 @@ def _policy_deviation(params: PrefixTreeParams) -> str:
         rules.append(f"expands a node only when its noisy count is at least {params.min_expand_count:g}")
     return (
         "Deviation from the paper: its Procedure 1 expands every noisy node, which explodes for a large "
-        f"location universe. This release {' and '.join(rules)} (expansion policy "
+        f"location universe. This release {'; it also '.join(rules)} (expansion policy "
         f"'{params.expansion_policy}'). These choices read only released noisy counts, so the privacy "
         "guarantee is unchanged, but the output differs from the paper's algorithm."
     )

@@ -52,7 +52,8 @@ class PrefixTreeParams:
         the same expansion test (needed for large |L|: parent_bound alone still grows geometrically, because
         the child it keeps is the largest of about p_θ·|L| spurious candidates); not allowed with "literal".
         An expanded spurious node has on average p_θ·|L|·exp(−(θ_exp − θ)/b) expanded spurious children,
-        so spurious subtrees stay finite when θ_exp > θ + b·ln(p_θ·|L|) (≈ 2.2·θ for |L| = 1000).
+        so spurious subtrees stay finite when θ_exp > θ + b·ln(p_θ·|L|) (≈ 2.2·θ for |L| = 1000); see
+        :meth:`subcritical_expand_count`.
     max_nodes: the build raises when the tree plus the candidates of the level being built would exceed
         this many nodes (never truncates silently); it also bounds memory.
     consistency: "projected" (default, G7), "paper" (the literal top-down formula of Sec. IV-B, G6) or
@@ -136,6 +137,16 @@ class PrefixTreeParams:
     def p_theta(self) -> float:
         """Pr[Laplace(b) ≥ θ] = exp(−θ/b)/2 = exp(−2√2)/2 ≈ 0.0295529 for every ε and h (Thm 4.1)."""
         return 0.5 * math.exp(-self.theta / self.laplace_scale)
+
+    def subcritical_expand_count(self, n_locations: int, branching: float = 0.5) -> float:
+        """θ_exp at which an expanded spurious node has on average ``branching`` expanded spurious children.
+
+        An expanded node gets about p_θ·|L| spurious children (Thm 4.1), each with count θ + Exp(b); one of
+        them reaches θ_exp with probability exp(−(θ_exp − θ)/b). Solving p_θ·|L|·exp(−(θ_exp − θ)/b) =
+        branching gives θ_exp = θ + b·ln(p_θ·|L|/branching), never below θ. Public inputs only, so using it
+        as ``min_expand_count`` is DP-safe.
+        """
+        return self.theta + self.laplace_scale * max(math.log(self.p_theta * n_locations / branching), 0.0)
 
     def to_dict(self) -> dict:
         """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""

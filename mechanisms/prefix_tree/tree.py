@@ -47,8 +47,10 @@ class NoisyPrefixTree:
             child = np.arange(1, n)
             if np.any(self.parent[1:] >= child) or np.any(self.depth[1:] != self.depth[self.parent[1:]] + 1):
                 raise ValueError("nodes must be in level order with depth(v) = depth(parent(v)) + 1")
-        if self.level_start[0] != 0 or self.level_start[-1] != n or len(self.level_start) - 1 > (
-            self.params.height + 1
+        if (
+            self.level_start[0] != 0
+            or self.level_start[-1] != n
+            or len(self.level_start) - 1 > (self.params.height + 1)
         ):
             raise ValueError("level_start must cover the nodes with at most h + 1 levels")
 
@@ -121,7 +123,7 @@ def build_tree(
         n_empty = n_locations - np.bincount(owner, minlength=len(frontier))
         bounded = params.expansion_policy == "parent_bound"
         k, empty_counts = sample_empty_passes(n_empty, cap if bounded else None, scale, theta, rng)
-        _guard(n_tree - 1 + int(passed.sum()) + int(k.sum()), params, level)
+        _guard(n_tree - 1 + int(passed.sum()) + int(k.sum()), params, level, n_locations)
         empty_labels = sample_complement_labels(k, owner, keys % n_locations, n_locations, rng)
 
         child_owner = np.concatenate((owner[passed], np.repeat(np.arange(len(frontier)), k)))
@@ -199,11 +201,14 @@ def _top_per_group(owner: np.ndarray, count: np.ndarray, cap: np.ndarray) -> np.
     return keep
 
 
-def _guard(n_nodes: int, params: PrefixTreeParams, level: int) -> None:
+def _guard(n_nodes: int, params: PrefixTreeParams, level: int, n_locations: int) -> None:
     if n_nodes > params.max_nodes:
+        suggestion = params.subcritical_expand_count(n_locations)
         raise ParameterError(
             f"the noisy prefix tree would exceed max_nodes={params.max_nodes} at level {level + 1} "
-            f"({n_nodes} nodes) with expansion_policy {params.expansion_policy!r}; use 'parent_bound' "
-            "for a large location universe or raise max_nodes",
+            f"({n_nodes} nodes) with expansion_policy {params.expansion_policy!r} and min_expand_count="
+            f"{params.min_expand_count}: spurious subtrees grow geometrically for |L| = {n_locations}. Use "
+            f"expansion_policy 'parent_bound' with min_expand_count >= {suggestion:.1f} "
+            "(PrefixTreeParams.subcritical_expand_count), or raise max_nodes",
             "prefix_tree.max_nodes",
         )

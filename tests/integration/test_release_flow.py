@@ -1,0 +1,180 @@
+"""The release flow end to end on the real PostGIS, Prefect server, GX and Dask, driven through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def published(engine, loaded_tdrive, tmp_path_factory):
+    """A release of the real T-Drive subset, approved with `trajpub approve` while the flow waits."""
+    dataset = loaded_tdrive("pub")
+    run = start_release(base_spec(dataset), tmp_path_factory.mktemp("pub"))
+    assert wait_for_status(engine, run, {"awaiting_approval"}) == "awaiting_approval"
+    approved = cli("approve", str(run.release_id), "--steward", "Ada Steward", "--comment", "reviewed")
+    assert approved.returncode == 0, approved.stderr
+    assert run.proc.wait(timeout=120) == 0, run.output()
+    return dataset, run.release_id
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).all()
+
+
+def test_published_release_has_tables_view_status_and_approval(engine, published):
+    dataset, rid = published
+    (status, table, summary), = q(engine, "SELECT status, published_table, summary FROM governance.releases "
+                                          "WHERE release_id = :r", r=rid)
+    assert status == "published" and table == f"published.{dataset}__r{rid}"
+    (n_points, n_traj), = q(engine, f"SELECT count(*), count(DISTINCT traj_id) FROM {table}")
+    assert n_traj == summary["mechanism"]["released_records"] > 0
+    assert n_points == summary["mechanism"]["released_points"]
+    # trajectories as LineStringM in EPSG:4326, M = position; the latest view shows this release
+    (geom_type, srid, m_ok), = q(engine, f"SELECT DISTINCT GeometryType(geom), ST_SRID(geom), "
+                                         f"bool_and(ST_M(ST_EndPoint(geom)) = n_points - 1) "
+                                         f"FROM {table}_traj WHERE geom IS NOT NULL GROUP BY 1, 2")
+    assert (geom_type, srid, m_ok) == ("LINESTRINGM", 4326, True)
+    assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest")[0][0] == n_points
+    (decision, steward), = q(engine, "SELECT decision, steward FROM governance.approvals WHERE release_id = :r",
+                             r=rid)
+    assert (decision, steward) == ("approved", "Ada Steward")
+    history = [r[0] for r in q(engine, "SELECT to_status FROM governance.release_transitions "
+                                       "WHERE release_id = :r ORDER BY at", r=rid)]
+    assert history == ["planned", "validated", "protected", "audited", "awaiting_approval", "approved", "published"]
+
+
+def test_published_columns_carry_no_raw_identifiers_or_times(engine, published):
+    dataset, rid = published
+    columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE "
+                                       "table_schema = 'published' AND table_name = :t", t=f"{dataset}__r{rid}")}
+    assert columns == {"traj_id", "seq", "t", "geom"}
+    assert q(engine, f"SELECT count(*) FROM published.{dataset}__r{rid} WHERE t IS NOT NULL")[0][0] == 0
+
+
+def test_budget_ledger_charged_once_with_the_mechanism_epsilon(engine, published):
+    dataset, rid = published
+    rows = q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r", r=rid)
+    assert rows == [(1.0, "one trajectory record")]
+    shown = cli("budget", "show", "--dataset", dataset)
+    assert shown.returncode == 0 and "spent 1 of cap 10" in shown.stdout
+
+
+def test_lineage_start_and_complete_without_seed(engine, published):
+    dataset, rid = published
+    events = q(engine, "SELECT event_type, event FROM governance.lineage_events WHERE release_id = :r "
+                       "ORDER BY event_id", r=rid)
+    assert [e[0] for e in events] == ["START", "COMPLETE"]
+    complete = events[-1][1]
+    assert complete["inputs"][0]["name"] == "trajpub.raw.points"
+    assert complete["inputs"][0]["facets"]["snapshot"]["content_hash"]
+    assert complete["outputs"][0]["name"] == f"trajpub.published.{dataset}__r{rid}"
+    assert {"mechanism", "guarantee", "validation", "audit", "approval"} <= set(complete["run"]["facets"])
+    assert complete["run"]["facets"]["approval"]["steward"] == "Ada Steward"
+    for _, event in events:  # the spec's seed (test mode) must not reach lineage
+        assert "seed" not in json.dumps(event)
+    shown = cli("release", "show", str(rid))
+    assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "PUBLISHED" in shown.stdout
+
+
+def test_publish_again_changes_nothing(engine, published):
+    dataset, rid = published
+    before = q(engine, "SELECT count(*) FROM governance.lineage_events WHERE release_id = :r", r=rid)
+    again = cli("publish-approved", str(rid))
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout.strip().splitlines()[-1])["table"] == f"published.{dataset}__r{rid}"
+    assert q(engine, "SELECT count(*) FROM governance.lineage_events WHERE release_id = :r", r=rid) == before
+
+
+def test_consumer_reads_published_only(engine, published):
+    dataset, rid = published
+    with engine.connect() as conn:
+        conn.execute(sa.text("SET ROLE trajpub_consumer"))
+        assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}__r{rid}")).scalar() > 0
+        assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}_latest_traj")).scalar() > 0
+        conn.rollback()
+    for table in ("raw.points", "raw.sources", "staging.quarantine", "staging.candidate_points",
+                  "governance.releases", "governance.budget_ledger"):
+        with engine.connect() as conn:
+            conn.execute(sa.text("SET ROLE trajpub_consumer"))
+            with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+                conn.execute(sa.text(f"SELECT 1 FROM {table} LIMIT 1"))
+
+
+def test_validation_quarantine_is_accounted_for(engine, published):
+    dataset, rid = published
+    (n_rows, n_q, result), = q(engine, "SELECT n_rows, n_quarantined, result FROM governance.validation_results "
+                                       "WHERE release_id = :r", r=rid)
+    assert n_q == q(engine, "SELECT count(*) FROM staging.quarantine WHERE release_id = :r", r=rid)[0][0]
+    assert n_q == result["n_integrity"] + result["n_duplicate"]
+    (snapshot,), = q(engine, "SELECT snapshot_points FROM governance.releases WHERE release_id = :r", r=rid)
+    assert n_rows == snapshot == q(engine, "SELECT count(*) FROM raw.points WHERE dataset = :d", d=dataset)[0][0]
+
+
+def test_approvals_and_ledger_are_append_only(engine, published):
+    _, rid = published
+    for sql in ("UPDATE governance.approvals SET steward = 'mallory' WHERE release_id = :r",
+                "DELETE FROM governance.budget_ledger WHERE release_id = :r"):
+        with engine.begin() as conn, pytest.raises(sa.exc.InternalError, match="append-only"):
+            conn.execute(sa.text(sql), {"r": rid})
+
+
+def test_rejected_release_publishes_nothing(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("rej")
+    run = start_release(base_spec(dataset), tmp_path)
+    wait_for_status(engine, run, {"awaiting_approval"})
+    assert cli("reject", str(run.release_id), "--steward", "Ada Steward").returncode != 0  # comment required
+    rejected = cli("reject", str(run.release_id), "--steward", "Ada Steward", "--comment", "too coarse")
+    assert rejected.returncode == 0, rejected.stderr
+    assert run.proc.wait(timeout=120) == 0
+    assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("rejected", None)]
+    assert q(engine, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'published' "
+                     "AND table_name LIKE :p", p=f"{dataset}%") == [(0,)]
+
+
+@pytest.fixture
+def external_dask(tmp_path):
+    """A separately started `dask scheduler` and `dask worker`, as an existing cluster would be."""
+    dask = str(Path(sys.executable).with_name("dask"))
+    port = 8786 + os.getpid() % 500
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--nthreads", "1",
+                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from distributed import Client
+
+    with Client(f"tcp://127.0.0.1:{port}", timeout="60s") as client:
+        client.wait_for_workers(2, timeout=60)
+    yield f"tcp://127.0.0.1:{port}"
+    for p in (worker, scheduler):
+        p.terminate()
+        p.wait(timeout=30)
+
+
+def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, loaded_tdrive, tmp_path,
+                                                                     external_dask):
+    """On an existing Dask cluster: nobody answers in time, the flow ends, a later approval still publishes."""
+    dataset = loaded_tdrive("late")
+    run = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path, "--dask-address", external_dask)
+    assert run.proc.wait(timeout=300) == 0, run.output()
+    assert '"status": "awaiting_approval"' in run.output()
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("awaiting_approval",)]
+    approved = cli("approve", str(run.release_id), "--steward", "Late Steward")
+    assert approved.returncode == 0, approved.stderr
+    assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("published", f"published.{dataset}__r{run.release_id}")]

@@ -1,0 +1,109 @@
+"""Bad input and refused releases: a clear error, a recorded reason, nothing published."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from tests.integration.conftest import TDRIVE_CSV, base_spec, cli, start_release, wait_for_status
+
+pytestmark = pytest.mark.integration
+
+
+def releases_of(engine, dataset: str) -> list[tuple]:
+    with engine.connect() as conn:
+        return conn.execute(sa.text("SELECT release_id, status, failure_reason FROM governance.releases "
+                                    "WHERE dataset = :d ORDER BY release_id"), {"d": dataset}).all()
+
+
+def published_tables(engine, dataset: str) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                                    "'published' AND table_name LIKE :p"), {"p": f"{dataset}%"}).scalar()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--mechanism", "no_such_mechanism"], "unknown mechanism 'no_such_mechanism'"),
+    (["--param", "epsilonn=1"], "unknown parameter"),
+    (["--param", "epsilon=-1"], "epsilon"),
+    (["--window-start", "2008-02-05", "--window-end", "2008-02-01"], "window_start must be before window_end"),
+])
+def test_bad_parameters_are_refused_before_a_release_exists(engine, loaded_tdrive, tmp_path, flags, message):
+    dataset = loaded_tdrive("bad")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
+    result = cli("release", "run", "--spec", str(spec), *flags)
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert releases_of(engine, dataset) == []
+
+
+def test_malformed_spec_yaml_names_file_line_and_column(tmp_path):
+    spec = tmp_path / "broken.yaml"
+    spec.write_text("dataset: x\nbbox: [1, 2\n")
+    result = cli("release", "run", "--spec", str(spec))
+    assert result.returncode == 1
+    assert f"file {spec}, line" in result.stderr and "column" in result.stderr
+
+
+def test_budget_cap_refuses_before_reading_data(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("cap")
+    assert cli("budget", "cap", dataset, "0.5").returncode == 0
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
+    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")
+    assert result.returncode == 1
+    assert "needs epsilon 1 but dataset" in result.stderr and "0.5" in result.stderr
+    assert releases_of(engine, dataset) == []
+
+
+def test_empty_window_fails_clearly_and_publishes_nothing(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("empty")
+    run = start_release(base_spec(dataset, window_start="2009-01-01", window_end="2009-01-02"), tmp_path)
+    assert run.proc.wait(timeout=240) == 1
+    [(rid, status, reason)] = releases_of(engine, dataset)
+    assert status == "failed" and "has no points to release" in reason
+    assert run.output().strip().splitlines()[-1].startswith("error: dataset")  # the CLI's last word: one sentence
+    assert published_tables(engine, dataset) == 0
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT event_type FROM governance.lineage_events WHERE release_id = :r "
+                                    "ORDER BY event_id"), {"r": rid}).scalars().all() == ["START", "FAIL"]
+
+
+def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_release(engine, tmp_path):
+    """Real T-Drive rows of 5 taxis, with one taxi's timestamps reversed and a few points outside the bbox:
+    every bad row lands in quarantine with its expectation, and the share trips the 5% policy."""
+    from tasks.load import load_source
+
+    df = pd.read_csv(TDRIVE_CSV)
+    df = df[df["taxi_id"].isin(sorted(df["taxi_id"].unique())[:5])].copy()
+    first = df["taxi_id"] == df["taxi_id"].min()
+    df.loc[first, "datetime"] = df.loc[first, "datetime"].to_numpy()[::-1]
+    df.iloc[10:13, df.columns.get_loc("latitude")] = 10.0  # valid coordinates, far outside the release bbox
+    path = tmp_path / "bad_taxis.csv"
+    df.to_csv(path, index=False)
+    dataset = f"rev_{tmp_path.name[-8:].lower().replace('-', '_')}"
+    load_source(engine, "tdrive", path, dataset)
+    run = start_release(base_spec(dataset), tmp_path)
+    status = wait_for_status(engine, run, {"failed"})
+    run.proc.wait(timeout=60)
+    assert status == "failed" and run.proc.returncode == 1
+    [(rid, _, reason)] = releases_of(engine, dataset)
+    assert "failed validation, above the policy threshold of 5.0%" in reason
+    assert "time does not increase" in reason
+    with engine.connect() as conn:
+        reasons = conn.execute(sa.text("SELECT reason FROM staging.quarantine WHERE release_id = :r"),
+                               {"r": rid}).scalars().all()
+        result = conn.execute(sa.text("SELECT result FROM governance.validation_results WHERE release_id = :r"),
+                              {"r": rid}).scalar()
+    # in file order, every plausible point of the reversed taxi but its first goes back in time; exact repeats
+    # and the points outside the bbox are quarantined for that instead and skipped by the time-order check
+    plausible = df[first & ~df.duplicated(keep="first") & (df["latitude"] != 10.0)]
+    assert sum("time does not increase" in r for r in reasons) == len(plausible) - 1
+    assert sum("latitude outside the release bbox" in r for r in reasons) == 3
+    assert len(reasons) == result["n_quarantined"] == result["n_integrity"] + result["n_duplicate"]
+    assert published_tables(engine, dataset) == 0
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
+                            {"r": rid}).scalar() == 0  # refused before the mechanism ran: nothing charged
