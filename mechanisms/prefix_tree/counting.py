@@ -60,7 +60,8 @@ def count_level(
     the tree (its prefix was not kept). For the others the result counts
     ``key = node_id_at_level * n_locations + locs[offsets + level]``.
 
-    Returns ``(keys, counts)``: int64 arrays, keys sorted and unique, counts ≥ 1.
+    Returns ``(keys, counts)``: int64 arrays, keys sorted and unique, counts ≥ 1. Raises
+    :class:`InputError` when the partition holds a location outside the public universe (G4).
     """
     if level < 0 or len(transitions) < level:
         raise InputError(f"level {level} needs {level} transitions, got {len(transitions)}", "count_level")

@@ -71,7 +71,10 @@ def _policy_deviation(params: PrefixTreeParams) -> str:
         rules.append(
             "keeps at most floor(c(v)/threshold) children of a node v, those with the largest noisy counts"
         )
-    if params.min_expand_count is not None:
+    if params.min_expand_count == "auto" and params.expansion_policy == "parent_bound":
+        rules.append("expands a node only when its noisy count is at least theta + b*ln(p_theta*|L|/0.5), "
+                     "a value computed from public inputs that keeps subtrees of empty nodes finite")
+    elif params.min_expand_count not in (None, "auto"):
         rules.append(f"expands a node only when its noisy count is at least {params.min_expand_count:g}")
     return (
         "Deviation from the paper: its Procedure 1 expands every noisy node, which explodes for a large "

@@ -53,7 +53,9 @@ class PrefixTreeParams:
         the child it keeps is the largest of about p_θ·|L| spurious candidates); not allowed with "literal".
         An expanded spurious node has on average p_θ·|L|·exp(−(θ_exp − θ)/b) expanded spurious children,
         so spurious subtrees stay finite when θ_exp > θ + b·ln(p_θ·|L|) (≈ 2.2·θ for |L| = 1000); see
-        :meth:`subcritical_expand_count`.
+        :meth:`subcritical_expand_count`. The default "auto" is that subcritical value under "parent_bound"
+        (computed from public inputs when |L| is known, :meth:`expand_threshold`) and no threshold under
+        "literal"; ``None`` means no threshold.
     max_nodes: the build raises when the tree plus the candidates of the level being built would exceed
         this many nodes (never truncates silently); it also bounds memory.
     consistency: "projected" (default, G7), "paper" (the literal top-down formula of Sec. IV-B, G6) or
@@ -68,7 +70,7 @@ class PrefixTreeParams:
     epsilon: float = 1.0
     height: int = 12
     expansion_policy: str = "parent_bound"
-    min_expand_count: float | None = None
+    min_expand_count: float | str | None = "auto"
     max_nodes: int = 10_000_000
     consistency: str = "projected"
     rounding: str = "half_up"
@@ -80,12 +82,14 @@ class PrefixTreeParams:
         _require_int(self.height, "height", 1)
         _require_choice(self.expansion_policy, "expansion_policy", EXPANSION_POLICIES)
         if self.expansion_policy == "min_expand_count":
-            if self.min_expand_count is None:
+            if self.min_expand_count in (None, "auto"):
                 raise ParameterError(
                     "expansion_policy 'min_expand_count' needs min_expand_count (θ_exp)",
                     _where("min_expand_count"),
                 )
             _require_positive_real(self.min_expand_count, "min_expand_count")
+        elif self.min_expand_count == "auto":
+            pass
         elif self.min_expand_count is not None:
             if self.expansion_policy == "literal":
                 raise ParameterError(
@@ -147,6 +151,12 @@ class PrefixTreeParams:
         as ``min_expand_count`` is DP-safe.
         """
         return self.theta + self.laplace_scale * max(math.log(self.p_theta * n_locations / branching), 0.0)
+
+    def expand_threshold(self, n_locations: int) -> float | None:
+        """The θ_exp a build over |L| = ``n_locations`` uses: "auto" resolved (see the class docstring)."""
+        if self.min_expand_count == "auto":
+            return self.subcritical_expand_count(n_locations) if self.expansion_policy == "parent_bound" else None
+        return self.min_expand_count
 
     def to_dict(self) -> dict:
         """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""

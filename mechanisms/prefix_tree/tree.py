@@ -108,6 +108,7 @@ def build_tree(
     if isinstance(n_locations, bool) or not isinstance(n_locations, int | np.integer) or n_locations < 1:
         raise ParameterError(f"n_locations must be a positive integer, got {n_locations!r}", "prefix_tree")
     scale, theta = params.laplace_scale, params.theta
+    expand_threshold = params.expand_threshold(n_locations)
     parent, label, depth = [np.array([-1])], [np.array([-1])], [np.array([0])]
     count, spurious = [np.array([np.nan])], [np.array([False])]
     n_tree = 1
@@ -130,6 +131,7 @@ def build_tree(
         child_label = np.concatenate((keys[passed] % n_locations, empty_labels))
         child_count = np.concatenate((noisy[passed], empty_counts))
         child_spurious = np.concatenate((np.zeros(int(passed.sum()), bool), np.ones(len(empty_labels), bool)))
+        # Sorting by (parent, label) also makes node ids independent of which children were spurious.
         keep = np.lexsort((child_label, child_owner))
         if bounded:
             keep = keep[_top_per_group(child_owner[keep], child_count[keep], cap)]
@@ -148,8 +150,8 @@ def build_tree(
         n_tree += len(keep)
 
         expand = np.ones(len(keep), bool)
-        if params.min_expand_count is not None:
-            expand = child_count >= params.min_expand_count
+        if expand_threshold is not None:
+            expand = child_count >= expand_threshold
         frontier = child_id[expand]
         cap = np.floor(child_count[expand] / theta).astype(np.int64)
         real = expand & ~child_spurious

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -83,7 +85,7 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     df.iloc[10:13, df.columns.get_loc("latitude")] = 10.0  # valid coordinates, far outside the release bbox
     path = tmp_path / "bad_taxis.csv"
     df.to_csv(path, index=False)
-    dataset = f"rev_{tmp_path.name[-8:].lower().replace('-', '_')}"
+    dataset = f"rev_{uuid.uuid4().hex[:8]}"
     load_source(engine, "tdrive", path, dataset)
     run = start_release(base_spec(dataset), tmp_path)
     status = wait_for_status(engine, run, {"failed"})

@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from scipy.stats import laplace
+from scipy.stats import ks_2samp, laplace
 
 from mechanisms.prefix_tree import PrefixTreeParams, build_tree, count_level
 from trajpub.errors import InputError, ParameterError
@@ -214,15 +214,55 @@ def test_privacy_loss_is_at_most_epsilon_replace():
 def test_parent_bound_alone_grows_geometrically_and_the_subcritical_threshold_stops_it(random_walk_csr):
     # |L| = 300: the kept child of a spurious node is the largest of ~9 spurious candidates, so its cap
     # ⌊c/θ⌋ is often 2 and parent_bound alone branches > 1 per level (the spec's §3.6 estimate of 1.06
-    # ignores this selection). θ_exp from subcritical_expand_count keeps the tree small.
+    # ignores this selection). θ_exp from subcritical_expand_count (the default, "auto") keeps it small.
     offsets, locs = random_walk_csr(20000, 300, 4.0, seed=12)
-    params = PrefixTreeParams(epsilon=1.0, height=10, max_nodes=15_000)
+    params = PrefixTreeParams(epsilon=1.0, height=10, max_nodes=15_000, min_expand_count=None)
     with pytest.raises(ParameterError, match="min_expand_count >= "):
         build(offsets, locs, 300, params, 12)
-    bounded = PrefixTreeParams(
-        epsilon=1.0, height=10, max_nodes=15_000, min_expand_count=params.subcritical_expand_count(300)
-    )
+    bounded = PrefixTreeParams(epsilon=1.0, height=10, max_nodes=15_000)
+    assert bounded.expand_threshold(300) == params.subcritical_expand_count(300)
     tree = build(offsets, locs, 300, bounded, 12)
     assert_structure(tree, bounded)
     assert tree.n_nodes < 3_000
     assert tree.nodes_per_level[-1] < tree.nodes_per_level[1]
+
+
+def test_fast_build_has_the_law_of_the_literal_candidate_loop(prefix_tree_toy):
+    # Thm 4.1 inside build_tree: Procedure 1 run literally (one Laplace test per candidate, all |L|
+    # candidates of every node) and build_tree must give every possible node of depth ≤ 2 the same
+    # probability of being present (5 standard errors), and a spurious node the same count law (KS).
+    offsets, locs = prefix_tree_toy
+    params = PrefixTreeParams(epsilon=2.0, height=2, expansion_policy="literal")
+    b, theta, reps = params.laplace_scale, params.theta, 2000
+    records = [tuple(locs[offsets[i] : offsets[i + 1]].tolist()) for i in range(len(offsets) - 1)]
+    truth = true_counts(records, 2)
+
+    def literal_tree(rng):
+        nodes, frontier = {}, [()]
+        for _ in range(params.height):
+            children = []
+            for v in frontier:
+                noisy = np.array([truth.get((*v, loc), 0) for loc in range(4)]) + rng.laplace(0, b, 4)
+                for loc in np.flatnonzero(noisy >= theta):
+                    nodes[(*v, int(loc))] = noisy[loc]
+                    children.append((*v, int(loc)))
+            frontier = children
+        return nodes
+
+    rng_lit, rng_fast = np.random.default_rng(61), np.random.default_rng(62)
+    literal_runs = [literal_tree(rng_lit) for _ in range(reps)]
+    fast_runs = []
+    for _ in range(reps):
+        tree = build_tree(local_counter(offsets, locs, 4), 4, params, rng_fast)
+        prefix = prefixes(tree)
+        fast_runs.append({prefix[v]: tree.count[v] for v in range(1, len(tree.parent))})
+    candidates = [(a,) for a in range(4)] + [(a, c) for a in range(4) for c in range(4)]
+    for node in candidates:
+        p_lit = np.mean([node in run for run in literal_runs])
+        p_fast = np.mean([node in run for run in fast_runs])
+        pooled = (p_lit + p_fast) / 2
+        assert abs(p_lit - p_fast) <= 5 * math.sqrt(max(pooled * (1 - pooled), 1 / reps) * 2 / reps), node
+    spurious_lit = [run[n] for run in literal_runs for n in run if truth.get(n, 0) == 0]
+    spurious_fast = [run[n] for run in fast_runs for n in run if truth.get(n, 0) == 0]
+    assert ks_2samp(spurious_lit, spurious_fast).pvalue > 0.001
+    assert min(spurious_fast) >= theta
