@@ -86,17 +86,17 @@ def validate_partition(df: pd.DataFrame, suite: dict, params: dict) -> tuple[pd.
     reasons: dict[int, list[str]] = {}
     kinds: dict[int, set[str]] = {}
     summary = []
-    for r, spec_e in zip(result.results, suite["expectations"], strict=True):
-        name = f"{spec_e['type']}({spec_e['kwargs']['column']})"
+    for r in result.results:  # GX does not keep the suite's order: read each result's own configuration
+        config = r.expectation_config
+        name, says, counts_as = f"{config.type}({config.kwargs['column']})", config.meta["says"], config.meta["counts_as"]
         if r.exception_info and r.exception_info.get("raised_exception"):
             raise TrajpubError(f"the expectation could not be evaluated: {r.exception_info['exception_message']}",
                                f"expectation {name} in {SUITE_PATH.name}")
         ids = [int(d["point_id"]) for d in r.result.get("unexpected_index_list") or []]
         for pid in ids:
-            reasons.setdefault(pid, []).append(f"{name}: {spec_e['meta']['says']}")
-            kinds.setdefault(pid, set()).add(spec_e["meta"]["counts_as"])
-        summary.append({"expectation": name, "says": spec_e["meta"]["says"],
-                        "counts_as": spec_e["meta"]["counts_as"], "success": bool(r.success),
+            reasons.setdefault(pid, []).append(f"{name}: {says}")
+            kinds.setdefault(pid, set()).add(counts_as)
+        summary.append({"expectation": name, "says": says, "counts_as": counts_as, "success": bool(r.success),
                         "element_count": int(r.result.get("element_count") or 0), "unexpected_count": len(ids)})
     bad = df["point_id"].isin(reasons)
     quarantined = df.loc[bad, ["point_id", "source_id", "source_line", "object_id", "t", "lon", "lat"]].copy()
