@@ -229,10 +229,12 @@ def reject(release_id: int) -> dict:
             "reject_rc": done.returncode, "reject_out": (done.stdout + done.stderr).strip()[-500:]}
 
 
-def run_release(dataset: str, label: str, timeout_s: float) -> dict:
+def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | None = None) -> dict:
     """One release flow in a subprocess; returns its timings. Always leaves the release out of review."""
     spec = yaml.safe_load(DEMO_SPEC.read_text())
     spec.update(dataset=dataset, requested_by="bench", approval_timeout_s=900)
+    if dask_address:
+        spec["dask_address"] = dask_address
     spec_path = OUT_DIR / f"spec_{dataset}_{label}.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
     log_path = OUT_DIR / f"release_{dataset}_{label}.log"
@@ -250,7 +252,9 @@ def run_release(dataset: str, label: str, timeout_s: float) -> dict:
     reader.start()
     release_id: int | None = None
     status: str | None = None
-    result: dict[str, Any] = {"dataset": dataset, "label": label, "log": str(log_path.relative_to(BENCH_DIR))}
+    result: dict[str, Any] = {"dataset": dataset, "label": label, "log": str(log_path.relative_to(BENCH_DIR)),
+                              "dask": dask_address or "LocalCluster started by the flow",
+                              "spec": {k: spec[k] for k in ("mechanism", "params", "prepare", "validation") if k in spec}}
     rejected = False
     try:
         while time.time() - launched < timeout_s:
@@ -325,8 +329,8 @@ RELEASE_STAGES = [
     ("process start + plan (imports, Prefect flow run)", "launch", "planned"),
     ("ingest + validate (planned→validated)", "planned", "validated"),
     ("  Dask LocalCluster + snapshot hash", "planned", "log:snapshot"),
-    ("  read partitions + GX validation", "log:snapshot", "log:validation"),
-    ("  store quarantine + validation result", "log:validation", "validated"),
+    ("  read partitions, GX validation, store quarantine", "log:snapshot", "log:validation"),
+    ("  policy check + transition", "log:validation", "validated"),
     ("prepare + protect (validated→protected)", "validated", "protected"),
     ("  prepare (segment, grid)", "validated", "log:prepared"),
     ("  prefix tree + stage candidate", "log:prepared", "protected"),
@@ -357,32 +361,62 @@ def snapshot_query(dataset: str, spec: dict) -> float:
     return time.perf_counter() - t0
 
 
-def releases_on(dataset: str, repeat: int, timeout_s: float, what: str) -> dict:
-    done = run_cli("budget", "cap", dataset, str(max(100.0, 2.0 * repeat)))
+def _preload_worker() -> None:
+    """Runs on each worker of the warm cluster: the imports a fresh worker pays for during the flow."""
+    import great_expectations  # noqa: F401
+
+    import tasks.ingest
+    import tasks.prepare
+    import tasks.protect
+    import tasks.validate  # noqa: F401
+
+
+def stage_table(runs: list[dict]) -> dict:
+    return {name: spread([r["stages"].get(name) for r in runs if r["stages"].get(name) is not None])
+            for name, _, _ in RELEASE_STAGES}
+
+
+def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, what: str) -> dict:
+    """``repeat`` releases as the flow runs them (its own LocalCluster), then ``warm_repeat`` on a long-lived
+    LocalCluster whose workers already imported Great Expectations (``dask_address`` in the spec)."""
+    done = run_cli("budget", "cap", dataset, str(max(100.0, 2.0 * (repeat + warm_repeat))))
     if done.returncode:
         raise RuntimeError(f"trajpub budget cap failed: {done.stderr}")
-    runs = []
-    for i in range(repeat):
-        say(f"{what}: release flow on {dataset} (run {i + 1}/{repeat})")
-        r = run_release(dataset, f"run{i}", timeout_s)
+
+    def one(label: str, address: str | None) -> dict:
+        r = run_release(dataset, label, timeout_s, address)
         r["loadavg"] = loadavg()
-        runs.append(r)
         total = r["stages"].get("total: launch→awaiting_approval")
         say(f"  release {r['release_id']}: {r['status']} after {total if total is None else round(total, 2)} s; "
             f"then {r.get('final_status')}")
+        return r
+
+    runs, warm = [], []
+    for i in range(repeat):
+        say(f"{what}: release flow on {dataset} (run {i + 1}/{repeat})")
+        runs.append(one(f"run{i}", None))
+    if warm_repeat:
+        from distributed import Client, LocalCluster
+
+        say(f"{what}: starting a warm LocalCluster (workers import Great Expectations first)")
+        with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                          dashboard_address=None, silence_logs=40) as cluster, Client(cluster) as client:
+            client.run(_preload_worker)
+            for i in range(warm_repeat):
+                say(f"{what}: release flow on {dataset}, warm cluster {cluster.scheduler_address} "
+                    f"(run {i + 1}/{warm_repeat})")
+                warm.append(one(f"warm{i}", cluster.scheduler_address))
     spec = yaml.safe_load(DEMO_SPEC.read_text())
     snap = [snapshot_query(dataset, spec) for _ in range(2)]
-    return {"runs": runs, "snapshot_query_s": spread(snap),
-            "stages": {name: spread([r["stages"].get(name) for r in runs if r["stages"].get(name) is not None])
-                       for name, _, _ in RELEASE_STAGES},
-            "statuses": [r["status"] for r in runs]}
+    return {"runs": runs, "warm_runs": warm, "snapshot_query_s": spread(snap), "stages": stage_table(runs),
+            "warm_stages": stage_table(warm), "statuses": [r["status"] for r in runs + warm]}
 
 
 def stage_release(args: argparse.Namespace, tag: str) -> dict:
     dataset = f"bench_rel_{tag}"
     say(f"load {TDRIVE.name} into {dataset} for the release runs")
     loaded = bench_load(TDRIVE, dataset)
-    out = releases_on(dataset, args.repeat, args.release_timeout, "1x")
+    out = releases_on(dataset, args.repeat, args.warm_repeat, args.release_timeout, "1x")
     return {"load": loaded, **out, "target_s": TARGET_S["release"]}
 
 
@@ -432,7 +466,8 @@ def stage_scaleup(args: argparse.Namespace, tag: str) -> dict:
         say(f"load {path.name} into {dataset} (run {i + 1}/{args.scaleup_load_repeat})")
         loads.append(bench_load(path, dataset))
         say(f"  {loads[-1]['seconds']:.2f} s, {loads[-1]['n_loaded']} points")
-    out = releases_on(loads[0]["dataset"], args.scaleup_repeat, args.release_timeout * factor, f"{factor}x")
+    out = releases_on(loads[0]["dataset"], args.scaleup_repeat, args.scaleup_warm_repeat,
+                      args.release_timeout * factor, f"{factor}x")
     return {"factor": factor, "file": made, "loads": loads,
             "load_seconds": spread([r["seconds"] for r in loads]),
             "load_phases": {label: spread([r["phases"].get(label) for r in loads if label in r["phases"]])
@@ -479,23 +514,18 @@ def synthetic_trajectories(n: int, side: int = 32, mean_length: float = 7.0, per
     return offsets, locs.astype(np.int64), n_locations
 
 
-def pt_params(min_expand_count: float | None, max_nodes: int = 10_000_000):
+def pt_params(min_expand_count: float | str | None = "auto", max_nodes: int = 10_000_000):
+    """ε = 1, h = 20, parent_bound, Full release with projected consistency; ``min_expand_count`` "auto" is the
+    library default (the subcritical θ_exp from public inputs), ``None`` is parent_bound alone."""
     from mechanisms.prefix_tree import PrefixTreeParams
 
     return PrefixTreeParams(epsilon=1.0, height=20, expansion_policy="parent_bound", consistency="projected",
                             min_expand_count=min_expand_count, max_nodes=max_nodes)
 
 
-def default_min_expand_count(n_locations: int) -> float:
-    """θ_exp = 2.5 θ, above the bound θ + b·ln(p_θ·|L|) (≈ 2.2 θ at |L| = 1,024) under which spurious subtrees
-    grow without end (``PrefixTreeParams`` docstring); a function of public parameters only."""
-    p = pt_params(None)
-    bound = p.theta + p.laplace_scale * math.log(p.p_theta * n_locations)
-    return round(max(2.5 * p.theta, 1.05 * bound), 1)
-
-
-def sanitize_breakdown(offsets: np.ndarray, locs: np.ndarray, n_locations: int, params) -> dict:
-    """The pieces of ``sanitize``: true counts per level, the noisy build, inference, release."""
+def sanitize_breakdown(offsets: np.ndarray, locs: np.ndarray, n_locations: int, params, grid) -> dict:
+    """The pieces of ``sanitize``: true counts per level, the noisy build, inference, release; then the
+    per-point output the flow's adapter builds from it (one row per released point, cell centres)."""
     from mechanisms.prefix_tree import build_tree, count_level, generate_release, node_estimates
 
     count_s: list[float] = []
@@ -514,9 +544,12 @@ def sanitize_breakdown(offsets: np.ndarray, locs: np.ndarray, n_locations: int, 
     t2 = time.perf_counter()
     rel = generate_release(tree, estimates, params.rounding, rng)
     t3 = time.perf_counter()
+    _, cells = rel.expanded()
+    grid.cell_centre(cells)
+    t4 = time.perf_counter()
     return {"count_level_s": sum(count_s), "count_level_per_level_s": count_s,
             "build_without_counting_s": t1 - t0 - sum(count_s), "inference_s": t2 - t1, "release_s": t3 - t2,
-            "n_released_records": rel.n_records}
+            "expand_and_cell_centres_s": t4 - t3, "n_released_records": rel.n_records}
 
 
 def square_grid(side: int = 32):
@@ -527,9 +560,8 @@ def square_grid(side: int = 32):
     lon0, lat0 = 116.4, 39.9
     bbox = (lon0 - half_x_m / (111_320.0 * math.cos(math.radians(lat0))), lat0 - half_y_m / 110_574.0,
             lon0 + half_x_m / (111_320.0 * math.cos(math.radians(lat0))), lat0 + half_y_m / 110_574.0)
-    probe = GridSpec(bbox, 1.0)
-    cell = max(probe.n_cols, probe.n_rows) / side + 0.01
-    grid = GridSpec(bbox, cell)
+    x, y = GridSpec(bbox, 1000.0).project(np.array(bbox[::2] * 2), np.repeat(bbox[1::2], 2))
+    grid = GridSpec(bbox, max(np.ptp(x), np.ptp(y)) / side * (1 + 1e-9))
     if (grid.n_cols, grid.n_rows) != (side, side):
         raise RuntimeError(f"grid is {grid.n_cols} x {grid.n_rows}, not {side} x {side}")
     return grid
@@ -545,9 +577,9 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
     grid = square_grid()
     results: dict[str, Any] = {"sizes": sizes, "n_locations": grid.n_cells, "height": 20, "epsilon": 1.0,
                                "in_process": {}, "dask": {}, "target_s": TARGET_S["prefix_tree"]}
-    mec = default_min_expand_count(grid.n_cells)
-    p = pt_params(None)
-    results.update(theta=p.theta, laplace_scale=p.laplace_scale, min_expand_count=mec)
+    params = pt_params()
+    mec = params.expand_threshold(grid.n_cells)
+    results.update(theta=params.theta, laplace_scale=params.laplace_scale, min_expand_count=mec)
     data = {}
     for n in sizes:
         t0 = time.perf_counter()
@@ -570,12 +602,11 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
         results["parent_bound_alone"] = {"ok": False, "seconds": time.perf_counter() - t0, "error": str(exc)}
     say(f"  {results['parent_bound_alone']}")
 
-    params = pt_params(mec)
     for n in sizes:
         offsets, locs, n_locations = data[n]
         runs = []
         for i in range(args.pt_repeat):
-            say(f"prefix tree in-process: {n} records, min_expand_count {mec} (run {i + 1}/{args.pt_repeat})")
+            say(f"prefix tree in-process: {n} records, min_expand_count auto = {mec:.1f} (run {i + 1}/{args.pt_repeat})")
             t0 = time.perf_counter()
             res = sanitize(offsets, locs, n_locations, params, np.random.default_rng())
             runs.append({"seconds": time.perf_counter() - t0, "nodes_per_level": res.tree.nodes_per_level,
@@ -583,7 +614,7 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
                          "spurious_per_level": res.tree.diagnostics()["spurious_per_level"]})
             say(f"  {runs[-1]['seconds']:.2f} s, {runs[-1]['n_nodes']} nodes")
         results["in_process"][n] = {"runs": runs, "seconds": spread([r["seconds"] for r in runs]),
-                                    "breakdown": sanitize_breakdown(offsets, locs, n_locations, params)}
+                                    "breakdown": sanitize_breakdown(offsets, locs, n_locations, params, grid)}
 
     say("prefix tree on Dask: starting the LocalCluster the flow uses")
     t0 = time.perf_counter()
@@ -621,6 +652,61 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
     return results
 
 
+FLOW_TOTAL = "flow: planned→awaiting_approval"
+TOTAL = "total: launch→awaiting_approval"
+
+
+def release_markdown(key: str, r: dict) -> list[str]:
+    if key == "scaleup":
+        out = [f"## Scale-up {r['factor']}x T-Drive", "", f"file: {r['file']}", "",
+               "| load run | dataset | points | seconds | points/s |", "|---|---|---|---|---|"]
+        out += [f"| {i + 1} | {x['dataset']} | {x['n_loaded']:,} | {x['seconds']:.2f} | {x['points_per_s']:,.0f} |"
+                for i, x in enumerate(r["loads"])]
+        out += ["", "| load phase | median (min-max) s |", "|---|---|"]
+        out += [f"| {k} | {fmt_s(v)} |" for k, v in r["load_phases"].items() if v["n"]]
+        out += ["", f"### Release on the {r['factor']}x dataset {r['loads'][0]['dataset']}", ""]
+    else:
+        out = ["## Whole release, 1x T-Drive", "",
+               f"load of the release dataset {r['load']['dataset']}: {r['load']['seconds']:.2f} s", ""]
+    runs, warm = r["runs"], r.get("warm_runs", [])
+    cols = [f"run {i + 1} (r{x['release_id']})" for i, x in enumerate(runs)]
+    cols += [f"warm {i + 1} (r{x['release_id']})" for i, x in enumerate(warm)]
+    out += ["| stage (s) | " + " | ".join(cols) + " | median (min-max), cold runs |", "|---" * (len(cols) + 2) + "|"]
+    for name, _, _ in RELEASE_STAGES:
+        vals = [x["stages"].get(name) for x in runs + warm]
+        out.append(f"| {name} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals)
+                   + f" | {fmt_s(r['stages'][name])} |")
+    out += ["", ("cold: the flow starts its own LocalCluster (as in production without TRAJPUB_DASK_ADDRESS); warm: "
+            "the spec's dask_address points at a long-lived LocalCluster whose workers imported Great "
+            "Expectations beforehand."), "",
+            ("| run | status | then | points | trajectories | released | points/s (flow) | pause seen after s | "
+            "reject s |"), "|---|---|---|---|---|---|---|---|---|"]
+    for i, x in enumerate(runs + warm):
+        f, rj = x.get("facts", {}), x.get("reject", {})
+        flow = x["stages"].get(FLOW_TOTAL)
+        pps = f"{f['snapshot_points'] / flow:,.0f}" if flow and f.get("snapshot_points") else "-"
+        name = f"run {i + 1}" if i < len(runs) else f"warm {i + 1 - len(runs)}"
+        out.append(f"| {name} | {x.get('status')} | {x.get('final_status')} | {f.get('snapshot_points')} | "
+                   f"{f.get('trajectories')} | {f.get('released_trajectories')} | {pps} | "
+                   f"{rj.get('paused_seen_after_s', float('nan')):.2f} | {rj.get('reject_s', float('nan')):.2f} |")
+    out += ["", f"`take_snapshot` alone (the content-hash query): {fmt_s(r['snapshot_query_s'])} s", ""]
+    return out
+
+
+def scaling_markdown(one: dict, big: dict) -> list[str]:
+    """Median stage times at 1x and at the scale-up, and their ratio (near-linear: ratio ≈ factor)."""
+    factor = big["factor"]
+    out = [f"## 1x vs {factor}x (medians of the cold runs)", "",
+           f"| stage | 1x s | {factor}x s | ratio |", "|---|---|---|---|"]
+    rows = [("load", spread([one["load"]["seconds"]]), big["load_seconds"])]
+    rows += [(name, one["stages"][name], big["stages"][name]) for name, _, _ in RELEASE_STAGES]
+    rows.append(("take_snapshot alone", one["snapshot_query_s"], big["snapshot_query_s"]))
+    for name, a, b in rows:
+        ratio = f"{b['median'] / a['median']:.1f}" if a.get("n") and b.get("n") and a["median"] else "-"
+        out.append(f"| {name} | {fmt_s(a)} | {fmt_s(b)} | {ratio} |")
+    return [*out, ""]
+
+
 # --- report ---------------------------------------------------------------------------------------------------
 def markdown(results: dict) -> str:
     m = results["machine"]
@@ -641,44 +727,19 @@ def markdown(results: dict) -> str:
                 "| phase | median (min-max) s |", "|---|---|"]
         out += [f"| {k} | {fmt_s(v)} |" for k, v in r["phases"].items() if v["n"]]
         out.append("")
-    for key, title in (("release", "Whole release, 1x T-Drive"), ("scaleup", "Whole release, scale-up")):
+    for key in ("release", "scaleup"):
         if key not in results or "runs" not in results[key]:
             continue
-        r = results[key]
-        if key == "scaleup":
-            title = f"Scale-up {r['factor']}x T-Drive"
-            out += [f"## {title}", "", f"file: {r['file']}", "", "| load run | dataset | points | seconds | points/s |",
-                    "|---|---|---|---|---|"]
-            out += [f"| {i + 1} | {x['dataset']} | {x['n_loaded']:,} | {x['seconds']:.2f} | {x['points_per_s']:,.0f} |"
-                    for i, x in enumerate(r["loads"])]
-            out += ["", "| load phase | median (min-max) s |", "|---|---|"]
-            out += [f"| {k} | {fmt_s(v)} |" for k, v in r["load_phases"].items() if v["n"]]
-            out.append("")
-        else:
-            out += [f"## {title}", "", (f"load of the release dataset {r['load']['dataset']}: "
-                                        f"{r['load']['seconds']:.2f} s"), ""]
-        runs = r["runs"]
-        out += ["| stage (s) | " + " | ".join(f"run {i + 1} (r{x['release_id']})" for i, x in enumerate(runs))
-                + " | median (min-max) |", "|---" * (len(runs) + 2) + "|"]
-        for name, _, _ in RELEASE_STAGES:
-            vals = [x["stages"].get(name) for x in runs]
-            out.append(f"| {name} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals)
-                       + f" | {fmt_s(r['stages'][name])} |")
-        out += ["", "| run | status | then | points | trajectories | released | pause seen after s | reject s |",
-                "|---|---|---|---|---|---|---|---|"]
-        for i, x in enumerate(runs):
-            f, rj = x.get("facts", {}), x.get("reject", {})
-            out.append(f"| {i + 1} | {x.get('status')} | {x.get('final_status')} | {f.get('snapshot_points')} | "
-                       f"{f.get('trajectories')} | {f.get('released_trajectories')} | "
-                       f"{rj.get('paused_seen_after_s', float('nan')):.2f} | {rj.get('reject_s', float('nan')):.2f} |")
-        out += ["", f"`take_snapshot` alone (the content-hash query): {fmt_s(r['snapshot_query_s'])} s", ""]
+        out += release_markdown(key, results[key])
+    if "runs" in results.get("release", {}) and "runs" in results.get("scaleup", {}):
+        out += scaling_markdown(results["release"], results["scaleup"])
     if "prefix_tree" in results:
         r = results["prefix_tree"]
         out += ["## Prefix tree alone (|L| = 1,024, h = 20, ε = 1, parent_bound, Full/projected)", "",
                 (f"θ = {r['theta']:.2f}, Laplace scale b = {r['laplace_scale']:g}, "
-                 f"min_expand_count = {r['min_expand_count']:g}; Dask: {r.get('dask_workers')} workers, "
+                 f"min_expand_count auto = {r['min_expand_count']:.1f}; Dask: {r.get('dask_workers')} workers, "
                  f"cluster start {r.get('dask_cluster_start_s', float('nan')):.2f} s"), "",
-                f"parent_bound alone at {max(r['sizes']):,} records: {r['parent_bound_alone']}", "",
+                f"parent_bound alone (min_expand_count None) at {max(r['sizes']):,} records: {r['parent_bound_alone']}", "",
                 ("| records | points | in-process sanitize s | Dask adapter.run s | scatter s | nodes | "
                  "released records |"), "|---|---|---|---|---|---|---|"]
         for n in r["sizes"]:
@@ -687,12 +748,12 @@ def markdown(results: dict) -> str:
             rel = ip["runs"][0]["n_released_records"] if ip.get("runs") else None
             out.append(f"| {n:,} | {r['data'][n]['points']:,} | {fmt_s(ip.get('seconds'))} | "
                        f"{fmt_s(dk.get('seconds'))} | {dk.get('scatter_s', float('nan')):.2f} | {nodes} | {rel} |")
-        out += ["", "| records | count_level s | build (noise, sampling) s | inference s | release s |",
-                "|---|---|---|---|---|"]
+        out += ["", ("| records | count_level s | build (noise, sampling) s | inference s | release s | "
+                "expand + cell centres s |"), "|---|---|---|---|---|---|"]
         for n in r["sizes"]:
             b = r["in_process"][n]["breakdown"]
             out.append(f"| {n:,} | {b['count_level_s']:.2f} | {b['build_without_counting_s']:.2f} | "
-                       f"{b['inference_s']:.2f} | {b['release_s']:.2f} |")
+                       f"{b['inference_s']:.2f} | {b['release_s']:.2f} | {b['expand_and_cell_centres_s']:.2f} |")
         out += ["", "nodes per level (first in-process run; spurious nodes in brackets):", ""]
         for n in r["sizes"]:
             run = r["in_process"][n]["runs"][0]
@@ -712,6 +773,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the load and the 1x release")
     parser.add_argument("--scale", type=int, default=10, help="scale-up factor of the synthetic T-Drive")
     parser.add_argument("--scaleup-repeat", type=int, default=2, help="release runs at the scale-up")
+    parser.add_argument("--warm-repeat", type=int, default=1,
+                        help="1x releases on a warm, long-lived Dask cluster (0: none)")
+    parser.add_argument("--scaleup-warm-repeat", type=int, default=1,
+                        help="scale-up releases on a warm, long-lived Dask cluster (0: none)")
     parser.add_argument("--scaleup-load-repeat", type=int, default=1, help="loads of the scale-up file")
     parser.add_argument("--pt-records", default="300000,600000,1200000",
                         help="comma-separated record counts of the prefix-tree benchmark")

@@ -13,7 +13,7 @@ from trajpub import config
 
 config.apply_environment()
 
-from trajpub.errors import TrajpubError  # noqa: E402
+from trajpub.errors import TrajpubError
 
 
 class Cli(click.Group):
@@ -327,6 +327,20 @@ def publish_approved(release_id: int) -> None:
     from flows.release import publish_approved_flow
 
     click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
+
+
+@main.command()
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path, exists=True), required=True,
+              help="The release spec the scheduled runs use (the UI can change it per run).")
+@click.option("--name", required=True, help="Deployment name, e.g. tdrive-weekly.")
+@click.option("--cron", default="0 3 * * 1", show_default=True, help="Cron schedule.")
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the schedule.")
+def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
+    """Serve the release flow as a scheduled deployment (runs until interrupted)."""
+    from flows.deploy import serve
+
+    click.echo(f"serving deployment release/{name} ({cron}, {timezone}); Ctrl-C to stop")
+    serve(spec_file, name, cron, timezone)
 
 
 # --- budget ---------------------------------------------------------------------------------------------------

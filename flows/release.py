@@ -49,9 +49,11 @@ def plan(spec: ReleaseSpec, params) -> int:
 @step
 def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     eng = db_engine()
+    warming = validate.warm_up_workers(client)  # overlaps the GX import with the snapshot
     snapshot, objects = ingest.take_snapshot(eng, spec.dataset, spec.window_start, spec.window_end)
     print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
     partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
+    client.gather(warming)
     clean, quarantined, report = validate.validate(client, partitions, spec)
     with eng.begin() as conn:
         governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,

@@ -27,14 +27,14 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     g = rel["guarantee"] or {}
     s = rel["summary"] or {}
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
-             f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
-             f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`).", "",
+             (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
+              f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
     lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
     lines += ["", "## Privacy budget", "",
-              f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
-              f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
-              f"{cap - spent:g} left.", "", "## Linkage attacks", "",
+              (f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
+               f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
+               f"{cap - spent:g} left."), "", "## Linkage attacks", "",
               "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
                           {"r": release_id}).mappings():
@@ -49,12 +49,12 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     v = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results WHERE release_id = :r"),
                      {"r": release_id}).first()
     if v:
-        lines += ["", "## Validation", "", f"{v[1]} of {v[0]} raw points quarantined "
-                  f"(see staging.quarantine where release_id = {release_id})."]
+        lines += ["", "## Validation", "", (f"{v[1]} of {v[0]} raw points quarantined "
+                                            f"(see staging.quarantine where release_id = {release_id}).")]
     m = s.get("mechanism", {})
     if m:
-        lines += ["", "## Mechanism run", "", f"Released {m.get('released_records')} trajectories "
-                  f"({m.get('released_points')} points)."]
-    lines += ["", f"Approve or reject here, or with `trajpub approve {release_id} --steward NAME` / "
-              f"`trajpub reject {release_id} --steward NAME --comment WHY`."]
+        lines += ["", "## Mechanism run", "", (f"Released {m.get('released_records')} trajectories "
+                                               f"({m.get('released_points')} points).")]
+    lines += ["", (f"Approve or reject here, or with `trajpub approve {release_id} --steward NAME` / "
+                   f"`trajpub reject {release_id} --steward NAME --comment WHY`.")]
     return "\n".join(lines)

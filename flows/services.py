@@ -31,7 +31,7 @@ def _postgres_can_reach(path: Path) -> bool:
 
 # The cluster lives in the project's .trajpub/ folder; when the server's user cannot reach it (a clone under
 # /root, run as root), in a folder named after the project path under /var/tmp.
-PG_HOME = (config.STATE_DIR if not os.geteuid() == 0 or _postgres_can_reach(config.STATE_DIR)
+PG_HOME = (config.STATE_DIR if os.geteuid() != 0 or _postgres_can_reach(config.STATE_DIR)
            else Path("/var/tmp") / f"trajpub-{hashlib.sha256(str(config.PROJECT_ROOT).encode()).hexdigest()[:10]}")
 PGDATA = PG_HOME / "pgdata"
 PG_SOCKET_DIR = PG_HOME / "pgsocket"
@@ -65,7 +65,7 @@ def pg_running() -> bool:
     if not PGDATA.exists():
         return False
     rc = subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "status"]),
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode
     return rc == 0
 
 

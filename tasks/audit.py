@@ -3,6 +3,7 @@ and decide whether the gate blocks it (policy YAML, ``audits/policies/default.ya
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +52,10 @@ def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) 
     density, trip and length distribution divergences (JSD, natural log, max ln 2 ≈ 0.693)."""
     rng = np.random.default_rng(seed)
     _, raw_off, raw_cells = cell_sequences(raw)
-    raw_seqs = [raw_cells[a:b] for a, b in zip(raw_off[:-1], raw_off[1:], strict=True)]
+    raw_seqs = [raw_cells[a:b] for a, b in itertools.pairwise(raw_off)]
     rel_off = np.r_[np.flatnonzero(np.r_[True, np.diff(release["traj_id"].to_numpy()) != 0]), len(release)]
     rel_cells = release["cell"].to_numpy()
-    rel_seqs = [rel_cells[a:b] for a, b in zip(rel_off[:-1], rel_off[1:], strict=True)]
+    rel_seqs = [rel_cells[a:b] for a, b in itertools.pairwise(rel_off)]
     visited = np.unique(raw_cells)
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
     return {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
@@ -27,7 +27,7 @@ def code_version() -> str:
         sha = subprocess.run(["git", "-C", str(config.PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
                              text=True, check=True, timeout=5).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(config.PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return f"trajpub {trajpub_version}"
@@ -56,7 +56,7 @@ def emit(conn: sa.Connection, release_id: int, event_type: str, *, run_id: str |
     namespace = _namespace(conn.engine)
     event = {
         "eventType": event_type,
-        "eventTime": datetime.now(timezone.utc).isoformat(),
+        "eventTime": datetime.now(UTC).isoformat(),
         "producer": f"trajpub/{trajpub_version}",
         "schemaURL": SCHEMA_URL,
         "run": {"runId": run_id, "facets": {"trajpub_release": {"release_id": release_id},

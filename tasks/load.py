@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,9 +30,8 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 from trajpub import formats
-from trajpub.errors import ParameterError
+from trajpub.spec import validate_dataset_name
 
-DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 COPY_CHUNK = 8 << 20  # bytes per COPY write
 
 
@@ -54,13 +52,6 @@ class LoadReport:
 
 class _LoadedConcurrently(Exception):
     """Another session committed the same (dataset, sha256) while this one was parsing: roll back."""
-
-
-def check_dataset_name(dataset: str) -> str:
-    if not isinstance(dataset, str) or not DATASET_NAME.fullmatch(dataset):
-        raise ParameterError(f"dataset name {dataset!r} must be 1-40 characters: a lower-case letter, then "
-                             "lower-case letters, digits or underscores", "--dataset")
-    return dataset
 
 
 def sha256_of(files: list[Path]) -> str:
@@ -138,7 +129,7 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
     """
     started = time.perf_counter()
     say = progress or (lambda _message: None)
-    check_dataset_name(dataset)
+    validate_dataset_name(dataset, "--dataset")
     reader = formats.get_format(fmt, options)
     files = reader.files(path)
     shown = str(Path(path).resolve())

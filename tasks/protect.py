@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from distributed import Client, Future
 
-import mechanisms.prefix_tree as prefix_tree
+from mechanisms import prefix_tree
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -83,8 +83,8 @@ class PrefixTreeAdapter:
         seq = np.arange(len(cells)) - np.repeat(offsets[:-1], lengths)
         lon, lat = grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
         points = pd.DataFrame({"traj_id": traj_id, "seq": seq, "cell": cells, "t": pd.NaT, "lon": lon, "lat": lat})
-        return Protected(points, {**tree.metadata(), "released_records": int(len(lengths)),
-                                  "released_points": int(len(cells))})
+        return Protected(points, {**tree.metadata(), "released_records": len(lengths),
+                                  "released_points": len(cells)})
 
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter()}

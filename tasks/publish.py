@@ -29,12 +29,12 @@ def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) 
     """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat``) for review, with COPY."""
     raw = conn.connection.dbapi_connection
     assert isinstance(raw, psycopg.Connection)
-    with raw.cursor() as cur:
-        with cur.copy("COPY staging.candidate_points (release_id, traj_id, seq, cell, t, geom) FROM STDIN") as cp:
-            for traj, seq, cell, t, lon, lat in zip(points["traj_id"], points["seq"], points["cell"], points["t"],
-                                                    points["lon"], points["lat"], strict=True):
-                cp.write_row((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell),
-                              None if pd.isna(t) else t, f"SRID=4326;POINT({lon!r} {lat!r})"))
+    with raw.cursor() as cur, cur.copy("COPY staging.candidate_points (release_id, traj_id, seq, cell, t, geom) "
+                                       "FROM STDIN") as cp:
+        for traj, seq, cell, t, lon, lat in zip(points["traj_id"], points["seq"], points["cell"], points["t"],
+                                                points["lon"], points["lat"], strict=True):
+            cp.write_row((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell),
+                          None if pd.isna(t) else t, f"SRID=4326;POINT({lon!r} {lat!r})"))
     return len(points)
 
 
@@ -57,7 +57,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
             raise TrajpubError(f"release {release_id} is '{rel['status']}': only an approved release is published",
                                "governance.approvals")
         points, traj = table_names(rel["dataset"], release_id)
-        q = lambda n: f"published.{quote(conn, n)}"  # noqa: E731
+        q = lambda n: f"published.{quote(conn, n)}"
         conn.execute(sa.text(
             f"CREATE TABLE {q(points)} AS SELECT traj_id, seq, t, geom::geometry(Point, 4326) AS geom"
             " FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})

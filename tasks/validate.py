@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import operator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from trajpub.spec import ReleaseSpec
 
 SUITE_PATH = config.EXPECTATIONS_DIR / "raw_points.json"
 EARTH_RADIUS_M = 6_371_008.8
-EARLIEST = datetime(1990, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)
 
 
 def load_suite(path=SUITE_PATH) -> dict:
@@ -33,7 +33,7 @@ def suite_parameters(spec: ReleaseSpec) -> dict:
     min_lon, min_lat, max_lon, max_lat = spec.bbox
     return {"min_lon": min_lon, "max_lon": max_lon, "min_lat": min_lat, "max_lat": max_lat,
             "window_start": pd.Timestamp(spec.window_start or EARLIEST),
-            "window_end": pd.Timestamp(spec.window_end or datetime.now(timezone.utc)),
+            "window_end": pd.Timestamp(spec.window_end or datetime.now(UTC)),
             "max_speed_mps": spec.validation.max_speed_mps}
 
 
@@ -60,6 +60,16 @@ def add_derived_columns(df: pd.DataFrame, params: dict) -> pd.DataFrame:
     speed = (dist / dt).where(same & (dt > 0))
     df["speed_mps"] = speed
     return df
+
+
+def warm_up() -> None:
+    """Import Great Expectations on a worker (4-8 s) while the database takes the snapshot."""
+    import great_expectations  # noqa: F401
+
+
+def warm_up_workers(client: Client) -> list[Future]:
+    return [client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
+            for w in client.scheduler_info()["workers"]]
 
 
 def validate_partition(df: pd.DataFrame, suite: dict, params: dict) -> tuple[pd.DataFrame, pd.DataFrame, list]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ def _utc(value: Any, where: str) -> datetime | None:
             raise ParameterError(f"{value!r} is not an ISO date or time", where) from None
     if not isinstance(value, datetime):  # a date from YAML
         value = datetime(value.year, value.month, value.day)
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,13 @@ BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the real ``trajpub`` command line."""
-    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=timeout, check=False,
                           env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
 
 
 def base_spec(dataset: str, **overrides) -> dict:
     spec = {"dataset": dataset, "bbox": BEIJING, "requested_by": "pytest", "mechanism": "prefix_tree",
-            "params": {"epsilon": 1.0, "height": 8, "max_records_per_object": 7},
+            "params": {"epsilon": 4.0, "height": 4, "max_records_per_object": 7},
             "prepare": {"cell_size_m": 4000}, "approval_timeout_s": 600, "seed": 7}
     spec.update(overrides)
     return spec

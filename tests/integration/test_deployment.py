@@ -1,0 +1,77 @@
+"""The scheduled deployment: served by `trajpub deploy`, re-run with changed parameters through the Prefect API
+(what the UI's "Run" does), then approved and published."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+import sqlalchemy as sa
+import yaml
+from prefect.client.orchestration import get_client
+from prefect.deployments import run_deployment
+from prefect.exceptions import ObjectNotFound
+
+from tests.integration.conftest import TRAJPUB, base_spec, cli
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def served(loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("dep")
+    spec = base_spec(dataset)
+    spec.pop("seed")
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    name = f"test-{uuid.uuid4().hex[:6]}"
+    proc = subprocess.Popen([TRAJPUB, "deploy", "--spec", str(path), "--name", name, "--cron", "0 3 * * 1",
+                             "--timezone", "Asia/Shanghai"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+    deadline = time.monotonic() + 120
+    deployment = None
+    with get_client(sync_client=True) as client:
+        while deployment is None and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                deployment = client.read_deployment_by_name(f"release/{name}")
+            except ObjectNotFound:  # not registered yet
+                time.sleep(1)
+    assert deployment is not None, "the deployment was never registered"
+    yield dataset, name, deployment
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+def test_deployment_has_cron_schedule_and_default_spec(served):
+    dataset, _, deployment = served
+    [schedule] = deployment.schedules
+    assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 3 * * 1", "Asia/Shanghai")
+    assert deployment.parameters["spec"]["dataset"] == dataset
+
+
+def test_manual_run_with_changed_parameters_is_governed_and_published(engine, served):
+    _, name, deployment = served
+    spec = dict(deployment.parameters["spec"])
+    spec["params"] = {**spec["params"], "epsilon": 0.5, "height": 6}
+    flow_run = run_deployment(f"release/{name}", parameters={"spec": spec}, timeout=0)
+    deadline, row = time.monotonic() + 300, None
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            row = conn.execute(sa.text("SELECT release_id, status, params FROM governance.releases "
+                                       "WHERE flow_run_id = :f"), {"f": flow_run.id}).first()
+        if row and row.status in ("awaiting_approval", "failed", "blocked"):
+            break
+        time.sleep(1)
+    assert row is not None and row.status == "awaiting_approval", row
+    assert (row.params["epsilon"], row.params["height"]) == (0.5, 6)
+    approved = cli("approve", str(row.release_id), "--steward", "UI Steward")
+    assert approved.returncode == 0, approved.stderr
+    with engine.connect() as conn:
+        status, eps = conn.execute(sa.text(
+            "SELECT r.status, l.epsilon FROM governance.releases r JOIN governance.budget_ledger l USING "
+            "(release_id) WHERE release_id = :r"), {"r": row.release_id}).one()
+    assert (status, eps) == ("published", 0.5)
