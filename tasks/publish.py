@@ -76,7 +76,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
             conn.execute(sa.text(f"GRANT SELECT ON {q(name)} TO trajpub_consumer"))
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
         comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}). {guarantee_text} "
-                   f"Lineage: governance.lineage_events where release_id = {release_id}.")
+                   f"Lineage: published.release_lineage where release_id = {release_id}.")
         conn.connection.dbapi_connection.cursor().execute(psycopg.sql.SQL("COMMENT ON TABLE {} IS {}").format(
             psycopg.sql.Identifier("published", points), psycopg.sql.Literal(comment)))
         n_points = conn.execute(sa.text(f"SELECT count(*) FROM {q(points)}")).scalar_one()

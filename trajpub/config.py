@@ -13,7 +13,18 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 STATE_DIR = Path(os.environ.get("TRAJPUB_STATE_DIR", PROJECT_ROOT / ".trajpub"))
 SQL_DIR = PROJECT_ROOT / "sql"
 EXPECTATIONS_DIR = PROJECT_ROOT / "expectations"
-SHARED_DATA_DIR = PROJECT_ROOT.parent / "shared" / "data"
+
+
+def _shared_data_dir() -> Path:
+    """The bundled real data: ``../shared/data`` next to the clone, else ``TRAJPUB_SHARED_DATA`` or the
+    workplace's copy."""
+    if os.environ.get("TRAJPUB_SHARED_DATA"):
+        return Path(os.environ["TRAJPUB_SHARED_DATA"])
+    candidates = (PROJECT_ROOT.parent / "shared" / "data", Path("/work/shared/data"))
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+SHARED_DATA_DIR = _shared_data_dir()
 
 PG_PORT = int(os.environ.get("TRAJPUB_PG_PORT", "5433"))
 PG_DATABASE = "trajpub"

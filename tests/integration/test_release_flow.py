@@ -104,6 +104,13 @@ def test_consumer_reads_published_only(engine, published):
         assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}__r{rid}")).scalar() > 0
         assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}_latest_traj")).scalar() > 0
         conn.rollback()
+    with engine.connect() as conn:
+        conn.execute(sa.text("SET ROLE trajpub_consumer"))
+        row = conn.execute(sa.text("SELECT * FROM published.release_lineage WHERE release_id = :r"),
+                           {"r": rid}).mappings().one()
+        assert row["approved_by"] == "Ada Steward" and row["guarantee"]["epsilon"] == 4.0
+        assert "snapshot_points" not in row and "seed" not in json.dumps(row["parameters"])
+        conn.rollback()
     for table in ("raw.points", "raw.sources", "staging.quarantine", "staging.candidate_points",
                   "governance.releases", "governance.budget_ledger"):
         with engine.connect() as conn:

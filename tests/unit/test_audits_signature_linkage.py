@@ -2,7 +2,6 @@
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,9 +15,10 @@ from audits.signature_linkage import (
     SignatureLinkageParams,
     build_signatures,
 )
+from trajpub import config
 from trajpub.errors import InputError, ParameterError
 
-TDRIVE = Path(__file__).resolve().parents[3] / "shared" / "data" / "tdrive_sample_odd_taxis.csv.gz"
+TDRIVE = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
 
 
 def cell_frame(histories: dict[str, list[int]], owners: dict[str, str] | None = None) -> pd.DataFrame:
@@ -233,8 +233,6 @@ def test_missing_columns_and_empty_frames_are_refused():
 
 @pytest.fixture(scope="module")
 def tdrive() -> pd.DataFrame:
-    if not TDRIVE.exists():
-        pytest.skip(f"{TDRIVE} not available")
     df = pd.read_csv(TDRIVE).rename(columns={"taxi_id": "object_id", "longitude": "lon", "latitude": "lat"})
     df["t"] = pd.to_datetime(df.pop("datetime"), utc=True)
     df["object_id"] = df["object_id"].astype(str)

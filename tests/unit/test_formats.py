@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -102,9 +101,7 @@ def test_tdrive_folder_of_text_files_numbers_lines_across_sorted_files(tmp_path)
 
 
 def test_tdrive_real_sample():
-    started = time.perf_counter()
     parsed = formats.parse("tdrive", TDRIVE_CSV)
-    seconds = time.perf_counter() - started
     assert_accounted(parsed)
     assert parsed.n_read == 402_428 and len(parsed.rejects) == 0
     assert parsed.points["object_id"].nunique() == 299
@@ -112,7 +109,6 @@ def test_tdrive_real_sample():
     # the data is 2008-02-02 .. 02-08 in Beijing time: first fix 13:31:16 local, last 17:39:18 local
     assert parsed.points["t"].min() == pd.Timestamp("2008-02-02 05:31:16", tz="UTC")
     assert parsed.points["t"].max() == pd.Timestamp("2008-02-08 09:39:18", tz="UTC")
-    assert seconds < 10, f"parsing 402k T-Drive points took {seconds:.1f} s"
 
 
 # --- GeoLife ------------------------------------------------------------------------------------------------
