@@ -111,3 +111,23 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
                             {"r": rid}).scalar() == 0  # refused before the mechanism ran: nothing charged
+
+
+def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
+    """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
+    dataset = loaded_tdrive("gate")
+    assert cli("budget", "cap", dataset, "2000").returncode == 0
+    spec = base_spec(dataset, params={"epsilon": 1000.0, "height": 6, "max_records_per_object": 7},
+                     gate_policy={"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}})
+    run = start_release(spec, tmp_path)
+    assert wait_for_status(engine, run, {"blocked"}) == "blocked"
+    assert run.proc.wait(timeout=60) == 0 and '"status": "blocked"' in run.output()
+    with engine.connect() as conn:
+        audit = conn.execute(sa.text("SELECT risk, threshold, passed, evidence FROM governance.audit_results "
+                                     "WHERE release_id = :r"), {"r": run.release_id}).mappings().one()
+        charged = conn.execute(sa.text("SELECT epsilon FROM governance.budget_ledger WHERE release_id = :r"),
+                               {"r": run.release_id}).scalar()
+    assert audit["risk"] > audit["threshold"] == 0.01 and audit["passed"] is False
+    assert audit["evidence"]["evidence"]["examples"]  # concrete linked records for the steward
+    assert charged == 1000.0  # the mechanism ran on raw data: charged though nothing is published
+    assert published_tables(engine, dataset) == 0

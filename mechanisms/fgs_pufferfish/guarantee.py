@@ -1,0 +1,136 @@
+"""The guarantee of an FGS-Pufferfish release (or of a baseline), in words a data steward reads verbatim.
+
+Ou et al. (2018), §V-A (the Pufferfish framework), Thm 4; spec ``seed-001-pufferfish.md`` §1.3, §4.1, G8, G9,
+G14, G15.
+"""
+
+from __future__ import annotations
+
+from mechanisms.fgs_pufferfish.params import FgsParams
+from mechanisms.fgs_pufferfish.privacy import AnalyticEpsilon, EmpiricalEpsilon
+from mechanisms.fgs_pufferfish.scales import b_c0_for_location_std, noise_scales
+from trajpub.guarantee import Guarantee
+
+_SECRETS = (
+    "secrets: the temporal correlation of each object's centred daily series; discriminative pairs: the "
+    "correlations of any two distinct objects in this database"
+)
+
+
+def guarantee(
+    params: FgsParams,
+    analytic: AnalyticEpsilon | None = None,
+    empirical: EmpiricalEpsilon | None = None,
+) -> Guarantee:
+    """The guarantee before the run (``analytic`` None: ε is computed from the data after it) or after it."""
+    if params.method == "fgs":
+        return _fgs(params, analytic, empirical)
+    return _baseline(params, empirical)
+
+
+def _noise_words(params: FgsParams) -> str:
+    if params.method != "fgs":
+        return f"location noise of standard deviation {params.location_std_m:g} m per slot and coordinate"
+    if params.location_std_m is not None:
+        b_c0 = b_c0_for_location_std(params, params.location_std_m)
+        return (f"location noise of standard deviation {params.location_std_m:g} m per slot and coordinate "
+                f"(b_C0 = {b_c0:.6g} m^2)")
+    if params.b_c0 is not None:
+        sigma = noise_scales(params, params.b_c0).location_std
+        return f"b_C0 = {params.b_c0:g} m^2, i.e. location noise of standard deviation {sigma:.4g} m per slot"
+    return (f"b_C0 calibrated from the data so that the analytic epsilon is {params.epsilon:g} in total "
+            f"({params.epsilon / 2:g} for x and for y)")
+
+
+def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: EmpiricalEpsilon | None) -> Guarantee:
+    if analytic is None:
+        eps_words = ("The paper's analytic epsilon (Theorem 4) depends on the data and is computed after the run "
+                     "from the objects' correlations; it is reported with the release.")
+        if params.epsilon is not None:
+            eps_words = f"The paper's analytic epsilon is set to {params.epsilon:g} (x and y together)."
+        epsilon = params.epsilon
+    else:
+        eps_words = (f"The paper's analytic epsilon (Theorem 4) is {analytic.epsilon_x:.4g} for x and "
+                     f"{analytic.epsilon_y:.4g} for y, {analytic.total:.4g} in total, over {analytic.n_objects} "
+                     "objects.")
+        epsilon = analytic.total
+    if empirical is not None:
+        eps_words += (f" An empirical estimate from {empirical.n_samples}+ simulated releases per object "
+                      f"(spec section 5.4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y.")
+    statement = (
+        "Pufferfish privacy of each object's temporal correlation (Ou et al. 2018, FGS mechanism): from the "
+        "released daily trajectories, an adversary who computes the temporal correlation (mobility pattern) of "
+        "a released object should not be able to tell which object of this database it belongs to, up to a "
+        f"factor exp(epsilon). Each day is resampled to {params.n_slots} slots, centred on the object's per-slot "
+        f"mean, and noise is added to a random number K ~ Geometric({params.p:g}) of its lowest Fourier "
+        f"coefficients ({_noise_words(params)}); the higher frequencies are dropped. " + eps_words
+        + " This epsilon is a bookkeeping number of the paper, not a proven bound: the paper's variance formula "
+        "for the noisy correlation is wrong (spec G8) and its Laplace shape is only asymptotic."
+    )
+    caveats = [
+        ("The sensitivity is data-dependent: epsilon is the largest weighted distance between two objects' "
+        "correlations in this database divided by the noise scale, so epsilon (and b_C0 when it is calibrated "
+        "from a target epsilon) reveals something about the data itself. It protects only the pairs of objects "
+        "present in this database, and it is not differential privacy."),
+        _mean_caveat(params),
+        ("Only the temporal correlation is protected. Individual positions carry noise but no location-privacy "
+        "guarantee; the dates of each object's released days, their number, and the grouping of days by object "
+        "are published in clear."),
+        "x and y are protected separately; the total epsilon is their sum (sequential composition).",
+        "Laplace noise is sampled in floating point, not hardened against Mironov's attack (2012).",
+    ]
+    if params.allocation == "paper":
+        caveats.append("The paper's 'optimal' noise scales (Eq. 11) are a stationary point of its utility "
+                       "objective, in fact its maximum, and are within 0.1% of uniform scales (spec G5).")
+    return Guarantee(
+        model="epsilon-Pufferfish (analytic, data-dependent)",
+        privacy_unit="the temporal correlation of one object",
+        statement=statement,
+        proven=False,
+        neighbouring=_SECRETS,
+        epsilon=epsilon,
+        caveats=tuple(caveats),
+    )
+
+
+def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarantee:
+    if params.method == "cts":
+        what = ("CTS baseline (not from the paper; rebuilt from the abstract of Wang and Xu, CTS-DP, 2017): "
+                "correlated Laplace noise whose autocorrelation follows the object's own temporal correlation, "
+                "so the noise itself depends on the data")
+    else:
+        what = (f"FPA_k baseline (not from the paper; Rastogi and Nath 2010) with k = {params.fpa_k}: Laplace "
+                f"noise on the {params.fpa_k} lowest Fourier coefficients, higher frequencies dropped; its "
+                "epsilon-DP calibration needs an L2 sensitivity that centred, unbounded trajectories do not have, "
+                "so it is calibrated by noise level instead")
+    statement = (f"No formal privacy guarantee. Each day is resampled to {params.n_slots} slots and centred on "
+                 f"the object's per-slot mean; {what}; {_noise_words(params)}.")
+    if empirical is not None:
+        statement += (f" The empirical Pufferfish epsilon of the temporal correlations (spec section 5.4) is "
+                      f"{empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a data-dependent "
+                      "estimate, not a bound.")
+    return Guarantee(
+        model="heuristic",
+        privacy_unit="the temporal correlation of one object",
+        statement=statement,
+        proven=False,
+        neighbouring=_SECRETS,
+        epsilon=None,
+        caveats=(_mean_caveat(params),
+                 ("The dates of each object's released days, their number, and the grouping of days by object are "
+                 "published in clear.")),
+    )
+
+
+def _mean_caveat(params: FgsParams) -> str:
+    if not params.centre:
+        return "The series are not centred (a known zero-mean process): the released values are the positions."
+    if params.mean_trajectory == "publish":
+        return ("The mean trajectory (each object's per-slot mean position over all its days) is published "
+                "WITHOUT noise, as the paper's Algorithm 1 does. It is not covered by any guarantee and can reveal "
+                "home and work places directly; with few days it is close to the raw trajectory.")
+    if params.mean_trajectory == "withhold":
+        return ("The mean trajectory is withheld: the release holds each slot's noisy deviation from an "
+                "unpublished per-object mean, not absolute positions.")
+    return (f"The mean trajectory is published with Laplace noise of scale {params.mean_noise_m:g} m per slot and "
+            "coordinate, a heuristic with no formal guarantee; it can still reveal frequent places.")
