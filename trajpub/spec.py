@@ -18,7 +18,7 @@ import yaml
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 
-DATASET_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
 def _check_keys(cls: type, data: dict, where: str) -> None:
@@ -30,7 +30,7 @@ def _check_keys(cls: type, data: dict, where: str) -> None:
 
 
 def validate_dataset_name(name: str, where: str = "dataset") -> str:
-    if not isinstance(name, str) or not DATASET_NAME.match(name):
+    if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):  # fullmatch: "$" would let "x\n" in
         raise ParameterError(f"dataset name {name!r} must match {DATASET_NAME.pattern} "
                              "(lower-case letters, digits, underscores; at most 40 characters)", where)
     return name

@@ -95,7 +95,7 @@ def prepare(points: pd.DataFrame, grid: GridSpec, params: FgsParams) -> Prepared
     n_outside = int((~inside).sum())
     df = df[inside].copy()
     df["t"] = pd.to_datetime(df["t"], utc=True).dt.as_unit("ns")
-    df["date"] = df["t"].dt.tz_convert(tz).dt.tz_localize(None).dt.normalize().to_numpy().astype("datetime64[D]")
+    df["date"] = df["t"].dt.tz_convert(tz).dt.tz_localize(None).dt.normalize()
     df = df.sort_values(["object_id", "date", "t"], kind="stable").drop_duplicates(["object_id", "t"])
     df = df.reset_index(drop=True)
     if df.empty:
@@ -105,7 +105,7 @@ def prepare(points: pd.DataFrame, grid: GridSpec, params: FgsParams) -> Prepared
     first = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     stop = np.r_[first[1:], len(group)]
     g_object = df["object_id"].to_numpy()[first]
-    g_date = df["date"].to_numpy()[first]
+    g_date = df["date"].to_numpy()[first].astype("datetime64[D]")
     start, end = day_bounds(g_date, tz)
     # time in seconds since the group's local midnight
     t_rel = (pd.DatetimeIndex(df["t"]).asi8 - np.repeat(start.as_unit("ns").asi8, stop - first)) / 1e9

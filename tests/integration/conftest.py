@@ -68,29 +68,29 @@ def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
     return run
 
 
+def release_status(engine: sa.Engine, release_id: int | None) -> str | None:
+    if release_id is None:
+        return None
+    with engine.connect() as conn:
+        return conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r"),
+                            {"r": release_id}).scalar()
+
+
 def wait_for_status(engine: sa.Engine, run: RunningRelease, statuses: set[str], timeout: float = 240) -> str:
-    """Poll governance.releases until the release reaches one of ``statuses`` (or the process ends)."""
+    """Poll governance.releases until the release reaches one of ``statuses``; fail if the process ends first."""
     deadline = time.monotonic() + timeout
-    status = None
     while time.monotonic() < deadline:
-        if run.release_id is not None:
-            with engine.connect() as conn:
-                status = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r"),
-                                      {"r": run.release_id}).scalar()
-            if status in statuses:
-                return status
-        if run.proc.poll() is not None and (run.release_id is None or status not in statuses):
-            time.sleep(0.5)  # let the reader thread drain the output
-            if run.release_id is not None:
-                with engine.connect() as conn:
-                    status = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r"),
-                                          {"r": run.release_id}).scalar()
-                if status in statuses:
-                    return status
+        ended = run.proc.poll() is not None
+        if ended:
+            time.sleep(0.5)  # let the reader thread take the last lines, with the release id
+        status = release_status(engine, run.release_id)
+        if status in statuses:
+            return status
+        if ended:
             raise AssertionError(f"the release process ended (code {run.proc.returncode}) with status {status}:\n"
                                  + run.output()[-4000:])
         time.sleep(0.5)
-    raise AssertionError(f"release {run.release_id} did not reach {statuses} (last {status}):\n" + run.output()[-4000:])
+    raise AssertionError(f"release {run.release_id} did not reach {statuses}:\n" + run.output()[-4000:])
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ def test_spec_refuses_unknown_keys_naming_them_and_the_allowed_ones():
     assert err.value.where == "prepare"
 
 
-@pytest.mark.parametrize("name", ["Tdrive", "1abc", "a-b", "a" * 41, "x; DROP TABLE raw.points", ""])
+@pytest.mark.parametrize("name", ["Tdrive", "1abc", "a-b", "a" * 41, "x; DROP TABLE raw.points", "", "taxi\n"])
 def test_spec_refuses_dataset_names_that_are_not_plain_identifiers(name):
     with pytest.raises(ParameterError, match="dataset name"):
         ReleaseSpec.from_dict({"dataset": name, "bbox": BEIJING})
