@@ -14,7 +14,7 @@ from mechanisms.fgs_pufferfish.cts import correlated_laplace, normalised_autocor
 from mechanisms.fgs_pufferfish.fpa import fpa_scale
 from mechanisms.fgs_pufferfish.params import FgsParams
 from mechanisms.fgs_pufferfish.scales import b_c0_for_location_std, noise_scales
-from mechanisms.fgs_pufferfish.spectrum import day_correlations, fourier_perturb
+from mechanisms.fgs_pufferfish.spectrum import ensemble_correlation, fourier_perturb
 from trajpub.errors import InputError, ParameterError
 
 
@@ -51,22 +51,23 @@ def centre_days(days: np.ndarray, centre: bool = True) -> tuple[np.ndarray, np.n
 def fgs_b_c0(params: FgsParams, b_c0: tuple[float, float] | None = None) -> tuple[float, float]:
     """b_C0 for x and y. From ``params`` when its noise level is data-independent (b_c0, location_std_m);
     with ``params.epsilon`` it must be given, as calibrated from the data by
-    :func:`mechanisms.fgs_pufferfish.privacy.calibrate_b_c0`."""
+    :func:`mechanisms.fgs_pufferfish.privacy.calibrate_b_c0`. A given value that contradicts the parameters
+    is refused (so a caller may always pass the result of ``noise_calibration``)."""
     if params.method != "fgs":
         raise ParameterError(f"b_C0 belongs to method 'fgs', not '{params.method}'", "fgs_pufferfish.method")
-    if b_c0 is not None:
-        if params.epsilon is None:
-            raise ParameterError("b_c0 is given by the parameters; pass it only with an epsilon calibration",
+    if params.epsilon is None:
+        value = params.b_c0 if params.b_c0 is not None else b_c0_for_location_std(params, params.location_std_m)
+        if b_c0 is not None and not np.allclose(b_c0, (value, value), rtol=1e-12, atol=0):
+            raise ParameterError(f"b_c0 {b_c0!r} contradicts the parameters, which give {value!r}",
                                  "fgs_pufferfish.b_c0")
-        bx, by = (float(v) for v in b_c0)
-        if not all(np.isfinite(v) and v > 0 for v in (bx, by)):
-            raise ParameterError(f"calibrated b_C0 must be finite and > 0, got {b_c0!r}", "fgs_pufferfish.b_c0")
-        return bx, by
-    if params.epsilon is not None:
+        return float(value), float(value)
+    if b_c0 is None:
         raise ParameterError("with epsilon the b_C0 of x and y must be calibrated from all objects' correlations "
                              "first (privacy.calibrate_b_c0)", "fgs_pufferfish.epsilon")
-    value = params.b_c0 if params.b_c0 is not None else b_c0_for_location_std(params, params.location_std_m)
-    return float(value), float(value)
+    bx, by = (float(v) for v in b_c0)
+    if not all(np.isfinite(v) and v > 0 for v in (bx, by)):
+        raise ParameterError(f"calibrated b_C0 must be finite and > 0, got {b_c0!r}", "fgs_pufferfish.b_c0")
+    return bx, by
 
 
 def release_object(
@@ -109,7 +110,7 @@ def release_object(
         noisy = fourier_perturb(series, n_kept, np.full(params.k_max, b), rng, params.reconstruction)
     else:
         b = params.location_std_m / np.sqrt(2.0)
-        rho = normalised_autocorrelation(day_correlations(series, params.n_slots).mean(axis=0))
+        rho = normalised_autocorrelation(ensemble_correlation(np.transpose(deviation, (2, 0, 1)), params.n_slots))
         noise = np.stack([correlated_laplace(rho[c], b, len(days), rng) for c in range(2)], axis=1)
         noisy = series + noise
     released_mean: np.ndarray | None = mean

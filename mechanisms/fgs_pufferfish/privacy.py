@@ -17,7 +17,7 @@ import numpy as np
 from mechanisms.fgs_pufferfish.mechanism import centre_days, fgs_b_c0, release_object
 from mechanisms.fgs_pufferfish.params import FgsParams
 from mechanisms.fgs_pufferfish.scales import noise_scales
-from mechanisms.fgs_pufferfish.spectrum import day_correlations
+from mechanisms.fgs_pufferfish.spectrum import day_correlations, ensemble_correlation
 from trajpub.errors import InputError, ParameterError
 
 SCALE_ESTIMATORS = ("moments", "mle")
@@ -27,8 +27,7 @@ def object_correlation(days: np.ndarray, params: FgsParams) -> np.ndarray:
     """The object's secret ℂ = (C_0..C_{I−1}) for x and y, shape (2, I): the ensemble average over its days of
     the centred series' lag products (Def. 6), with ``params.correlation_estimator`` (§4.2)."""
     deviation, _ = centre_days(days, params.centre)
-    series = np.moveaxis(deviation, -1, 1)  # (D, 2, N)
-    return day_correlations(series, params.lags, params.correlation_estimator).mean(axis=0)
+    return ensemble_correlation(np.transpose(deviation, (2, 0, 1)), params.lags, params.correlation_estimator)
 
 
 def weighted_diameter(vectors: np.ndarray, weights: np.ndarray) -> float:

@@ -90,9 +90,7 @@ def paper_scales(params: FgsParams, b_c0: float) -> NoiseScales:
     q, weights = params.survival, params.utility_weights
     v = sherman_morrison_solution(q, weights)
     den = float(np.sqrt(3.0 * np.sum(q * v**2) - np.sum(q * v) ** 2 / 2.0))
-    beta = b_c0 * (v / 2.0) / den
-    if np.any(beta <= 0):
-        raise ParameterError("Eq. 11 gives a non-positive noise scale (S >= 6 or W'_k <= 0)", "fgs_pufferfish.p")
+    beta = b_c0 * (v / 2.0) / den  # > 0: FgsParams guarantees S < 6 and W'_k > 0
     return NoiseScales(params.n_slots, params.lags, float(b_c0), q, weights, beta, den / (2.0 * b_c0))
 
 

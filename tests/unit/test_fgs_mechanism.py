@@ -17,6 +17,7 @@ from mechanisms.fgs_pufferfish import (
     FgsParams,
     fourier_perturb,
     lowpass,
+    noise_calibration,
     release_object,
     released_points,
 )
@@ -225,5 +226,9 @@ def test_release_refuses_bad_input():
         release_object(np.full((3, N, 2), np.nan), params, rng)
     with pytest.raises(ParameterError, match="calibrated"):
         release_object(np.zeros((3, N, 2)), FgsParams(n_slots=N, epsilon=1.0), rng)
-    with pytest.raises(ParameterError, match="only with an epsilon"):
+    with pytest.raises(ParameterError, match="contradicts"):
         release_object(np.zeros((3, N, 2)), params, rng, b_c0=(1.0, 1.0))
+    with pytest.raises(ParameterError, match="finite"):
+        release_object(np.zeros((3, N, 2)), FgsParams(n_slots=N, epsilon=1.0), rng, b_c0=(1.0, -1.0))
+    # The result of noise_calibration can always be passed.
+    release_object(np.zeros((3, N, 2)), params, rng, b_c0=noise_calibration(params))
