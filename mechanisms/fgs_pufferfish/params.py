@@ -7,14 +7,13 @@ G12, G14. Every field is public: none may be chosen by looking at the data.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
-from numbers import Integral, Real
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from trajpub.errors import ParameterError
+from trajpub.params import Scope
 
 METHODS = ("fgs", "cts", "fpa")
 ALLOCATIONS = ("paper", "uniform")
@@ -24,27 +23,7 @@ MEAN_TRAJECTORY = ("publish", "withhold", "perturb")
 NOISE_LEVELS = ("b_c0", "location_std_m", "epsilon")
 
 
-def _where(name: str) -> str:
-    return f"fgs_pufferfish.{name}"
-
-
-def _require_int(value: object, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}", _where(name))
-
-
-def _require_real(value: object, name: str, low: float, high: float = math.inf, *, open_low: bool = True) -> None:
-    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
-    if ok:
-        ok = (value > low if open_low else value >= low) and value <= high
-    if not ok:
-        bound = f"{'>' if open_low else '>='} {low:g}" + (f" and <= {high:g}" if math.isfinite(high) else "")
-        raise ParameterError(f"{name} must be a finite number {bound}, got {value!r}", _where(name))
-
-
-def _require_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ParameterError(f"{name} must be one of {', '.join(allowed)}; got {value!r}", _where(name))
+_P = Scope("fgs_pufferfish")
 
 
 @dataclass(frozen=True)
@@ -115,43 +94,43 @@ class FgsParams:
     fpa_k: int | None = None
 
     def __post_init__(self) -> None:
-        _require_choice(self.method, "method", METHODS)
-        _require_int(self.n_slots, "n_slots", 4)
+        _P.require_choice(self.method, "method", METHODS)
+        _P.require_int(self.n_slots, "n_slots", 4)
         if not isinstance(self.day_timezone, str):
             raise ParameterError(f"day_timezone must be an IANA zone name, got {self.day_timezone!r}",
-                                 _where("day_timezone"))
+                                 _P.where("day_timezone"))
         try:
             ZoneInfo(self.day_timezone)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ParameterError(f"unknown time zone {self.day_timezone!r}", _where("day_timezone")) from exc
-        _require_int(self.min_fixes_per_day, "min_fixes_per_day", 2)
-        _require_real(self.max_gap_minutes, "max_gap_minutes", 0.0, 24 * 60.0)
-        _require_int(self.min_days, "min_days", 1)
-        _require_real(self.p, "p", 0.0, 1.0, open_low=True)
-        _require_real(self.w, "w", 0.0, 1.0, open_low=False)
+            raise ParameterError(f"unknown time zone {self.day_timezone!r}", _P.where("day_timezone")) from exc
+        _P.require_int(self.min_fixes_per_day, "min_fixes_per_day", 2)
+        _P.require_real(self.max_gap_minutes, "max_gap_minutes", 0.0, 24 * 60.0)
+        _P.require_int(self.min_days, "min_days", 1)
+        _P.require_real(self.p, "p", 0.0, 1.0, open_low=True)
+        _P.require_real(self.w, "w", 0.0, 1.0, open_low=False)
         if self.correlation_length is not None:
-            _require_int(self.correlation_length, "correlation_length", 1)
+            _P.require_int(self.correlation_length, "correlation_length", 1)
             if self.correlation_length > self.n_slots:
                 raise ParameterError(
                     f"correlation_length must be <= n_slots = {self.n_slots}, got {self.correlation_length}",
-                    _where("correlation_length"),
+                    _P.where("correlation_length"),
                 )
-        _require_choice(self.correlation_estimator, "correlation_estimator", ESTIMATORS)
-        _require_choice(self.allocation, "allocation", ALLOCATIONS)
-        _require_choice(self.reconstruction, "reconstruction", RECONSTRUCTIONS)
+        _P.require_choice(self.correlation_estimator, "correlation_estimator", ESTIMATORS)
+        _P.require_choice(self.allocation, "allocation", ALLOCATIONS)
+        _P.require_choice(self.reconstruction, "reconstruction", RECONSTRUCTIONS)
         for flag in ("share_k", "centre"):
             if not isinstance(getattr(self, flag), bool):
-                raise ParameterError(f"{flag} must be true or false, got {getattr(self, flag)!r}", _where(flag))
-        _require_choice(self.mean_trajectory, "mean_trajectory", MEAN_TRAJECTORY)
+                raise ParameterError(f"{flag} must be true or false, got {getattr(self, flag)!r}", _P.where(flag))
+        _P.require_choice(self.mean_trajectory, "mean_trajectory", MEAN_TRAJECTORY)
         if self.mean_trajectory == "perturb":
             if self.mean_noise_m is None:
-                raise ParameterError("mean_trajectory 'perturb' needs mean_noise_m (metres)", _where("mean_noise_m"))
-            _require_real(self.mean_noise_m, "mean_noise_m", 0.0)
+                raise ParameterError("mean_trajectory 'perturb' needs mean_noise_m (metres)", _P.where("mean_noise_m"))
+            _P.require_real(self.mean_noise_m, "mean_noise_m", 0.0)
         elif self.mean_noise_m is not None:
-            raise ParameterError("mean_noise_m is only used with mean_trajectory 'perturb'", _where("mean_noise_m"))
+            raise ParameterError("mean_noise_m is only used with mean_trajectory 'perturb'", _P.where("mean_noise_m"))
         if not self.centre and self.mean_trajectory != "publish":
             raise ParameterError("without centring there is no mean trajectory to withhold or perturb",
-                                 _where("mean_trajectory"))
+                                 _P.where("mean_trajectory"))
         self._check_noise_level()
         if self.method == "fgs":
             self._check_fgs_feasible()
@@ -161,21 +140,21 @@ class FgsParams:
         if len(given) != 1:
             raise ParameterError(
                 f"give exactly one noise level ({', '.join(NOISE_LEVELS)}); got {', '.join(given) or 'none'}",
-                _where(given[1] if len(given) > 1 else "location_std_m"),
+                _P.where(given[1] if len(given) > 1 else "location_std_m"),
             )
         [name] = given
-        _require_real(getattr(self, name), name, 0.0)
+        _P.require_real(getattr(self, name), name, 0.0)
         if name in ("b_c0", "epsilon") and self.method != "fgs":
             raise ParameterError(f"{name} calibrates the paper's mechanism only; method '{self.method}' takes "
-                                 "location_std_m", _where(name))
+                                 "location_std_m", _P.where(name))
         if self.method == "fpa":
             if self.fpa_k is None:
-                raise ParameterError("method 'fpa' needs fpa_k, the number of kept coefficients", _where("fpa_k"))
-            _require_int(self.fpa_k, "fpa_k", 1)
+                raise ParameterError("method 'fpa' needs fpa_k, the number of kept coefficients", _P.where("fpa_k"))
+            _P.require_int(self.fpa_k, "fpa_k", 1)
             if self.fpa_k > self.k_max:
-                raise ParameterError(f"fpa_k must be <= K_max = {self.k_max}, got {self.fpa_k}", _where("fpa_k"))
+                raise ParameterError(f"fpa_k must be <= K_max = {self.k_max}, got {self.fpa_k}", _P.where("fpa_k"))
         elif self.fpa_k is not None:
-            raise ParameterError("fpa_k is only used with method 'fpa'", _where("fpa_k"))
+            raise ParameterError("fpa_k is only used with method 'fpa'", _P.where("fpa_k"))
 
     def _check_fgs_feasible(self) -> None:
         s = float(self.survival.sum())
@@ -183,27 +162,20 @@ class FgsParams:
             raise ParameterError(
                 f"Eq. 11 has no positive noise scales: S = Σ_(k<K_max) (1-p)^k = {s:.4f} >= 6 for p = {self.p:g} "
                 f"and K_max = {self.k_max} (spec §3.2, G4); use a larger p (about 0.17 or more)",
-                _where("p"),
+                _P.where("p"),
             )
         if self.allocation == "paper" and np.any(self.utility_weights <= 0):
             k = int(np.flatnonzero(self.utility_weights <= 0)[0])
             raise ParameterError(
                 f"the utility weight W'_{k} = {self.utility_weights[k]:.4g} is not positive for w = {self.w:g}, "
                 f"I = {self.lags}: Eq. 11 needs all W'_k > 0; raise w or use allocation 'uniform'",
-                _where("w"),
+                _P.where("w"),
             )
 
     @classmethod
     def from_dict(cls, d: dict) -> FgsParams:
         """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - set(allowed))
-        if unknown:
-            raise ParameterError(
-                f"unknown parameter(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
-                _where(unknown[0]),
-            )
-        return cls(**d)
+        return _P.from_mapping(cls, d)
 
     def to_dict(self) -> dict:
         """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""

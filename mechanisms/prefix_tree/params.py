@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from numbers import Integral, Real
 
 from trajpub.errors import ParameterError
+from trajpub.params import Scope
 
 EXPANSION_POLICIES = ("parent_bound", "literal", "min_expand_count")
 CONSISTENCY_MODES = ("projected", "paper", "none")
@@ -18,23 +18,7 @@ ROUNDING_MODES = ("half_up", "stochastic")
 NEIGHBOURING_RELATIONS = ("add_remove", "replace")
 
 
-def _where(name: str) -> str:
-    return f"prefix_tree.{name}"
-
-
-def _require_int(value: object, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}", _where(name))
-
-
-def _require_positive_real(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}", _where(name))
-
-
-def _require_choice(value: object, name: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ParameterError(f"{name} must be one of {', '.join(allowed)}; got {value!r}", _where(name))
+_P = Scope("prefix_tree")
 
 
 @dataclass(frozen=True)
@@ -78,16 +62,16 @@ class PrefixTreeParams:
     max_records_per_object: int | None = None
 
     def __post_init__(self) -> None:
-        _require_positive_real(self.epsilon, "epsilon")
-        _require_int(self.height, "height", 1)
-        _require_choice(self.expansion_policy, "expansion_policy", EXPANSION_POLICIES)
+        _P.require_real(self.epsilon, "epsilon", 0)
+        _P.require_int(self.height, "height", 1)
+        _P.require_choice(self.expansion_policy, "expansion_policy", EXPANSION_POLICIES)
         if self.expansion_policy == "min_expand_count":
             if self.min_expand_count in (None, "auto"):
                 raise ParameterError(
                     "expansion_policy 'min_expand_count' needs min_expand_count (θ_exp)",
-                    _where("min_expand_count"),
+                    _P.where("min_expand_count"),
                 )
-            _require_positive_real(self.min_expand_count, "min_expand_count")
+            _P.require_real(self.min_expand_count, "min_expand_count", 0)
         elif self.min_expand_count == "auto":
             pass
         elif self.min_expand_count is not None:
@@ -95,27 +79,20 @@ class PrefixTreeParams:
                 raise ParameterError(
                     "min_expand_count cannot be combined with expansion_policy 'literal', which expands "
                     "every node",
-                    _where("min_expand_count"),
+                    _P.where("min_expand_count"),
                 )
-            _require_positive_real(self.min_expand_count, "min_expand_count")
-        _require_int(self.max_nodes, "max_nodes", 1)
-        _require_choice(self.consistency, "consistency", CONSISTENCY_MODES)
-        _require_choice(self.rounding, "rounding", ROUNDING_MODES)
-        _require_choice(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
+            _P.require_real(self.min_expand_count, "min_expand_count", 0)
+        _P.require_int(self.max_nodes, "max_nodes", 1)
+        _P.require_choice(self.consistency, "consistency", CONSISTENCY_MODES)
+        _P.require_choice(self.rounding, "rounding", ROUNDING_MODES)
+        _P.require_choice(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
         if self.max_records_per_object is not None:
-            _require_int(self.max_records_per_object, "max_records_per_object", 1)
+            _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
 
     @classmethod
     def from_dict(cls, d: dict) -> PrefixTreeParams:
         """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - set(allowed))
-        if unknown:
-            raise ParameterError(
-                f"unknown parameter(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}",
-                _where(unknown[0]),
-            )
-        return cls(**d)
+        return _P.from_mapping(cls, d)
 
     @property
     def sensitivity(self) -> int:
