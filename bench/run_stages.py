@@ -289,7 +289,8 @@ def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | 
             rejected = True
         proc.wait(timeout=300)
         result["exit_code"] = proc.returncode
-        result["final_status"] = release_status(release_id)["status"]
+        final = release_status(release_id)
+        result["final_status"], result["failure_reason"] = final["status"], final["failure_reason"]
         result["flow_exit_after_s"] = time.time() - launched
     finally:
         if release_id is not None and not rejected:
@@ -411,7 +412,7 @@ def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, w
                     f"(run {i + 1}/{warm_repeat})")
                 warm.append(one(f"warm{i}", cluster.scheduler_address))
     spec = yaml.safe_load(DEMO_SPEC.read_text())
-    snap = [snapshot_query(dataset, spec) for _ in range(2)]
+    snap = [snapshot_query(dataset, spec) for _ in range(3)]
     return {"runs": runs, "warm_runs": warm, "snapshot_query_s": spread(snap), "stages": stage_table(runs),
             "warm_stages": stage_table(warm), "statuses": [r["status"] for r in runs + warm]}
 
@@ -673,6 +674,9 @@ def release_markdown(key: str, r: dict) -> list[str]:
         out = ["## Whole release, 1x T-Drive", "",
                f"load of the release dataset {r['load']['dataset']}: {r['load']['seconds']:.2f} s", ""]
     runs, warm = r["runs"], r.get("warm_runs", [])
+    if runs:
+        out += [(f"spec: `{DEMO_SPEC.relative_to(config.PROJECT_ROOT)}` with the dataset changed; "
+                f"`{json.dumps(runs[0].get('spec', {}), default=str)}`"), ""]
     cols = [f"run {i + 1} (r{x['release_id']})" for i, x in enumerate(runs)]
     cols += [f"warm {i + 1} (r{x['release_id']})" for i, x in enumerate(warm)]
     out += ["| stage (s) | " + " | ".join(cols) + " | median (min-max), cold runs |", "|---" * (len(cols) + 2) + "|"]
@@ -697,17 +701,26 @@ def release_markdown(key: str, r: dict) -> list[str]:
     return out
 
 
-def scaling_markdown(one: dict, big: dict) -> list[str]:
+def scaling_markdown(results: dict) -> list[str]:
     """Median stage times at 1x and at the scale-up, and their ratio (near-linear: ratio ≈ factor)."""
+    one, big = results["release"], results["scaleup"]
     factor = big["factor"]
-    out = [f"## 1x vs {factor}x (medians of the cold runs)", "",
-           f"| stage | 1x s | {factor}x s | ratio |", "|---|---|---|---|"]
-    rows = [("load", spread([one["load"]["seconds"]]), big["load_seconds"])]
-    rows += [(name, one["stages"][name], big["stages"][name]) for name, _, _ in RELEASE_STAGES]
-    rows.append(("take_snapshot alone", one["snapshot_query_s"], big["snapshot_query_s"]))
-    for name, a, b in rows:
-        ratio = f"{b['median'] / a['median']:.1f}" if a.get("n") and b.get("n") and a["median"] else "-"
-        out.append(f"| {name} | {fmt_s(a)} | {fmt_s(b)} | {ratio} |")
+    one_load = results["load"]["seconds"] if "load" in results else spread([one["load"]["seconds"]])
+    out = [f"## 1x vs {factor}x (medians; near-linear means a ratio near {factor})", "",
+           f"| stage | 1x cold s | {factor}x cold s | ratio | 1x warm s | {factor}x warm s | ratio |",
+           "|---|---|---|---|---|---|---|"]
+
+    def ratio(a: dict, b: dict) -> str:
+        return f"{b['median'] / a['median']:.1f}" if a.get("n") and b.get("n") and a["median"] else "-"
+
+    none = spread([])
+    rows = [("load", one_load, big["load_seconds"], none, none)]
+    rows += [(name, one["stages"][name], big["stages"][name], one.get("warm_stages", {}).get(name, none),
+              big.get("warm_stages", {}).get(name, none)) for name, _, _ in RELEASE_STAGES]
+    rows.append(("take_snapshot alone", one["snapshot_query_s"], big["snapshot_query_s"], none, none))
+    for name, a, b, wa, wb in rows:
+        out.append(f"| {name} | {fmt_s(a)} | {fmt_s(b)} | {ratio(a, b)} | {fmt_s(wa)} | {fmt_s(wb)} | "
+                   f"{ratio(wa, wb)} |")
     return [*out, ""]
 
 
@@ -736,7 +749,7 @@ def markdown(results: dict) -> str:
             continue
         out += release_markdown(key, results[key])
     if "runs" in results.get("release", {}) and "runs" in results.get("scaleup", {}):
-        out += scaling_markdown(results["release"], results["scaleup"])
+        out += scaling_markdown(results)
     if "prefix_tree" in results:
         r = results["prefix_tree"]
         out += ["## Prefix tree alone (|L| = 1,024, h = 20, ε = 1, parent_bound, Full/projected)", "",

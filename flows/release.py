@@ -99,7 +99,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 @step
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result) -> bool:
     raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(raw, result.points, spec)
+    outcome = audit.run(raw, result.points, spec, protect.adapter(spec.mechanism).release_kind)
     eng = db_engine()
     with eng.begin() as conn:
         audit.store(conn, release_id, outcome)

@@ -55,7 +55,7 @@ def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) 
     raw_seqs = [raw_cells[a:b] for a, b in itertools.pairwise(raw_off)]
     rel_off = np.r_[np.flatnonzero(np.r_[True, np.diff(release["traj_id"].to_numpy()) != 0]), len(release)]
     rel_cells = release["cell"].to_numpy()
-    rel_seqs = [rel_cells[a:b] for a, b in itertools.pairwise(rel_off)]
+    rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]  # -1: off grid
     visited = np.unique(raw_cells)
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
     return {
@@ -68,10 +68,11 @@ def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) 
     }
 
 
-def run(raw: pd.DataFrame, release: pd.DataFrame, spec: ReleaseSpec) -> AuditOutcome:
-    """The survey's signature linkage (A1) in its threshold form for synthetic output, then the gate."""
+def run(raw: pd.DataFrame, release: pd.DataFrame, spec: ReleaseSpec, release_kind: str) -> AuditOutcome:
+    """The survey's signature linkage (A1): arg-max and one-to-one linking of each released record to its owner
+    for a truthful release, the threshold form for a synthetic one; then the gate."""
     policy = policy_for(spec)
-    results = [SignatureLinkage(SignatureLinkageParams(mode="synthetic")).evaluate(raw, release)]
+    results = [SignatureLinkage(SignatureLinkageParams(mode=release_kind)).evaluate(raw, release)]
     measured = measure_utility(raw, release, spec.seed)
     gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
     return AuditOutcome(results, evaluate_gate(policy, results, gated), policy, measured)

@@ -183,3 +183,31 @@ def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, load
     assert approved.returncode == 0, approved.stderr
     assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("published", f"published.{dataset}__r{run.release_id}")]
+
+
+def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_path):
+    """Issue 3: validation, the truthful linkage audit (recorded whatever it is), approval, publication."""
+    dataset = loaded_tdrive("fgs")
+    spec = base_spec(dataset, mechanism="fgs_pufferfish",
+                     params={"epsilon": 2.0, "n_slots": 48, "day_timezone": "Asia/Shanghai"})
+    run = start_release(spec, tmp_path)
+    assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) in ("awaiting_approval", "blocked")
+    with engine.connect() as conn:
+        attack, n_targets = conn.execute(sa.text(
+            "SELECT attack, (evidence->>'n_targets')::int FROM governance.audit_results WHERE release_id = :r"),
+            {"r": run.release_id}).one()
+        meta = conn.execute(sa.text("SELECT summary->'mechanism' FROM governance.releases WHERE release_id = :r"),
+                            {"r": run.release_id}).scalar()
+    assert attack == "signature_linkage" and n_targets == meta["released_records"] > 0
+    assert meta["analytic_epsilon"]["epsilon_total"] == pytest.approx(2.0, rel=1e-6)  # calibrated to the target
+    approved = cli("approve", str(run.release_id), "--steward", "Ada Steward")
+    assert approved.returncode == 0, approved.stderr
+    run.proc.wait(timeout=120)
+    table = f"published.{dataset}__r{run.release_id}"
+    with engine.connect() as conn:
+        n, n_traj, n_untimed = conn.execute(sa.text(
+            f"SELECT count(*), count(DISTINCT traj_id), count(*) FILTER (WHERE t IS NULL) FROM {table}")).one()
+        charged = conn.execute(sa.text("SELECT epsilon FROM governance.budget_ledger WHERE release_id = :r"),
+                               {"r": run.release_id}).scalar()
+    assert n == 48 * n_traj and n_traj == meta["released_records"] and n_untimed == 0  # 48 timed slots a day
+    assert charged == 2.0
