@@ -55,6 +55,11 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     if m:
         lines += ["", "## Mechanism run", "", (f"Released {m.get('released_records')} trajectories "
                                                f"({m.get('released_points')} points).")]
+        for key in ("analytic_epsilon", "empirical_epsilon"):  # data-dependent ε of Pufferfish mechanisms
+            if key in m:
+                e = m[key]
+                lines.append(f"- {e['kind']}: ε_x = {e['epsilon_x']:.4g}, ε_y = {e['epsilon_y']:.4g}, "
+                             f"total {e['epsilon_total']:.4g}")
     lines += ["", (f"Approve or reject here, or with `trajpub approve {release_id} --steward NAME` / "
                    f"`trajpub reject {release_id} --steward NAME --comment WHY`.")]
     return "\n".join(lines)
