@@ -43,6 +43,7 @@ import math
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -137,6 +138,13 @@ def engine() -> sa.Engine:
     return db_engine()
 
 
+def children_cpu_s() -> float:
+    """User + system CPU seconds of this process's terminated, waited-for descendants (a process tree's
+    workers count once their parents reaped them). Less sensitive to other users of the machine than wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([TRAJPUB, *args], check=False, capture_output=True, text=True, timeout=timeout,
                           cwd=config.PROJECT_ROOT)
@@ -227,9 +235,10 @@ def reject(release_id: int) -> dict:
             break
         time.sleep(0.2)
     pause_lag = time.time() - waited_from
-    t0 = time.time()
+    t0, cpu0 = time.time(), children_cpu_s()
     done = run_cli("reject", str(release_id), "--steward", STEWARD, "--comment", "benchmark run")
     return {"paused_seen_after_s": pause_lag, "paused": paused, "reject_s": time.time() - t0,
+            "reject_cpu_s": children_cpu_s() - cpu0,
             "reject_rc": done.returncode, "reject_out": (done.stdout + done.stderr).strip()[-500:]}
 
 
@@ -244,6 +253,7 @@ def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | 
     log_path = OUT_DIR / f"release_{dataset}_{label}.log"
     lines: list[tuple[float, str]] = []
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cpu_before = children_cpu_s()
     launched = time.time()
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(spec_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1, cwd=config.PROJECT_ROOT, env=env)
@@ -292,6 +302,8 @@ def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | 
         final = release_status(release_id)
         result["final_status"], result["failure_reason"] = final["status"], final["failure_reason"]
         result["flow_exit_after_s"] = time.time() - launched
+        if not dask_address:  # the flow's own workers are its descendants; a warm cluster's are not
+            result["cpu_s"] = children_cpu_s() - cpu_before - result.get("reject", {}).get("reject_cpu_s", 0.0)
     finally:
         if release_id is not None and not rejected:
             try:
@@ -414,6 +426,7 @@ def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, w
     spec = yaml.safe_load(DEMO_SPEC.read_text())
     snap = [snapshot_query(dataset, spec) for _ in range(3)]
     return {"runs": runs, "warm_runs": warm, "snapshot_query_s": spread(snap), "stages": stage_table(runs),
+            "cpu_s": spread([r["cpu_s"] for r in runs if r.get("cpu_s") is not None]),
             "warm_stages": stage_table(warm), "statuses": [r["status"] for r in runs + warm]}
 
 
@@ -687,15 +700,16 @@ def release_markdown(key: str, r: dict) -> list[str]:
     out += ["", ("cold: the flow starts its own LocalCluster (as in production without TRAJPUB_DASK_ADDRESS); warm: "
             "the spec's dask_address points at a long-lived LocalCluster whose workers imported Great "
             "Expectations beforehand."), "",
-            ("| run | status | then | points | trajectories | released | points/s (flow) | pause seen after s | "
-            "reject s |"), "|---|---|---|---|---|---|---|---|---|"]
+            ("| run | status | then | points | trajectories | released | points/s (flow) | CPU s (flow process "
+             "tree) | pause seen after s | reject s |"), "|---|---|---|---|---|---|---|---|---|---|"]
     for i, x in enumerate(runs + warm):
         f, rj = x.get("facts", {}), x.get("reject", {})
         flow = x["stages"].get(FLOW_TOTAL)
         pps = f"{f['snapshot_points'] / flow:,.0f}" if flow and f.get("snapshot_points") else "-"
         name = f"run {i + 1}" if i < len(runs) else f"warm {i + 1 - len(runs)}"
+        cpu = f"{x['cpu_s']:.1f}" if x.get("cpu_s") is not None else "-"
         out.append(f"| {name} | {x.get('status')} | {x.get('final_status')} | {f.get('snapshot_points')} | "
-                   f"{f.get('trajectories')} | {f.get('released_trajectories')} | {pps} | "
+                   f"{f.get('trajectories')} | {f.get('released_trajectories')} | {pps} | {cpu} | "
                    f"{rj.get('paused_seen_after_s', float('nan')):.2f} | {rj.get('reject_s', float('nan')):.2f} |")
     out += ["", f"`take_snapshot` alone (the content-hash query): {fmt_s(r['snapshot_query_s'])} s", ""]
     return out
@@ -718,6 +732,8 @@ def scaling_markdown(results: dict) -> list[str]:
     rows += [(name, one["stages"][name], big["stages"][name], one.get("warm_stages", {}).get(name, none),
               big.get("warm_stages", {}).get(name, none)) for name, _, _ in RELEASE_STAGES]
     rows.append(("take_snapshot alone", one["snapshot_query_s"], big["snapshot_query_s"], none, none))
+    rows.append(("CPU s of the flow process tree (not PostgreSQL)", one.get("cpu_s", none), big.get("cpu_s", none),
+                 none, none))
     for name, a, b, wa, wb in rows:
         out.append(f"| {name} | {fmt_s(a)} | {fmt_s(b)} | {ratio(a, b)} | {fmt_s(wa)} | {fmt_s(wb)} | "
                    f"{ratio(wa, wb)} |")
