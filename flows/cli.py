@@ -272,10 +272,15 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     if decision == "reject" and not (comment and comment.strip()):
         raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
     paused = False
-    if rel["flow_run_id"]:
+    if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
+        deadline = time.monotonic() + 30
         with get_client(sync_client=True) as client:
-            state = client.read_flow_run(rel["flow_run_id"]).state
-            paused = bool(state and state.is_paused())
+            while True:
+                state = client.read_flow_run(rel["flow_run_id"]).state
+                paused = bool(state and state.is_paused())
+                if paused or not (state and state.is_running()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
     if paused:
         resume_flow_run(rel["flow_run_id"], run_input={"release_id": release_id, "decision": decision,
                                                        "steward": steward, "comment": comment or ""})

@@ -103,9 +103,10 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result)
     eng = db_engine()
     with eng.begin() as conn:
         audit.store(conn, release_id, outcome)
-        governance.transition(conn, release_id, "audited", "; ".join(outcome.decision.reasons) or "all attacks under threshold")
-        governance.transition(conn, release_id, "blocked" if outcome.decision.blocked else "awaiting_approval",
-                              "; ".join(outcome.decision.reasons) or None)
+        reasons = "; ".join(outcome.decision.reasons)
+        governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
+        if outcome.decision.blocked:
+            governance.transition(conn, release_id, "blocked", reasons)
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
@@ -115,7 +116,8 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result)
 def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
     """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``."""
     eng = db_engine()
-    with eng.connect() as conn:
+    with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
+        governance.transition(conn, release_id, "awaiting_approval", None)
         report = review_markdown(conn, release_id)
     create_markdown_artifact(key=f"review-r{release_id}", markdown=report,
                              description=f"Steward review of release {release_id}")
@@ -146,7 +148,11 @@ def release_flow(spec: dict) -> dict:
     if not passed:
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
-    decision = steward_review(release_id, parsed.approval_timeout_s)
+    try:
+        decision = steward_review(release_id, parsed.approval_timeout_s)
+    except Exception as exc:
+        fail(release_id, parsed.dataset, exc)
+        raise
     if decision is None:
         logger.warning("no decision before the timeout: the release stays awaiting_approval")
         return {"release_id": release_id, "status": "awaiting_approval"}

@@ -21,6 +21,12 @@ def engine(url: str | None = None) -> sa.Engine:
     return sa.create_engine(url or config.database_url(), pool_pre_ping=True, future=True)
 
 
+def dataset_lock_key(dataset: str) -> int:
+    """The advisory-lock key of one dataset: a load into it and a snapshot of it exclude each other (so no point
+    id below a snapshot's pin commits after it), while loads into other datasets go on."""
+    return int.from_bytes(hashlib.sha256(f"trajpub.dataset.{dataset}".encode()).digest()[:8], "big", signed=True)
+
+
 def migrations() -> list[tuple[int, str, str]]:
     """(version, file name, SQL) of every migration file, in order."""
     found = []

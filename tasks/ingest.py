@@ -11,6 +11,7 @@ import psycopg
 import sqlalchemy as sa
 from distributed import Client, Future
 
+from tasks.db import dataset_lock_key
 from trajpub.errors import InputError
 
 SNAPSHOT_FILTER = ("dataset = %(dataset)s AND point_id <= %(max_point_id)s"
@@ -53,8 +54,8 @@ def take_snapshot(engine: sa.Engine, dataset: str, window_start: datetime | None
     """Pin the snapshot, hash its content (SHA-256 over points in id order) and count points per object."""
     with psycopg.connect(_psycopg_dsn(engine)) as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        # wait for loads in flight (they hold raw.sources) so that no point id below the pin commits later
-        conn.execute("LOCK TABLE raw.sources IN SHARE MODE")
+        # wait for loads into this dataset in flight, so that no point id below the pin commits later
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (dataset_lock_key(dataset),))
         max_id = conn.execute("SELECT coalesce(max(point_id), 0) FROM raw.points WHERE dataset = %s",
                               (dataset,)).fetchone()[0]
         params = {"dataset": dataset, "max_point_id": max_id, "ws": window_start, "we": window_end}

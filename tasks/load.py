@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
+from tasks.db import dataset_lock_key
 from trajpub import formats
 from trajpub.spec import validate_dataset_name
 
@@ -155,6 +156,7 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
 
     try:
         with engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": dataset_lock_key(dataset)})
             conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d) ON CONFLICT DO NOTHING"),
                          {"d": dataset})
             conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"
