@@ -45,6 +45,7 @@ class RunningRelease:
     proc: subprocess.Popen
     lines: list[str] = field(default_factory=list)
     release_id: int | None = None
+    reader: threading.Thread | None = None
 
     def output(self) -> str:
         return "".join(self.lines)
@@ -64,8 +65,24 @@ def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
             if m:
                 run.release_id = int(m.group(1))
 
-    threading.Thread(target=read, daemon=True).start()
+    run.reader = threading.Thread(target=read, daemon=True)
+    run.reader.start()
     return run
+
+
+POLL_S = 0.5
+
+
+def wait_until(condition, timeout: float, what: str):
+    """Poll ``condition()`` every POLL_S seconds until it returns something truthy (returned); fail after
+    ``timeout`` seconds saying ``what`` was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(POLL_S)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 def release_status(engine: sa.Engine, release_id: int | None) -> str | None:
@@ -78,19 +95,20 @@ def release_status(engine: sa.Engine, release_id: int | None) -> str | None:
 
 def wait_for_status(engine: sa.Engine, run: RunningRelease, statuses: set[str], timeout: float = 240) -> str:
     """Poll governance.releases until the release reaches one of ``statuses``; fail if the process ends first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def reached() -> str | None:
         ended = run.proc.poll() is not None
         if ended:
-            time.sleep(0.5)  # let the reader thread take the last lines, with the release id
+            run.reader.join(timeout=10)  # the last lines carry the release id
         status = release_status(engine, run.release_id)
         if status in statuses:
             return status
         if ended:
             raise AssertionError(f"the release process ended (code {run.proc.returncode}) with status {status}:\n"
                                  + run.output()[-4000:])
-        time.sleep(0.5)
-    raise AssertionError(f"release {run.release_id} did not reach {statuses}:\n" + run.output()[-4000:])
+        return None
+
+    return wait_until(reached, timeout, f"release {run.release_id} to reach {statuses}")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 
 import pytest
@@ -15,7 +14,7 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 
-from tests.integration.conftest import TRAJPUB, base_spec, cli
+from tests.integration.conftest import TRAJPUB, base_spec, cli, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -31,16 +30,15 @@ def served(loaded_tdrive, tmp_path):
     proc = subprocess.Popen([TRAJPUB, "deploy", "--spec", str(path), "--name", name, "--cron", "0 3 * * 1",
                              "--timezone", "Asia/Shanghai"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
-    deadline = time.monotonic() + 120
-    deployment = None
-    with get_client(sync_client=True) as client:
-        while deployment is None and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.stdout.read()
+    def registered():
+        assert proc.poll() is None, proc.stdout.read()
+        with get_client(sync_client=True) as client:
             try:
-                deployment = client.read_deployment_by_name(f"release/{name}")
+                return client.read_deployment_by_name(f"release/{name}")
             except ObjectNotFound:  # not registered yet
-                time.sleep(1)
-    assert deployment is not None, "the deployment was never registered"
+                return None
+
+    deployment = wait_until(registered, 120, f"deployment release/{name}")
     yield dataset, name, deployment
     proc.terminate()
     proc.wait(timeout=60)
@@ -58,15 +56,14 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
     spec = dict(deployment.parameters["spec"])
     spec["params"] = {**spec["params"], "epsilon": 0.5, "height": 6}
     flow_run = run_deployment(f"release/{name}", parameters={"spec": spec}, timeout=0)
-    deadline, row = time.monotonic() + 300, None
-    while time.monotonic() < deadline:
+    def settled():
         with engine.connect() as conn:
             row = conn.execute(sa.text("SELECT release_id, status, params FROM governance.releases "
                                        "WHERE flow_run_id = :f"), {"f": flow_run.id}).first()
-        if row and row.status in ("awaiting_approval", "failed", "blocked"):
-            break
-        time.sleep(1)
-    assert row is not None and row.status == "awaiting_approval", row
+        return row if row and row.status in ("awaiting_approval", "failed", "blocked") else None
+
+    row = wait_until(settled, 300, f"the release of flow run {flow_run.id} to reach the steward")
+    assert row.status == "awaiting_approval", row
     assert (row.params["epsilon"], row.params["height"]) == (0.5, 6)
     approved = cli("approve", str(row.release_id), "--steward", "UI Steward")
     assert approved.returncode == 0, approved.stderr
