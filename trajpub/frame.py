@@ -11,9 +11,6 @@ import pandas as pd
 
 from trajpub.errors import InputError
 
-POINT_COLUMNS = ("object_id", "t", "lon", "lat")
-TRAJECTORY_COLUMNS = ("object_id", "traj_id", "seq", "t", "lon", "lat")
-
 
 def require_columns(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> None:
     """Raise :class:`InputError` naming the missing columns."""
