@@ -261,7 +261,7 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
-    from flows.release import apply_decision
+    from flows.release import publish_approved_flow
     from tasks import governance
 
     eng = _engine()
@@ -299,9 +299,15 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
         click.echo(f"the flow run has the decision but release {release_id} is still '{status}'; "
                    f"see `trajpub release show {release_id}`")
         return
-    # the flow stopped waiting: record the decision here and publish (nothing lost)
-    outcome = apply_decision(release_id, decision, steward, comment)
-    click.echo(f"release {release_id} is {outcome['status']}" + (f": {outcome['table']}" if "table" in outcome else ""))
+    # the flow stopped waiting: record the decision here, and publish in a flow run of its own (nothing lost)
+    status = "approved" if decision == "approve" else "rejected"
+    with eng.begin() as conn:
+        governance.record_decision(conn, release_id, status, steward, comment or None)
+    if status == "rejected":
+        click.echo(f"release {release_id} is rejected")
+        return
+    outcome = publish_approved_flow(release_id=release_id)
+    click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 
 @main.command()
