@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -14,6 +15,7 @@ from distributed import Client, Future
 from tasks.db import dataset_lock_key
 from trajpub.errors import InputError
 
+HASH_BLOCK = 1_000_000
 SNAPSHOT_FILTER = ("dataset = %(dataset)s AND point_id <= %(max_point_id)s"
                    " AND (%(ws)s::timestamptz IS NULL OR t >= %(ws)s)"
                    " AND (%(we)s::timestamptz IS NULL OR t < %(we)s)")
@@ -45,24 +47,28 @@ def _iso(t: datetime | None) -> str | None:
     return t.isoformat() if t else None
 
 
-def _psycopg_dsn(engine: sa.Engine) -> str:
+def psycopg_dsn(engine: sa.Engine) -> str:
     return engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def take_snapshot(engine: sa.Engine, dataset: str, window_start: datetime | None,
                   window_end: datetime | None) -> tuple[Snapshot, list[tuple[str, int]]]:
     """Pin the snapshot, hash its content (SHA-256 over points in id order) and count points per object."""
-    with psycopg.connect(_psycopg_dsn(engine)) as conn, conn.transaction():
+    with psycopg.connect(psycopg_dsn(engine)) as conn, conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         # wait for loads into this dataset in flight, so that no point id below the pin commits later
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (dataset_lock_key(dataset),))
         max_id = conn.execute("SELECT coalesce(max(point_id), 0) FROM raw.points WHERE dataset = %s",
                               (dataset,)).fetchone()[0]
         params = {"dataset": dataset, "max_point_id": max_id, "ws": window_start, "we": window_end}
-        n, digest = conn.execute(
-            "SELECT count(*), encode(sha256(convert_to(coalesce(string_agg(concat_ws(',', point_id, object_id,"
-            f" t, ST_AsText(geom)), ';' ORDER BY point_id), ''), 'UTF8')), 'hex') FROM raw.points WHERE {SNAPSHOT_FILTER}",
-            params).fetchone()
+        # SHA-256 per block of HASH_BLOCK point ids (one text value each stays far below PostgreSQL's 1 GB
+        # limit), then SHA-256 of the block digests in id order
+        blocks = conn.execute(
+            "SELECT count(*), sha256(convert_to(string_agg(concat_ws(',', point_id, object_id, t, ST_AsText(geom)),"
+            f" ';' ORDER BY point_id), 'UTF8')) FROM raw.points WHERE {SNAPSHOT_FILTER}"
+            f" GROUP BY point_id / {HASH_BLOCK} ORDER BY point_id / {HASH_BLOCK}", params).fetchall()
+        n = sum(count for count, _ in blocks)
+        digest = hashlib.sha256(b"".join(block for _, block in blocks)).hexdigest()
         objects = conn.execute(f"SELECT object_id, count(*) FROM raw.points WHERE {SNAPSHOT_FILTER} "
                                "GROUP BY object_id ORDER BY object_id", params).fetchall()
     if n == 0:
@@ -101,7 +107,7 @@ def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd
 def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
                     objects: list[tuple[str, int]], n_partitions: int) -> list[Future]:
     """Futures of the partitions, held in worker memory."""
-    dsn = _psycopg_dsn(engine)
+    dsn = psycopg_dsn(engine)
     parts = partition_objects(objects, n_partitions)
     return client.map(read_partition, [dsn] * len(parts), [snapshot.filter_params()] * len(parts), parts,
                       pure=False)
