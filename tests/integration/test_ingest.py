@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -23,8 +23,8 @@ def test_snapshot_hash_is_stable_and_changes_with_the_content(engine, loaded_tdr
     grown, _ = ingest.take_snapshot(engine, dataset, None, None)
     assert grown.n_points == first.n_points + 1 and grown.content_hash != first.content_hash
     assert grown.max_point_id > first.max_point_id
-    day = ingest.take_snapshot(engine, dataset, datetime(2008, 2, 3, tzinfo=timezone.utc),
-                               datetime(2008, 2, 4, tzinfo=timezone.utc))[0]
+    day = ingest.take_snapshot(engine, dataset, datetime(2008, 2, 3, tzinfo=UTC),
+                               datetime(2008, 2, 4, tzinfo=UTC))[0]
     assert 0 < day.n_points < grown.n_points
     # workers read exactly the pinned points, whole objects per partition
     parts = ingest.partition_objects(objects, 3)
