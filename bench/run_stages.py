@@ -177,13 +177,19 @@ def bench_load(path: Path, dataset: str, fmt: str = "tdrive") -> dict:
             "loadavg": loadavg()}
 
 
-def stage_load(args: argparse.Namespace, tag: str) -> dict:
+def load_runs(path: Path, prefix: str, repeat: int) -> list[dict]:
+    """``repeat`` timed loads of ``path``, each into a fresh dataset ``<prefix>_<i>``."""
     runs = []
-    for i in range(args.repeat):
-        dataset = f"bench_load_{tag}_{i}"
-        say(f"load {TDRIVE.name} into {dataset} (run {i + 1}/{args.repeat})")
-        runs.append(bench_load(TDRIVE, dataset))
+    for i in range(repeat):
+        dataset = f"{prefix}_{i}"
+        say(f"load {path.name} into {dataset} (run {i + 1}/{repeat})")
+        runs.append(bench_load(path, dataset))
         say(f"  {runs[-1]['seconds']:.2f} s, {runs[-1]['n_loaded']} points")
+    return runs
+
+
+def stage_load(args: argparse.Namespace, tag: str) -> dict:
+    runs = load_runs(TDRIVE, f"bench_load_{tag}", args.repeat)
     return {"runs": runs, "seconds": spread([r["seconds"] for r in runs]),
             "phases": {label: spread([r["phases"].get(label) for r in runs if label in r["phases"]])
                        for _, label in LOAD_PHASES},
@@ -478,12 +484,7 @@ def stage_scaleup(args: argparse.Namespace, tag: str) -> dict:
         say(f"building {path}")
         made = build_scaled_tdrive(factor, path)
     made["build_s"] = time.perf_counter() - t0
-    loads = []
-    for i in range(args.scaleup_load_repeat):
-        dataset = f"bench_x{factor}_{tag}_{i}"
-        say(f"load {path.name} into {dataset} (run {i + 1}/{args.scaleup_load_repeat})")
-        loads.append(bench_load(path, dataset))
-        say(f"  {loads[-1]['seconds']:.2f} s, {loads[-1]['n_loaded']} points")
+    loads = load_runs(path, f"bench_x{factor}_{tag}", args.scaleup_load_repeat)
     out = releases_on(loads[0]["dataset"], args.scaleup_repeat, args.scaleup_warm_repeat,
                       args.release_timeout * factor, f"{factor}x")
     return {"factor": factor, "file": made, "loads": loads,

@@ -140,20 +140,9 @@ def release() -> None:
 
 
 def _spec_dict(spec_file: Path | None, overrides: dict) -> dict:
-    import yaml
+    from trajpub.spec import read_spec_file
 
-    data: dict = {}
-    if spec_file:
-        try:
-            data = yaml.safe_load(spec_file.read_text()) or {}
-        except FileNotFoundError:
-            raise TrajpubError("the release spec file does not exist", f"file {spec_file}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"file {spec_file}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
-            raise TrajpubError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}", where) from None
-        if not isinstance(data, dict):
-            raise TrajpubError("a release spec must be a mapping of keys to values", f"file {spec_file}")
+    data = read_spec_file(spec_file) if spec_file else {}
     for key, value in overrides.items():
         if value not in (None, ()):
             data[key] = value

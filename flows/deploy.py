@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from prefect.schedules import Cron
 
 from flows.release import parse_spec, release_flow
 from trajpub.errors import ParameterError
+from trajpub.spec import read_spec_file
 
 
 def serve(spec_path: Path, name: str, cron: str, timezone: str) -> None:
     """Register ``release/<name>`` with the schedule and serve its runs (blocks until interrupted)."""
-    spec = yaml.safe_load(spec_path.read_text())
+    spec = read_spec_file(spec_path)
     parse_spec(spec)  # a deployment with a broken default spec would fail at every scheduled run
     try:
         schedule = Cron(cron, timezone=timezone)

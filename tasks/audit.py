@@ -53,8 +53,7 @@ def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) 
     rng = np.random.default_rng(seed)
     _, raw_off, raw_cells = cell_sequences(raw)
     raw_seqs = [raw_cells[a:b] for a, b in itertools.pairwise(raw_off)]
-    rel_off = np.r_[np.flatnonzero(np.r_[True, np.diff(release["traj_id"].to_numpy()) != 0]), len(release)]
-    rel_cells = release["cell"].to_numpy()
+    _, rel_off, rel_cells = cell_sequences(release)
     rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]  # -1: off grid
     visited = np.unique(raw_cells)
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]

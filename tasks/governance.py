@@ -54,14 +54,14 @@ def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None
 
 
 def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
-    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points, summary, published_table)."""
-    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points", "summary", "published_table"}
+    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points, published_table); the summary
+    grows through :func:`merge_summary`."""
+    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points", "published_table"}
     if set(values) - allowed:
         raise ValueError(f"cannot update {sorted(set(values) - allowed)}")
-    sets = ", ".join(f"{k} = CAST(:{k} AS jsonb)" if k == "summary" else f"{k} = :{k}" for k in values)
-    params = {k: json.dumps(v) if k == "summary" else v for k, v in values.items()}
+    sets = ", ".join(f"{k} = :{k}" for k in values)
     conn.execute(sa.text(f"UPDATE governance.releases SET {sets}, updated_at = now() WHERE release_id = :r"),
-                 {**params, "r": release_id})
+                 {**values, "r": release_id})
 
 
 def merge_summary(conn: sa.Connection, release_id: int, part: dict) -> None:
@@ -95,8 +95,9 @@ def budget(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[float
     return float(cap), float(spent)
 
 
-def check_budget(conn: sa.Connection, dataset: str, epsilon: float) -> None:
-    cap, spent = budget(conn, dataset)
+def check_budget(conn: sa.Connection, dataset: str, epsilon: float, lock: bool = False) -> None:
+    """Refuse a release whose ε would pass the dataset's cap (sequential composition of the ledger)."""
+    cap, spent = budget(conn, dataset, lock=lock)
     if spent + epsilon > cap + 1e-12:
         raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
                           f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
@@ -106,10 +107,7 @@ def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism:
                   delta: float, privacy_unit: str) -> None:
     """Charge the ledger under a row lock on the dataset, so that two releases cannot overspend together
     (sequential composition: spent = Σ ε of every DP run on the raw data, published or not)."""
-    cap, spent = budget(conn, dataset, lock=True)
-    if spent + epsilon > cap + 1e-12:
-        raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
-                          f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
+    check_budget(conn, dataset, epsilon, lock=True)
     conn.execute(sa.text(
         "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit)"
         " VALUES (:d, :r, :m, :e, :dl, :u) ON CONFLICT (release_id) DO NOTHING"),

@@ -146,20 +146,6 @@ class ReleaseSpec:
             data[key] = _utc(data.get(key), key)
         return cls(**data)
 
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> ReleaseSpec:
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise ParameterError("the release spec file does not exist", f"file {path}") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
-            raise ParameterError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}",
-                                 where) from None
-        return cls.from_dict(data)
-
     def to_record(self) -> dict:
         """The spec as stored in governance and lineage: JSON-safe, **without the random seed**."""
         d = asdict(self)
@@ -168,3 +154,21 @@ class ReleaseSpec:
         for key in ("window_start", "window_end"):
             d[key] = d[key].isoformat() if d[key] else None
         return d
+
+
+def read_spec_file(path: str | Path) -> dict:
+    """The mapping of a release spec YAML file; errors name the file, line and column."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ParameterError("the release spec file does not exist", f"file {path}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
+        raise ParameterError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}", where) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ParameterError("a release spec must be a mapping of keys to values", f"file {path}")
+    return data
