@@ -245,6 +245,27 @@ def release_show(release_id: int) -> None:
                    f"outputs={[o['name'] for o in ev['outputs']]} facets={sorted(ev['run']['facets'])}")
 
 
+@main.command("report")
+@click.argument("release_id", type=int)
+@click.option("--out", type=click.Path(path_type=Path), help="Write the page here (default: the report folder).")
+def review_report(release_id: int, out: Path | None) -> None:
+    """Write a release's review report (one self-contained HTML page) and print its path."""
+    import sqlalchemy as sa
+
+    from tasks import report
+
+    with _engine().connect() as conn:
+        page = conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),
+                            {"r": release_id}).scalar()
+    if page is None:
+        raise TrajpubError(f"release {release_id} has no review report (it has not been audited)",
+                           "governance.review_reports")
+    path = out or report.report_path(release_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    click.echo(str(path))
+
+
 # --- steward --------------------------------------------------------------------------------------------------
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
     from prefect.client.orchestration import get_client

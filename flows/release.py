@@ -15,7 +15,7 @@ from prefect.flow_runs import pause_flow_run
 from prefect.runtime import flow_run
 
 from flows.review import StewardDecision, review_markdown
-from tasks import audit, governance, ingest, lineage, prepare, protect, publish, validate
+from tasks import audit, governance, ingest, lineage, prepare, protect, publish, report, validate
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import engine as db_engine
 from trajpub.errors import TrajpubError
@@ -88,8 +88,8 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
     result = mech.run(client, prepared, spec.grid, params, rng)
     with eng.begin() as conn:
-        publish.stage_candidate(conn, release_id, result.points)
-        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
+        publish.stage(conn, release_id, result)
+        governance.merge_summary(conn, release_id, {"mechanism": result.metadata, "product": result.product})
         governance.transition(conn, release_id, "protected",
                               f"{result.metadata.get('released_records')} records released")
     print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
@@ -107,6 +107,8 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result)
         governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
         if outcome.decision.blocked:
             governance.transition(conn, release_id, "blocked", reasons)
+        path = report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
+    print(f"review report: {path}")
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
@@ -118,12 +120,12 @@ def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
     eng = db_engine()
     with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
         governance.transition(conn, release_id, "awaiting_approval", None)
-        report = review_markdown(conn, release_id)
-    create_markdown_artifact(key=f"review-r{release_id}", markdown=report,
+        markdown = review_markdown(conn, release_id)
+    create_markdown_artifact(key=f"review-r{release_id}", markdown=markdown,
                              description=f"Steward review of release {release_id}")
     print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")
     try:
-        return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=report,
+        return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=markdown,
                                                                                release_id=release_id),
                               timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}")
     except FlowPauseTimeout:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from prefect.input import RunInput
 from pydantic import Field
 
-from tasks import governance
+from tasks import governance, report
 
 
 class StewardDecision(RunInput):
@@ -26,7 +26,11 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     cap, spent = governance.budget(conn, rel["dataset"])
     g = rel["guarantee"] or {}
     s = rel["summary"] or {}
+    page = report.report_path(release_id)
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
+             (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
+              f"distribution plots): [{page.name}]({page.as_uri()}) — or `trajpub report {release_id} "
+              f"--out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
               f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]

@@ -10,6 +10,7 @@ import psycopg.sql
 import sqlalchemy as sa
 
 from tasks import governance, lineage
+from tasks.adapters.base import Protected
 from trajpub.errors import TrajpubError
 from trajpub.spec import validate_dataset_name
 
@@ -19,31 +20,110 @@ def quote(conn: sa.Connection, name: str) -> str:
 
 
 def table_names(dataset: str, release_id: int) -> tuple[str, str]:
-    """(points table, trajectories table) in ``published``."""
+    """(main table, companion table) in ``published``: points and LineStringM trajectories, or fragments and
+    (no companion) for an aggregate release."""
     validate_dataset_name(dataset)
     base = f"{dataset}__r{int(release_id)}"
     return base, f"{base}_traj"
 
 
-def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:
-    """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat``) for review, with COPY."""
+def _copy(conn: sa.Connection, statement: str, rows) -> None:
     raw = conn.connection.dbapi_connection
     assert isinstance(raw, psycopg.Connection)
-    with raw.cursor() as cur, cur.copy("COPY staging.candidate_points (release_id, traj_id, seq, cell, t, geom) "
-                                       "FROM STDIN") as cp:
-        for traj, seq, cell, t, lon, lat in zip(points["traj_id"], points["seq"], points["cell"], points["t"],
-                                                points["lon"], points["lat"], strict=True):
-            cp.write_row((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell),
-                          None if pd.isna(t) else t, f"SRID=4326;POINT({lon!r} {lat!r})"))
+    with raw.cursor() as cur, cur.copy(statement) as cp:
+        for row in rows:
+            cp.write_row(row)
+
+
+def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:
+    """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat`` and, for anonymity sets, ``set_id``)
+    for review, with COPY."""
+    set_ids = points["set_id"] if "set_id" in points else [None] * len(points)
+    _copy(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, geom) FROM STDIN",
+          ((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell), None if pd.isna(t) else t,
+            None if s is None or pd.isna(s) else int(s), f"SRID=4326;POINT({lon!r} {lat!r})")
+           for traj, seq, cell, t, s, lon, lat in zip(points["traj_id"], points["seq"], points["cell"],
+                                                      points["t"], set_ids, points["lon"], points["lat"],
+                                                      strict=True)))
     return len(points)
+
+
+def stage_owners(conn: sa.Connection, release_id: int, owners: pd.DataFrame) -> int:
+    """Store which released trajectory is whose (``traj_id, object_id, source_traj_id``) in the private
+    ``staging.candidate_owners``: the auditor's key, never published."""
+    _copy(conn, "COPY staging.candidate_owners (release_id, traj_id, object_id, source_traj_id) FROM STDIN",
+          ((release_id, int(t), str(o), int(s)) for t, o, s in zip(owners["traj_id"], owners["object_id"],
+                                                                   owners["source_traj_id"], strict=True)))
+    return len(owners)
+
+
+def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFrame) -> int:
+    """Store an aggregate candidate: ``fragment_id, cells`` (sequence of cell ids), ``estimated_count``,
+    ``round`` and ``lon``/``lat`` (the cell centres, same length as ``cells``)."""
+    def geometry(lon, lat) -> str:
+        if len(lon) == 1:
+            return f"SRID=4326;POINT({lon[0]!r} {lat[0]!r})"
+        return "SRID=4326;LINESTRING(" + ", ".join(f"{x!r} {y!r}" for x, y in zip(lon, lat, strict=True)) + ")"
+
+    _copy(conn, "COPY staging.candidate_fragments (release_id, fragment_id, cells, estimated_count, round, geom)"
+                " FROM STDIN",
+          ((release_id, int(f), [int(c) for c in cells], float(n), int(r), geometry(lon, lat))
+           for f, cells, n, r, lon, lat in zip(fragments["fragment_id"], fragments["cells"],
+                                               fragments["estimated_count"], fragments["round"],
+                                               fragments["lon"], fragments["lat"], strict=True)))
+    return len(fragments)
+
+
+def stage(conn: sa.Connection, release_id: int, result: Protected) -> None:
+    """Store a candidate release for review: its product, and its private owner key if it has one."""
+    if result.product == "fragments":
+        stage_fragments(conn, release_id, result.fragments)
+    else:
+        stage_candidate(conn, release_id, result.points)
+    if result.owners is not None:
+        stage_owners(conn, release_id, result.owners)
+
+
+def _create_trajectories(conn: sa.Connection, q, release_id: int, points: str, traj: str) -> tuple[dict, list]:
+    has_sets = conn.execute(sa.text("SELECT bool_or(set_id IS NOT NULL) FROM staging.candidate_points "
+                                    "WHERE release_id = :r"), {"r": release_id}).scalar()
+    set_col = "set_id, " if has_sets else ""
+    conn.execute(sa.text(
+        f"CREATE TABLE {q(points)} AS SELECT {set_col}traj_id, seq, t, geom::geometry(Point, 4326) AS geom"
+        " FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})
+    conn.execute(sa.text(f"ALTER TABLE {q(points)} ADD PRIMARY KEY (traj_id, seq)"))
+    conn.execute(sa.text(f"CREATE INDEX ON {q(points)} USING gist (geom)"))
+    conn.execute(sa.text(
+        f"CREATE TABLE {q(traj)} AS SELECT {set_col}traj_id, count(*)::int AS n_points,"
+        " CASE WHEN count(*) > 1 THEN ST_MakeLine(ST_MakePointM(ST_X(geom), ST_Y(geom), seq) ORDER BY seq)"
+        f" END::geometry(LineStringM, 4326) AS geom FROM {q(points)} GROUP BY {set_col}traj_id"))
+    conn.execute(sa.text(f"ALTER TABLE {q(traj)} ADD PRIMARY KEY (traj_id)"))
+    conn.execute(sa.text(f"CREATE INDEX ON {q(traj)} USING gist (geom)"))
+    n_points = conn.execute(sa.text(f"SELECT count(*) FROM {q(points)}")).scalar_one()
+    n_traj = conn.execute(sa.text(f"SELECT count(*) FROM {q(traj)}")).scalar_one()
+    return {"points": n_points, "trajectories": n_traj}, [(points, ""), (traj, "_traj")]
+
+
+def _create_fragments(conn: sa.Connection, q, release_id: int, fragments: str) -> tuple[dict, list]:
+    conn.execute(sa.text(
+        f"CREATE TABLE {q(fragments)} AS SELECT fragment_id, cells, cardinality(cells) AS length,"
+        " estimated_count, round, geom FROM staging.candidate_fragments WHERE release_id = :r"
+        " ORDER BY fragment_id"), {"r": release_id})
+    conn.execute(sa.text(f"ALTER TABLE {q(fragments)} ADD PRIMARY KEY (fragment_id)"))
+    conn.execute(sa.text(f"CREATE INDEX ON {q(fragments)} USING gist (geom)"))
+    n = conn.execute(sa.text(f"SELECT count(*) FROM {q(fragments)}")).scalar_one()
+    return {"fragments": n}, [(fragments, "_fragments")]
 
 
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     """Publish an approved release; re-running it for a published release changes nothing.
 
-    In one transaction: ``published.<dataset>__r<id>`` (points) and ``..._traj`` (LineStringM, M = position in
-    the trajectory; NULL for one-point trajectories), the ``<dataset>_latest`` and ``<dataset>_latest_traj``
-    views, read access for the consumer role, the lineage COMPLETE event and the status ``published``.
+    In one transaction: for trajectories, ``published.<dataset>__r<id>`` (points; ``set_id`` for anonymity
+    sets) and ``..._traj`` (LineStringM, M = position in the trajectory; NULL for one-point trajectories) with
+    the ``<dataset>_latest`` and ``<dataset>_latest_traj`` views; for fragments, ``published.<dataset>__r<id>``
+    (cell sequences, estimated counts, LineString through the cell centres) with ``<dataset>_latest_fragments``;
+    read access for the consumer role, the lineage COMPLETE event and the status ``published``. The private
+    ``staging.candidate_owners`` is never copied.
     """
     with engine.begin() as conn:
         rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r FOR UPDATE"),
@@ -56,50 +136,43 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         if rel["status"] != "approved" or not decision or decision["decision"] != "approved":
             raise TrajpubError(f"release {release_id} is '{rel['status']}': only an approved release is published",
                                "governance.approvals")
-        points, traj = table_names(rel["dataset"], release_id)
+        main, companion = table_names(rel["dataset"], release_id)
         q = lambda n: f"published.{quote(conn, n)}"
-        conn.execute(sa.text(
-            f"CREATE TABLE {q(points)} AS SELECT traj_id, seq, t, geom::geometry(Point, 4326) AS geom"
-            " FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})
-        conn.execute(sa.text(f"ALTER TABLE {q(points)} ADD PRIMARY KEY (traj_id, seq)"))
-        conn.execute(sa.text(f"CREATE INDEX ON {q(points)} USING gist (geom)"))
-        conn.execute(sa.text(
-            f"CREATE TABLE {q(traj)} AS SELECT traj_id, count(*)::int AS n_points,"
-            " CASE WHEN count(*) > 1 THEN ST_MakeLine(ST_MakePointM(ST_X(geom), ST_Y(geom), seq) ORDER BY seq)"
-            f" END::geometry(LineStringM, 4326) AS geom FROM {q(points)} GROUP BY traj_id"))
-        conn.execute(sa.text(f"ALTER TABLE {q(traj)} ADD PRIMARY KEY (traj_id)"))
-        conn.execute(sa.text(f"CREATE INDEX ON {q(traj)} USING gist (geom)"))
-        latest, latest_traj = f"{rel['dataset']}_latest", f"{rel['dataset']}_latest_traj"
-        conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(latest)} AS SELECT * FROM {q(points)}"))
-        conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(latest_traj)} AS SELECT * FROM {q(traj)}"))
-        for name in (points, traj, latest, latest_traj):
-            conn.execute(sa.text(f"GRANT SELECT ON {q(name)} TO trajpub_consumer"))
+        summary = rel["summary"] or {}
+        product = summary.get("product", "trajectories")
+        if product == "fragments":
+            counts, tables = _create_fragments(conn, q, release_id, main)
+        else:
+            counts, tables = _create_trajectories(conn, q, release_id, main, companion)
+        for table, suffix in tables:
+            view = f"{rel['dataset']}_latest{suffix}"
+            conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
+            for name in (table, view):
+                conn.execute(sa.text(f"GRANT SELECT ON {q(name)} TO trajpub_consumer"))
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
-        comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}). {guarantee_text} "
-                   f"Lineage: published.release_lineage where release_id = {release_id}.")
+        comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}, {product}). "
+                   f"{guarantee_text} Lineage: published.release_lineage where release_id = {release_id}.")
         conn.connection.dbapi_connection.cursor().execute(psycopg.sql.SQL("COMMENT ON TABLE {} IS {}").format(
-            psycopg.sql.Identifier("published", points), psycopg.sql.Literal(comment)))
-        n_points = conn.execute(sa.text(f"SELECT count(*) FROM {q(points)}")).scalar_one()
-        n_traj = conn.execute(sa.text(f"SELECT count(*) FROM {q(traj)}")).scalar_one()
-        governance.update_release(conn, release_id, published_table=f"published.{points}")
-        governance.merge_summary(conn, release_id, {"published": {"points": n_points, "trajectories": n_traj}})
-        governance.transition(conn, release_id, "published", f"published.{points}: {n_traj} trajectories")
+            psycopg.sql.Identifier("published", main), psycopg.sql.Literal(comment)))
+        governance.update_release(conn, release_id, published_table=f"published.{main}")
+        governance.merge_summary(conn, release_id, {"published": counts})
+        governance.transition(conn, release_id, "published",
+                              f"published.{main}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         audits = [dict(r) for r in conn.execute(sa.text(
             "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed "
             "FROM governance.audit_results WHERE release_id = :r"), {"r": release_id}).mappings()]
         validation = conn.execute(sa.text("SELECT suite, success, n_rows, n_quarantined FROM "
                                           "governance.validation_results WHERE release_id = :r"),
                                   {"r": release_id}).mappings().first()
-        summary = rel["summary"] or {}
         lineage.emit(conn, release_id, "COMPLETE", run_id=run_id, dataset=rel["dataset"],
                      inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": summary.get("snapshot", {})}}],
-                     outputs=[{"name": f"trajpub.published.{points}",
-                               "facets": {"rows": {"points": n_points, "trajectories": n_traj},
-                                          "companion": f"trajpub.published.{traj}"}}],
+                     outputs=[{"name": f"trajpub.published.{main}",
+                               "facets": {"rows": counts, "product": product,
+                                          "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
                                            "metadata": summary.get("mechanism", {})},
                              "guarantee": rel["guarantee"],
                              "validation": dict(validation) if validation else None,
                              "audit": json.loads(json.dumps(audits, default=str)),
                              "approval": json.loads(json.dumps(decision, default=str))})
-    return f"published.{points}"
+    return f"published.{main}"

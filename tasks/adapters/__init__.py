@@ -1,0 +1,1 @@
+"""One adapter per mechanism: parameters, guarantee, and the run on Dask partitions."""

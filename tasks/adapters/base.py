@@ -1,0 +1,46 @@
+"""What every mechanism adapter provides, and the candidate release it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A candidate release and the mechanism's run metadata (JSON-safe, no seed).
+
+    ``product`` "trajectories": ``points`` has one row per released point (``traj_id, seq, cell, t, lon, lat``;
+    anonymity sets add ``set_id``; truthful releases also carry the owner's ``object_id``, which the audit uses
+    and publication drops). ``owners`` (optional; ``traj_id, object_id, source_traj_id``) says which released
+    trajectories are an object's own when the points do not (anonymity sets): it is stored privately.
+    ``product`` "fragments": ``fragments`` has one row per released fragment (``fragment_id, cells,
+    estimated_count, round, lon, lat``, the last two the cell centres) and ``points`` is empty.
+    """
+
+    points: pd.DataFrame
+    metadata: dict
+    product: str = "trajectories"
+    fragments: pd.DataFrame | None = None
+    owners: pd.DataFrame | None = None
+
+
+class MechanismAdapter(Protocol):
+    #: "synthetic" (no released record belongs to a person) or "truthful" (each released record is an
+    #: object's own, perturbed): it decides which form of the linkage attack the audit runs.
+    release_kind: str
+
+    def parse_params(self, params: dict) -> Any: ...
+    def guarantee(self, params: Any) -> Guarantee: ...
+    def max_records_per_object(self, params: Any) -> int | None: ...
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: Any,
+            rng: np.random.Generator) -> Protected: ...
+
+

@@ -1,0 +1,64 @@
+"""The noisy prefix tree (Chen, Fung, Desai 2012) on the Dask partitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import prefix_tree
+from tasks.adapters.base import Protected
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+from trajpub.segment import cell_sequences
+
+
+def _partition_sequences(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    _, offsets, cells = cell_sequences(df)
+    return offsets, cells
+
+
+def _count_partition(csr: tuple[np.ndarray, np.ndarray], n_locations: int, level: int,
+                     transitions: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    return prefix_tree.count_level(csr[0], csr[1], n_locations, level, transitions)
+
+
+class PrefixTreeAdapter:
+    """Chen, Fung, Desai (2012), the noisy prefix tree over grid cells. Each level's true prefix counts are
+    computed on the partitions and summed on the driver; only the noisy tree lives on the driver."""
+
+    release_kind = "synthetic"
+
+    def parse_params(self, params: dict) -> prefix_tree.PrefixTreeParams:
+        return prefix_tree.PrefixTreeParams.from_dict(params)
+
+    def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
+        return prefix_tree.guarantee(params)
+
+    def max_records_per_object(self, params: prefix_tree.PrefixTreeParams) -> int | None:
+        return params.max_records_per_object
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: prefix_tree.PrefixTreeParams,
+            rng: np.random.Generator) -> Protected:
+        n = grid.n_cells
+        csr = client.map(_partition_sequences, prepared, pure=False)
+
+        def counter(level: int, transitions: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+            [shared] = client.scatter([transitions], broadcast=True, hash=False)  # one object, on every worker
+            parts = client.gather(client.map(_count_partition, csr, n_locations=n, level=level,
+                                             transitions=shared, pure=False))
+            keys = np.concatenate([k for k, _ in parts]) if parts else np.empty(0, np.int64)
+            counts = np.concatenate([c for _, c in parts]) if parts else np.empty(0, np.int64)
+            unique, inverse = np.unique(keys, return_inverse=True)
+            return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
+
+        tree = prefix_tree.build_tree(counter, n, params, rng)
+        released = prefix_tree.release(tree, params, rng)
+        offsets, cells = released.expanded()
+        lengths = np.diff(offsets)
+        traj_id = np.repeat(np.arange(1, len(lengths) + 1), lengths)
+        seq = np.arange(len(cells)) - np.repeat(offsets[:-1], lengths)
+        lon, lat = grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
+        points = pd.DataFrame({"traj_id": traj_id, "seq": seq, "cell": cells, "t": pd.NaT, "lon": lon, "lat": lat})
+        return Protected(points, {**tree.metadata(), "released_records": len(lengths),
+                                  "released_points": len(cells)})

@@ -1,0 +1,197 @@
+"""The steward's review report: one self-contained HTML page per release (plots inlined as PNG data URIs).
+
+It says, for the data steward (DESIGN.md, "who uses it"): the guarantee in plain words, ε spent and left, each
+attack's success against its baseline and threshold with intervals, the utility table, and plots: density maps
+raw vs release, trajectory length and diameter distributions, attack bars. The page is stored in
+``governance.review_reports`` and copied to ``<state dir>/reports/release-<id>.html``; the Prefect review
+artifact and the approval form link the copy.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+
+from tasks import governance
+from trajpub.config import STATE_DIR
+
+REPORT_DIR = STATE_DIR / "reports"
+
+
+def report_path(release_id: int) -> Path:
+    return REPORT_DIR / f"release-{int(release_id)}.html"
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
+    lon = np.concatenate([f["lon"].to_numpy(float) for f in frames if len(f)])
+    lat = np.concatenate([f["lat"].to_numpy(float) for f in frames if len(f)])
+    lon, lat = lon[np.isfinite(lon)], lat[np.isfinite(lat)]
+    lo_x, hi_x = np.quantile(lon, [0.005, 0.995])
+    lo_y, hi_y = np.quantile(lat, [0.005, 0.995])
+    return float(lo_x), float(hi_x), float(lo_y), float(hi_y)
+
+
+def density_plot(raw: pd.DataFrame, release: pd.DataFrame, weights: np.ndarray | None = None) -> str:
+    """Raw and released point density on the same 80x80 lon/lat bins (central 99% of the raw extent)."""
+    x0, x1, y0, y1 = _extent(raw)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharex=True, sharey=True)
+    for ax, frame, w, title in ((axes[0], raw, None, "raw"), (axes[1], release, weights, "release")):
+        h, _, _ = np.histogram2d(frame["lon"], frame["lat"], bins=80, range=[[x0, x1], [y0, y1]], weights=w)
+        total = h.sum()
+        ax.imshow(np.log10(1 + (h / total if total else h).T * 1e4), origin="lower", extent=(x0, x1, y0, y1),
+                  aspect="auto", cmap="magma")
+        ax.set_title(f"{title} density (log scale)")
+        ax.set_xlabel("longitude")
+    axes[0].set_ylabel("latitude")
+    return _png(fig)
+
+
+def _per_trajectory(frame: pd.DataFrame) -> pd.DataFrame:
+    """Points and diameter (km, bounding-box diagonal in the local metric frame) of each trajectory."""
+    keys = ["object_id", "traj_id"] if "object_id" in frame and frame["object_id"].notna().all() else ["traj_id"]
+    if "x" in frame and "y" in frame and frame["x"].notna().all():
+        xs, ys = frame["x"], frame["y"]
+    else:  # equirectangular approximation around the data: enough for a distribution plot
+        lat0 = np.deg2rad(float(frame["lat"].mean()))
+        xs, ys = frame["lon"] * 111_320 * np.cos(lat0), frame["lat"] * 110_540
+    g = pd.DataFrame({"x": xs.to_numpy(), "y": ys.to_numpy()}).groupby(
+        [frame[k].to_numpy() for k in keys], sort=False)
+    ext = g.max() - g.min()
+    return pd.DataFrame({"points": g.size().to_numpy(),
+                         "diameter_km": np.hypot(ext["x"], ext["y"]).to_numpy() / 1000})
+
+
+def distribution_plot(raw: pd.DataFrame, release: pd.DataFrame) -> str:
+    """Trajectory length (points) and diameter distributions, raw vs release, as densities."""
+    r, s = _per_trajectory(raw), _per_trajectory(release)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, col, label in ((axes[0], "points", "points per trajectory"), (axes[1], "diameter_km", "diameter (km)")):
+        hi = float(np.quantile(np.concatenate([r[col], s[col]]), 0.99)) or 1.0
+        bins = np.linspace(0, hi, 31)
+        ax.hist(r[col].clip(upper=hi), bins=bins, density=True, alpha=0.55, label=f"raw ({len(r)})")
+        ax.hist(s[col].clip(upper=hi), bins=bins, density=True, alpha=0.55, label=f"release ({len(s)})")
+        ax.set_xlabel(label)
+        ax.legend()
+    axes[0].set_ylabel("density")
+    return _png(fig)
+
+
+def attack_plot(results: list[dict]) -> str:
+    """Each attack's success rate with its interval, its baseline, and the risk against the threshold."""
+    fig, ax = plt.subplots(figsize=(10, 0.6 + 0.55 * max(1, len(results))))
+    for i, a in enumerate(results):
+        rate = a.get("success_rate")
+        if rate is None:  # the attack failed: fail closed, drawn as a full red bar
+            ax.barh(i, 1.0, color="#d62728", alpha=0.35)
+            continue
+        ax.barh(i, rate, color="#1f77b4" if a.get("passed") else "#d62728", alpha=0.8)
+        ax.errorbar(rate, i, xerr=[[rate - a["ci_low"]], [a["ci_high"] - rate]], color="k", capsize=3)
+        ax.plot([a["baseline"]], [i], "k|", markersize=16)
+    ax.set_yticks(range(len(results)), [a["attack"] for a in results])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("success rate (bar, 95% CI); black tick = baseline")
+    ax.invert_yaxis()
+    return _png(fig)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v, spec: str = ".3f") -> str:
+    return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
+
+
+def render(rel: dict, cap: float, spent: float, results: list[dict], decision: dict, utility: dict,
+           raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
+    """The page. ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
+    attack that errored has ``success_rate`` None and its error in ``evidence``."""
+    g = rel.get("guarantee") or {}
+    rid = rel["release_id"]
+    images = []
+    if release_points is not None and len(release_points):
+        images.append(("Density: raw vs release", density_plot(raw, release_points)))
+        images.append(("Trajectory length and diameter", distribution_plot(raw, release_points)))
+    if fragments is not None and len(fragments):
+        pts = fragments.explode(["lon", "lat"])
+        images.append(("Density: raw points vs released fragments (weighted by estimated count)",
+                       density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
+    images.append(("Attacks", attack_plot(results)))
+    attack_rows = [[a["attack"], _fmt(a.get("success_rate")),
+                    "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
+                    _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
+                    "pass" if a.get("passed") else "BLOCK"] for a in results]
+    utility_rows = [[k, _fmt(v, ".4g") if isinstance(v, float) else v] for k, v in utility.items()]
+    eps = g.get("epsilon")
+    verdict = ("BLOCKED by the audit gate: " + "; ".join(decision.get("reasons", []))
+               if decision.get("blocked") else "The audit gate passed this release to the steward.")
+    parts = [
+        f"<h1>Release {rid}: {html.escape(rel['mechanism'])} on <code>{html.escape(rel['dataset'])}</code></h1>",
+        (f"<p>Requested by <b>{html.escape(str(rel.get('requested_by')))}</b>; snapshot of "
+        f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
+        f"</code>).</p>"),
+        f"<p class='verdict'>{html.escape(verdict)}</p>",
+        "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
+        _table(["model", "privacy unit", "proven", "ε", "δ"],
+               [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta")]]),
+        "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in g.get("caveats", [])) + "</ul>",
+        "<h2>Privacy budget</h2>",
+        (f"<p>This release spends ε = {eps}. Dataset <code>{html.escape(rel['dataset'])}</code>: {spent:g} of "
+        f"{cap:g} spent (this release included), <b>{cap - spent:g} left</b>.</p>"),
+        "<h2>Linkage attacks</h2>",
+        _table(["attack", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
+        "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
+    ]
+    parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
+    parts.append("<h2>Attack evidence</h2>")
+    parts += [f"<details><summary>{html.escape(a['attack'])}</summary><pre>"
+              f"{html.escape(json.dumps(a.get('evidence', {}), indent=1, default=str)[:20000])}</pre></details>"
+              for a in results]
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+             "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px}"
+             "img{max-width:100%}.verdict{font-weight:bold}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>trajpub release {rid} review</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def store(conn: sa.Connection, release_id: int, page: str) -> Path:
+    """Keep the page with the release and write its copy; returns the copy's path."""
+    conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, :h) "
+                         "ON CONFLICT (release_id) DO UPDATE SET html = EXCLUDED.html, created_at = now()"),
+                 {"r": release_id, "h": page})
+    path = report_path(release_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame, result) -> Path:
+    """Render the review page of a release from its governance record and the audit's frames; store it."""
+    rel = governance.get_release(conn, release_id)
+    cap, spent = governance.budget(conn, rel["dataset"])
+    results = [dict(r) for r in conn.execute(sa.text(
+        "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, evidence"
+        " FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+    page = render(rel, cap, spent, results, decision, (rel["summary"] or {}).get("utility", {}), raw,
+                  result.points if result.product == "trajectories" else None, result.fragments)
+    return store(conn, release_id, page)

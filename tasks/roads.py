@@ -1,0 +1,102 @@
+"""Road networks in PostGIS (``roads.networks``, ``roads.edges``): store, read, and the spatial queries.
+
+The (k-Ψ) mechanism (seed 003) places dummies on road edges. Networks are public data loaded by the owner:
+OpenStreetMap through pyrosm, or the spec's synthetic jittered grid. A network derived from the trajectories
+themselves would leak them unless the derivation were differentially private and charged to the budget; the
+table refuses a ``trajectories_dp`` network without an ε.
+
+The nearest-edge and disc queries here run in PostGIS in the same metric projection as the in-memory STRtree
+of :mod:`trajpub.roads`, so that the two answer identically (a test compares them).
+"""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import pandas as pd
+import sqlalchemy as sa
+
+from tasks.publish import _copy
+from trajpub.errors import InputError, TrajpubError
+from trajpub.spec import validate_dataset_name
+
+EDGE_COLUMNS = ["edge_id", "source", "target", "length_m", "road_class", "geometry"]
+SOURCES = ("osm_pbf", "synthetic_grid", "trajectories_dp")
+
+
+def store_network(engine: sa.Engine, name: str, edges: gpd.GeoDataFrame, source: str, description: str,
+                  params: dict | None = None, epsilon: float | None = None, replace: bool = False) -> int:
+    """Store a network's edges (EPSG:4326 LineStrings) in one transaction; returns the number of edges."""
+    import json
+
+    validate_dataset_name(name)
+    if source not in SOURCES:
+        raise InputError(f"network source must be one of {', '.join(SOURCES)}, got {source!r}", "roads.networks")
+    missing = [c for c in EDGE_COLUMNS if c not in edges.columns]
+    if missing:
+        raise InputError(f"the edges lack column(s) {', '.join(missing)}", f"network {name}")
+    if edges.empty:
+        raise InputError("the network has no edges", f"network {name}")
+    if edges.crs is None or edges.crs.to_epsg() != 4326:
+        raise InputError(f"edges must be in EPSG:4326, got {edges.crs}", f"network {name}")
+    if not edges.geometry.geom_type.eq("LineString").all():
+        bad = edges.geometry.geom_type[~edges.geometry.geom_type.eq("LineString")].unique()
+        raise InputError(f"edges must be LineStrings, found {', '.join(map(str, bad))}", f"network {name}")
+    with engine.begin() as conn:
+        exists = conn.execute(sa.text("SELECT 1 FROM roads.networks WHERE network = :n"), {"n": name}).scalar()
+        if exists and not replace:
+            raise TrajpubError(f"network '{name}' is already loaded (use --replace to reload it)", "roads.networks")
+        conn.execute(sa.text("DELETE FROM roads.networks WHERE network = :n"), {"n": name})
+        conn.execute(sa.text(
+            "INSERT INTO roads.networks (network, source, description, params, epsilon, n_edges) VALUES"
+            " (:n, :s, :d, CAST(:p AS jsonb), :e, :k)"),
+            {"n": name, "s": source, "d": description, "p": json.dumps(params or {}), "e": epsilon,
+             "k": len(edges)})
+        _copy(conn, "COPY roads.edges (network, edge_id, source, target, length_m, road_class, geom) FROM STDIN",
+              ((name, int(e), int(s), int(t), float(length), None if pd.isna(c) else str(c), f"SRID=4326;{g.wkt}")
+               for e, s, t, length, c, g in zip(edges["edge_id"], edges["source"], edges["target"],
+                                                edges["length_m"], edges["road_class"], edges.geometry,
+                                                strict=True)))
+    return len(edges)
+
+
+def network_info(conn: sa.Connection, name: str) -> dict:
+    row = conn.execute(sa.text("SELECT * FROM roads.networks WHERE network = :n"), {"n": name}).mappings().first()
+    if row is None:
+        raise InputError(f"road network '{name}' is not loaded (trajpub roads load-osm / synthetic)",
+                         "roads.networks")
+    return dict(row)
+
+
+def read_network(engine: sa.Engine, name: str) -> tuple[dict, gpd.GeoDataFrame]:
+    """(the network's record, its edges in EPSG:4326 ordered by edge_id)."""
+    with engine.connect() as conn:
+        info = network_info(conn, name)
+        edges = gpd.read_postgis(sa.text(
+            "SELECT edge_id, source, target, length_m, road_class, geom FROM roads.edges WHERE network = :n"
+            " ORDER BY edge_id"), conn, geom_col="geom", params={"n": name})
+    return info, edges.rename_geometry("geometry")
+
+
+def list_networks(conn: sa.Connection) -> list[dict]:
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT network, source, n_edges, epsilon, description, loaded_at FROM roads.networks ORDER BY network"
+    )).mappings()]
+
+
+_POINT = "ST_Transform(ST_SetSRID(ST_MakePoint(:lon, :lat), 4326), :proj)"
+
+
+def nearest_edge(conn: sa.Connection, name: str, lon: float, lat: float, proj4: str) -> int:
+    """The edge nearest to (lon, lat), distances measured in the projection ``proj4``; ties go to the
+    smallest edge_id."""
+    return conn.execute(sa.text(
+        f"SELECT edge_id FROM roads.edges WHERE network = :n ORDER BY ST_Distance(ST_Transform(geom, :proj),"
+        f" {_POINT}), edge_id LIMIT 1"), {"n": name, "lon": lon, "lat": lat, "proj": proj4}).scalar_one()
+
+
+def edges_within(conn: sa.Connection, name: str, lon: float, lat: float, radius_m: float, proj4: str) -> list[int]:
+    """Edges at distance <= ``radius_m`` from (lon, lat) in the projection ``proj4``, by edge_id."""
+    return list(conn.execute(sa.text(
+        f"SELECT edge_id FROM roads.edges WHERE network = :n AND ST_DWithin(ST_Transform(geom, :proj),"
+        f" {_POINT}, :r) ORDER BY edge_id"), {"n": name, "lon": lon, "lat": lat, "proj": proj4,
+                                                "r": radius_m}).scalars())
