@@ -5,7 +5,7 @@ VENV := .venv
 TRAJPUB := $(VENV)/bin/trajpub
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 
-.PHONY: setup services demo test bench lint stop
+.PHONY: setup services browser demo test bench lint stop
 setup: $(VENV)/.synced
 
 $(VENV)/.synced: pyproject.toml uv.lock
@@ -18,10 +18,16 @@ services: setup
 	$(TRAJPUB) db migrate
 	$(TRAJPUB) server up
 
+# Debian's Chromium for the browser tests (the review report, the Prefect UI approval).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } || \
+	  { echo "the browser tests need Debian's chromium: sudo apt-get install chromium"; exit 1; }
+
 demo: services
 	$(VENV)/bin/python -m flows.demo
 
-test: services
+test: services browser
 	TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
 
 bench: services

@@ -211,3 +211,23 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
                                {"r": run.release_id}).scalar()
     assert n == 48 * n_traj and n_traj == meta["released_records"] and n_untimed == 0  # 48 timed slots a day
     assert charged == 2.0
+
+
+def test_review_report_renders_in_chromium_with_every_image(engine, published, tmp_path):
+    from tests.integration.browser import chromium_page
+
+    _, rid = published
+    out = tmp_path / "review.html"
+    written = cli("report", str(rid), "--out", str(out))
+    assert written.returncode == 0, written.stderr
+    with chromium_page() as page:
+        page.goto(out.as_uri())
+        page.wait_for_load_state("load")
+        images = page.eval_on_selector_all("img", "els => els.map(e => [e.alt, e.complete, e.naturalWidth])")
+        text = page.inner_text("body")
+    assert {alt for alt, _, _ in images} >= {"Density: raw vs release", "Trajectory length and diameter",
+                                             "Attacks"}
+    assert all(complete and width > 0 for _, complete, width in images), images
+    for section in ("Guarantee", "Privacy budget", "Linkage attacks", "Utility", "left"):
+        assert section in text
+    assert "signature_linkage_synthetic" in text
