@@ -277,6 +277,8 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     eng = _engine()
     with eng.connect() as conn:
         rel = governance.get_release(conn, release_id)
+        if decision == "approve":
+            governance.check_four_eyes(conn, release_id, steward)
     if rel["status"] != "awaiting_approval":
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not awaiting approval", "governance.releases")
     if decision == "reject" and not (comment and comment.strip()):
@@ -384,30 +386,61 @@ def budget_show(dataset: str | None) -> None:
         if dataset and not datasets:
             raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
         for ds in datasets:
-            cap, spent = governance.budget(conn, ds)
-            click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left)")
+            (cap, spent), (delta_cap, delta_spent) = governance.budgets(conn, ds)
+            click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left); "
+                       f"δ spent {delta_spent:g} of cap {delta_cap:g}")
             click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "epsilon",
-                                                            "privacy_unit", "charged_at", "status"]))
+                                                            "delta", "privacy_unit", "max_records_per_object",
+                                                            "charged_at", "status"]))
 
 
 @budget.command("cap")
 @click.argument("dataset")
 @click.argument("epsilon", type=float)
-def budget_cap(dataset: str, epsilon: float) -> None:
-    """Set a dataset's ε cap (the owner's decision)."""
+@click.option("--delta", type=float, help="The δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
+def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
+    """Set a dataset's ε cap, and optionally its δ cap (the owner's decision)."""
+    if not epsilon > 0:
+        raise TrajpubError("the cap must be positive", "budget cap EPSILON")
+    if delta is not None and not 0 <= delta < 1:
+        raise TrajpubError("the δ cap must be in [0, 1)", "budget cap --delta")
+    _set_dataset_policy(dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
+                        {"e": epsilon, "dl": delta})
+    click.echo(f"{dataset}: ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None else ""))
+
+
+@main.command("four-eyes")
+@click.argument("dataset")
+@click.argument("state", type=click.Choice(["on", "off"]))
+def four_eyes(dataset: str, state: str) -> None:
+    """Require (on) or not (off) that a release of DATASET is approved by someone other than its requester."""
+    _set_dataset_policy(dataset, "four_eyes = :f", {"f": state == "on"})
+    click.echo(f"{dataset}: four-eyes approval {state}")
+
+
+def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
     import sqlalchemy as sa
 
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    if not epsilon > 0:
-        raise TrajpubError("the cap must be positive", "budget cap EPSILON")
     with _engine().begin() as conn:
-        n = conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = :e WHERE dataset = :d"),
-                         {"e": epsilon, "d": dataset}).rowcount
+        n = conn.execute(sa.text(f"UPDATE governance.datasets SET {assignments} WHERE dataset = :d"),
+                         {**values, "d": dataset}).rowcount
     if not n:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    click.echo(f"{dataset}: ε cap set to {epsilon:g}")
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@click.option("--steward", required=True, help="Your name, recorded with the withdrawal.")
+@click.option("--reason", required=True, help="Why the release is withdrawn.")
+def withdraw(release_id: int, steward: str, reason: str) -> None:
+    """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
+    from tasks.publish import withdraw as withdraw_release
+
+    dropped = withdraw_release(_engine(), release_id, steward, reason)
+    click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
 
 
 if __name__ == "__main__":

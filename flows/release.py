@@ -36,7 +36,7 @@ def plan(spec: ReleaseSpec, params) -> int:
     guarantee = protect.adapter(spec.mechanism).guarantee(params)
     eng = db_engine()
     with eng.begin() as conn:
-        governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0)
+        governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0, guarantee.delta)
         release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
@@ -83,7 +83,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
     eng = db_engine()
     with eng.begin() as conn:  # charged before the mechanism touches the data, whether or not it is published
         governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
-                                 guarantee.delta, guarantee.privacy_unit)
+                                 guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
         governance.merge_summary(conn, release_id, {"prepare": stats})
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
     result = mech.run(client, prepared, spec.grid, params, rng)

@@ -9,8 +9,8 @@ import sqlalchemy as sa
 
 from trajpub.errors import PolicyError, TrajpubError
 
-# planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published;
-# any non-final status → failed (with the reason).
+# planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
+# → withdrawn; any non-final status → failed (with the reason).
 TRANSITIONS: dict[str, set[str]] = {
     "planned": {"validated"},
     "validated": {"protected"},
@@ -18,8 +18,9 @@ TRANSITIONS: dict[str, set[str]] = {
     "audited": {"blocked", "awaiting_approval"},
     "awaiting_approval": {"approved", "rejected"},
     "approved": {"published"},
+    "published": {"withdrawn"},
 }
-FINAL = {"blocked", "rejected", "published", "failed"}
+FINAL = {"blocked", "rejected", "published", "failed", "withdrawn"}
 
 
 def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
@@ -85,44 +86,69 @@ def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 
 
 
 def budget(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[float, float]:
-    """(cap, spent) of a dataset's privacy budget; ``lock`` holds the dataset row until commit."""
-    cap = conn.execute(sa.text("SELECT epsilon_cap FROM governance.datasets WHERE dataset = :d"
-                               + (" FOR UPDATE" if lock else "")), {"d": dataset}).scalar()
-    if cap is None:
+    """(cap, spent) of a dataset's ε budget; ``lock`` holds the dataset row until commit."""
+    (cap, spent), _ = budgets(conn, dataset, lock)
+    return cap, spent
+
+
+def budgets(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[tuple[float, float],
+                                                                           tuple[float, float]]:
+    """((ε cap, ε spent), (δ cap, δ spent)) of a dataset; ``lock`` holds the dataset row until commit."""
+    caps = conn.execute(sa.text("SELECT epsilon_cap, delta_cap FROM governance.datasets WHERE dataset = :d"
+                                + (" FOR UPDATE" if lock else "")), {"d": dataset}).first()
+    if caps is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    spent = conn.execute(sa.text("SELECT coalesce(sum(epsilon), 0) FROM governance.budget_ledger "
-                                 "WHERE dataset = :d"), {"d": dataset}).scalar_one()
-    return float(cap), float(spent)
+    eps, delta = conn.execute(sa.text("SELECT coalesce(sum(epsilon), 0), coalesce(sum(delta), 0) FROM "
+                                      "governance.budget_ledger WHERE dataset = :d"), {"d": dataset}).one()
+    return (float(caps[0]), float(eps)), (float(caps[1]), float(delta))
 
 
-def check_budget(conn: sa.Connection, dataset: str, epsilon: float, lock: bool = False) -> None:
-    """Refuse a release whose ε would pass the dataset's cap (sequential composition of the ledger)."""
-    cap, spent = budget(conn, dataset, lock=lock)
+def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float = 0.0, lock: bool = False) -> None:
+    """Refuse a release whose ε or δ would pass the dataset's cap (sequential composition of the ledger:
+    the ε and the δ of every charged run add up)."""
+    (cap, spent), (delta_cap, delta_spent) = budgets(conn, dataset, lock=lock)
     if spent + epsilon > cap + 1e-12:
         raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
                           f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
+    if delta > 0 and delta_spent + delta > delta_cap * (1 + 1e-12):
+        raise PolicyError(f"this release needs delta {delta:g} but dataset '{dataset}' has only "
+                          f"{max(delta_cap - delta_spent, 0):g} of its delta cap {delta_cap:g} left",
+                          "governance.budget_ledger")
 
 
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
-                  delta: float, privacy_unit: str) -> None:
+                  delta: float, privacy_unit: str, max_records_per_object: int | None = None) -> None:
     """Charge the ledger under a row lock on the dataset, so that two releases cannot overspend together
-    (sequential composition: spent = Σ ε of every DP run on the raw data, published or not)."""
-    check_budget(conn, dataset, epsilon, lock=True)
+    (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the raw data, published or not)."""
+    check_budget(conn, dataset, epsilon, delta, lock=True)
     conn.execute(sa.text(
-        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit)"
-        " VALUES (:d, :r, :m, :e, :dl, :u) ON CONFLICT (release_id) DO NOTHING"),
-        {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit})
+        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
+        " max_records_per_object) VALUES (:d, :r, :m, :e, :dl, :u, :k) ON CONFLICT (release_id) DO NOTHING"),
+        {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit,
+         "k": max_records_per_object})
 
 
 def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
         "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.epsilon, l.delta, l.privacy_unit,"
-        " l.charged_at, r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
+        " l.max_records_per_object, l.charged_at, r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
 
 
+def check_four_eyes(conn: sa.Connection, release_id: int, steward: str) -> None:
+    """Refuse an approval by the release's own requester when its dataset has the four-eyes policy (the
+    database enforces the same rule on ``governance.approvals``; this check gives the clear error first)."""
+    row = conn.execute(sa.text(
+        "SELECT r.requested_by, d.four_eyes FROM governance.releases r JOIN governance.datasets d USING (dataset)"
+        " WHERE r.release_id = :r"), {"r": release_id}).first()
+    if row and row.four_eyes and row.requested_by == steward:
+        raise PolicyError(f"four-eyes policy: {steward} requested release {release_id} and cannot approve it; "
+                          "another steward must", "approve --steward")
+
+
 def record_decision(conn: sa.Connection, release_id: int, decision: str, steward: str, comment: str | None) -> None:
-    """Record a steward's decision as the steward role (the database enforces who may write approvals)."""
+    """Record a steward's decision as the steward role (the database enforces who may write approvals, that
+    they are append-only, and the four-eyes policy)."""
     if decision not in ("approved", "rejected"):
         raise TrajpubError(f"decision must be 'approved' or 'rejected', not {decision!r}", "approval")
     if not steward or not steward.strip():
@@ -134,6 +160,8 @@ def record_decision(conn: sa.Connection, release_id: int, decision: str, steward
     if existing:
         raise TrajpubError(f"release {release_id} was already {existing[0]} by {existing[1]}",
                            "governance.approvals")
+    if decision == "approved":
+        check_four_eyes(conn, release_id, steward)
     transition(conn, release_id, decision, f"{decision} by {steward}" + (f": {comment}" if comment else ""))
     conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
     conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward, comment) "

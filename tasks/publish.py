@@ -176,3 +176,50 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
                              "audit": json.loads(json.dumps(audits, default=str)),
                              "approval": json.loads(json.dumps(decision, default=str))})
     return f"published.{main}"
+
+
+def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> list[str]:
+    """Withdraw a published release in one transaction; returns the tables dropped.
+
+    The release's published tables go (with the ``_latest`` views that pointed at them, which are re-created on
+    the newest remaining published release of the same dataset and product, if any). Its lineage events,
+    approval and ledger entries stay: the ε it spent is not given back. The withdrawal is recorded (append-only,
+    written as the steward role) with a lineage OTHER event, and the status becomes ``withdrawn``.
+    """
+    if not steward.strip() or not reason.strip():
+        raise TrajpubError("a withdrawal needs the steward's name and a reason", "withdraw --steward/--reason")
+    with engine.begin() as conn:
+        rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r FOR UPDATE"),
+                           {"r": release_id}).mappings().first()
+        if rel is None:
+            raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
+        if rel["status"] != "published":
+            raise TrajpubError(f"release {release_id} is '{rel['status']}': only a published release can be "
+                               "withdrawn", "governance.releases")
+        q = lambda n: f"published.{quote(conn, n)}"
+        product = (rel["summary"] or {}).get("product", "trajectories")
+        main, companion = table_names(rel["dataset"], release_id)
+        suffixes = {main: "_fragments"} if product == "fragments" else {main: "", companion: "_traj"}
+        for table in suffixes:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {q(table)} CASCADE"))  # and the views on it
+        newest = conn.execute(sa.text(
+            "SELECT release_id FROM governance.releases WHERE dataset = :d AND status = 'published' AND"
+            " release_id <> :r AND coalesce(summary->>'product', 'trajectories') = :p ORDER BY release_id DESC"
+            " LIMIT 1"), {"d": rel["dataset"], "r": release_id, "p": product}).scalar()
+        for table, suffix in suffixes.items():
+            view = f"{rel['dataset']}_latest{suffix}"
+            exists = conn.execute(sa.text("SELECT to_regclass(:v)"), {"v": q(view)}).scalar()
+            if newest is not None and exists is None:
+                target = table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1)
+                conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(target)}"))
+                conn.execute(sa.text(f"GRANT SELECT ON {q(view)} TO trajpub_consumer"))
+        dropped = [f"published.{t}" for t in suffixes]
+        governance.transition(conn, release_id, "withdrawn", f"withdrawn by {steward}: {reason}")
+        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
+        conn.execute(sa.text("INSERT INTO governance.withdrawals (release_id, steward, reason, tables) VALUES"
+                             " (:r, :s, :w, :t)"), {"r": release_id, "s": steward, "w": reason, "t": dropped})
+        conn.execute(sa.text("RESET ROLE"))
+        lineage.emit(conn, release_id, "OTHER", run_id=None, dataset=rel["dataset"],
+                     outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn": True}} for t in dropped],
+                     facets={"withdrawal": {"steward": steward, "reason": reason}})
+    return dropped

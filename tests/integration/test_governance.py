@@ -1,0 +1,147 @@
+"""Steward controls and the budget ledger on the real database: races, four-eyes, append-only, withdrawal."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from tasks import governance
+from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from trajpub.errors import PolicyError
+
+pytestmark = pytest.mark.integration
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).all()
+
+
+@pytest.fixture
+def bare_dataset(engine, dataset_name):
+    """A dataset with governance rows and no points: enough for ledger and approval rules."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
+        conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
+                     {"d": dataset_name})
+    return dataset_name
+
+
+def new_release(engine, dataset: str, requested_by: str = "requester") -> int:
+    with engine.begin() as conn:
+        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
+                                                "requested_by": requested_by, "window_start": None,
+                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
+
+
+def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
+    """20 releases charge ε = 1 at the same moment against a cap of 5.5: exactly 5 are charged."""
+    releases = [new_release(engine, bare_dataset) for _ in range(20)]
+    barrier = threading.Barrier(len(releases), timeout=60)
+    outcomes: dict[int, str] = {}
+    unpooled = sa.create_engine(engine.url, poolclass=sa.pool.NullPool)  # one connection per thread
+
+    def charge(rid: int) -> None:
+        with unpooled.connect() as conn:
+            barrier.wait()
+            try:
+                with conn.begin():
+                    governance.charge_budget(conn, rid, bare_dataset, "prefix_tree", 1.0, 0.0,
+                                             "one trajectory record", 7)
+                outcomes[rid] = "charged"
+            except PolicyError:
+                outcomes[rid] = "refused"
+
+    threads = [threading.Thread(target=charge, args=(rid,)) for rid in releases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(outcomes.values()).count("charged") == 5 and len(outcomes) == 20
+    (spent, n, cap_k), = q(engine, "SELECT sum(epsilon), count(*), min(max_records_per_object) FROM "
+                                   "governance.budget_ledger WHERE dataset = :d", d=bare_dataset)
+    assert (spent, n, cap_k) == (5.0, 5, 7)
+
+
+def test_delta_is_composed_and_capped(engine, bare_dataset):
+    rid = new_release(engine, bare_dataset)
+    with engine.begin() as conn, pytest.raises(PolicyError, match="delta cap 0"):
+        governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE governance.datasets SET delta_cap = 1.5e-6 WHERE dataset = :d"),
+                     {"d": bare_dataset})
+        governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
+    with engine.begin() as conn, pytest.raises(PolicyError, match="needs delta 1e-06"):
+        governance.charge_budget(conn, new_release(engine, bare_dataset), bare_dataset, "m", 1.0, 1e-6, "obj")
+
+
+def test_approvals_need_the_steward_role(engine, bare_dataset):
+    rid = new_release(engine, bare_dataset)
+    for role in ("trajpub_pipeline", "trajpub_consumer"):
+        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            conn.execute(sa.text(f"SET LOCAL ROLE {role}"))
+            conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
+                                 "VALUES (:r, 'approved', 'mallory')"), {"r": rid})
+
+
+def test_append_only_tables_refuse_truncate(engine):
+    for table in ("governance.approvals", "governance.budget_ledger", "governance.withdrawals"):
+        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="append-only"):
+            conn.execute(sa.text(f"TRUNCATE {table} CASCADE"))
+
+
+def test_four_eyes_policy_is_enforced_by_the_database(engine, bare_dataset):
+    rid = new_release(engine, bare_dataset, requested_by="alice")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE governance.releases SET status = 'awaiting_approval' WHERE release_id = :r"),
+                     {"r": rid})
+    assert cli("four-eyes", bare_dataset, "on").returncode == 0
+    with engine.begin() as conn, pytest.raises(PolicyError, match="four-eyes"):
+        governance.record_decision(conn, rid, "approved", "alice", None)
+    # the database refuses it even for a client that skips the check
+    with engine.begin() as conn, pytest.raises(sa.exc.DBAPIError, match="four-eyes policy: alice"):
+        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
+        conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
+                             "VALUES (:r, 'approved', 'alice')"), {"r": rid})
+    refused = cli("approve", str(rid), "--steward", "alice", "--wait", "1")
+    assert refused.returncode == 1 and "four-eyes" in refused.stderr
+    with engine.begin() as conn:
+        governance.record_decision(conn, rid, "approved", "bob", None)
+    assert q(engine, "SELECT steward FROM governance.approvals WHERE release_id = :r", r=rid) == [("bob",)]
+
+
+def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("wd")
+    rids = []
+    for _ in range(2):  # two published releases: withdrawing the newer repoints the views to the older
+        run = start_release(base_spec(dataset), tmp_path)
+        wait_for_status(engine, run, {"awaiting_approval"})
+        assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+        assert run.proc.wait(timeout=120) == 0, run.output()
+        rids.append(run.release_id)
+    old, new = rids
+    ledger_before = q(engine, "SELECT release_id, epsilon FROM governance.budget_ledger WHERE dataset = :d "
+                              "ORDER BY release_id", d=dataset)
+    assert cli("withdraw", str(new), "--steward", "Ada Steward").returncode != 0  # a reason is required
+    out = cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "a point of interest was exposed")
+    assert out.returncode == 0, out.stderr
+    tables = {r[0] for r in q(engine, "SELECT table_name FROM information_schema.tables WHERE "
+                                      "table_schema = 'published' AND table_name LIKE :p", p=f"{dataset}%")}
+    assert f"{dataset}__r{new}" not in tables and f"{dataset}__r{new}_traj" not in tables
+    assert {f"{dataset}__r{old}", f"{dataset}__r{old}_traj"} <= tables
+    assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest") == \
+        q(engine, f"SELECT count(*) FROM published.{dataset}__r{old}")
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r", r=new) == [("withdrawn",)]
+    assert q(engine, "SELECT release_id, epsilon FROM governance.budget_ledger WHERE dataset = :d "
+                     "ORDER BY release_id", d=dataset) == ledger_before
+    events = [r[0] for r in q(engine, "SELECT event_type FROM governance.lineage_events WHERE release_id = :r "
+                                      "ORDER BY event_id", r=new)]
+    assert events == ["START", "COMPLETE", "OTHER"]
+    assert q(engine, "SELECT steward, reason FROM governance.withdrawals WHERE release_id = :r", r=new) == [
+        ("Ada Steward", "a point of interest was exposed")]
+    assert cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "again").returncode == 1
+    with engine.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
+        assert conn.execute(sa.text("SELECT count(*) FROM published.release_lineage WHERE release_id = :r"),
+                            {"r": new}).scalar() == 0
