@@ -18,6 +18,7 @@ from flows.review import StewardDecision, review_markdown
 from tasks import audit, governance, ingest, lineage, prepare, protect, publish, report, validate
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import engine as db_engine
+from tasks.db import release_slot
 from trajpub.errors import TrajpubError
 from trajpub.spec import ReleaseSpec
 
@@ -140,7 +141,8 @@ def release_flow(spec: dict) -> dict:
     release_id = plan(parsed, params)
     print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
     try:
-        with dask_client(parsed.dask_address) as client:
+        with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
+                dask_client(parsed.dask_address) as client:
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
             passed = audit_and_gate(client, parsed, release_id, prepared, result)

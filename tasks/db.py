@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 import sqlalchemy as sa
 
 from trajpub import config
-from trajpub.errors import TrajpubError
+from trajpub.errors import PolicyError, TrajpubError
 
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 MIGRATION_LOCK = 7_420_001  # advisory lock id: one migrator at a time
@@ -25,6 +28,46 @@ def dataset_lock_key(dataset: str) -> int:
     """The advisory-lock key of one dataset: a load into it and a snapshot of it exclude each other (so no point
     id below a snapshot's pin commits after it), while loads into other datasets go on."""
     return int.from_bytes(hashlib.sha256(f"trajpub.dataset.{dataset}".encode()).digest()[:8], "big", signed=True)
+
+
+def release_lock_key(dataset: str) -> int:
+    """The advisory-lock key that lets one release of a dataset compute at a time (distinct from
+    :func:`dataset_lock_key`, so loads and snapshots are not held up by a running release)."""
+    return dataset_lock_key(f"release:{dataset}")
+
+
+@contextmanager
+def release_slot(eng: sa.Engine, dataset: str, timeout_s: float, poll_s: float = 1.0,
+                 say=lambda message: None) -> Iterator[None]:
+    """Hold the dataset's release slot: a session advisory lock on a connection of its own, so that a crashed
+    flow process (or a lost connection) frees it at once. Waits up to ``timeout_s``, then fails saying which
+    releases of the dataset are running."""
+    with eng.connect() as conn:
+        key = release_lock_key(dataset)
+        deadline = time.monotonic() + timeout_s
+        said = False
+        while not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
+            conn.commit()
+            if time.monotonic() > deadline:
+                running = conn.execute(sa.text(
+                    "SELECT string_agg(release_id::text, ', ' ORDER BY release_id) FROM governance.releases"
+                    " WHERE dataset = :d AND status IN ('planned', 'validated', 'protected', 'audited')"),
+                    {"d": dataset}).scalar()
+                raise PolicyError(f"another release of dataset '{dataset}' (release {running or '?'}) is running; "
+                                  f"waited {timeout_s:g} s", "queue_timeout_s")
+            if not said:
+                say(f"waiting for the running release of dataset '{dataset}' to finish its computation")
+                said = True
+            time.sleep(poll_s)
+        conn.commit()
+        try:
+            yield
+        finally:
+            try:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                conn.commit()
+            except sa.exc.DBAPIError:  # the connection is gone, and the lock with it
+                pass
 
 
 def migrations() -> list[tuple[int, str, str]]:

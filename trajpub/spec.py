@@ -93,7 +93,12 @@ class PrepareSpec:
 
 @dataclass(frozen=True)
 class ReleaseSpec:
-    """One governed release: dataset, snapshot window, public bbox, mechanism, policies."""
+    """One governed release: dataset, snapshot window, public bbox, mechanism, policies.
+
+    ``queue_timeout_s``: how long the release waits while another release of the same dataset is being
+    computed (one at a time per dataset) before it fails; ``approval_timeout_s``: how long the flow waits for
+    the steward (the release then stays awaiting approval).
+    """
 
     dataset: str
     bbox: tuple[float, float, float, float]
@@ -106,6 +111,7 @@ class ReleaseSpec:
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
     gate_policy: dict | str | None = None
     approval_timeout_s: float = 3600.0
+    queue_timeout_s: float = 3600.0
     dask_address: str | None = None
     seed: int | None = None
 
@@ -114,8 +120,9 @@ class ReleaseSpec:
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
-        if not self.approval_timeout_s > 0:
-            raise ParameterError("approval_timeout_s must be positive", "approval_timeout_s")
+        for name in ("approval_timeout_s", "queue_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ParameterError(f"{name} must be positive", name)
         if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":
             raise ParameterError("a fixed random seed is allowed only in test mode (TRAJPUB_TEST_MODE=1): "
                                  "a seed and the output give the noise back", "seed")

@@ -145,3 +145,25 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
     with engine.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
         assert conn.execute(sa.text("SELECT count(*) FROM published.release_lineage WHERE release_id = :r"),
                             {"r": new}).scalar() == 0
+
+
+def test_one_release_per_dataset_computes_at_a_time(engine, loaded_tdrive, tmp_path):
+    """While another release holds the dataset's slot, a new one waits in 'planned' (and fails with a clear
+    reason when its queue timeout passes); once the slot is free it goes on."""
+    from tasks.db import release_slot
+    from tests.integration.conftest import wait_until
+
+    dataset = loaded_tdrive("slot")
+    with release_slot(engine, dataset, timeout_s=5):
+        impatient = start_release(base_spec(dataset, queue_timeout_s=2), tmp_path)
+        assert impatient.proc.wait(timeout=120) != 0
+        (status, reason), = q(engine, "SELECT status, failure_reason FROM governance.releases WHERE "
+                                      "release_id = :r", r=impatient.release_id)
+        assert status == "failed" and f"another release of dataset '{dataset}'" in reason
+        patient = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path)
+        wait_until(lambda: "waiting for the running release" in patient.output(), 120, "the release to queue")
+        assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+                 r=patient.release_id) == [("planned",)]
+    assert patient.proc.wait(timeout=240) == 0, patient.output()
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+             r=patient.release_id) == [("awaiting_approval",)]
