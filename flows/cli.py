@@ -366,6 +366,33 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
     serve(spec_file, name, cron, timezone)
 
 
+@main.command("backfill")
+@click.argument("deployment")
+@click.option("--start", "start", required=True, help="First window's start (ISO date or time, UTC).")
+@click.option("--end", "end", required=True, help="End of the last window (exclusive).")
+@click.option("--every", default="1d", show_default=True, help="Window length: Nd or Nh.")
+@click.option("--dataset", help="Release this dataset instead of the deployment's.")
+@click.option("--requested-by", help="Who asks for the backfill (recorded with each release).")
+def backfill_command(deployment: str, start: str, end: str, every: str, dataset: str | None,
+                     requested_by: str | None) -> None:
+    """Start DEPLOYMENT (e.g. release/tdrive-weekly) once per past window, each a governed release."""
+    import re
+    from datetime import timedelta
+
+    from flows.deploy import backfill
+    from trajpub.spec import parse_utc
+
+    m = re.fullmatch(r"(\d+)([dh])", every)
+    if not m:
+        raise TrajpubError(f"--every must look like 1d or 6h, got {every!r}", "backfill --every")
+    step = timedelta(**{"days" if m.group(2) == "d" else "hours": int(m.group(1))})
+    overrides = {k: v for k, v in (("dataset", dataset), ("requested_by", requested_by)) if v}
+    runs = backfill(deployment, parse_utc(start, "backfill --start"), parse_utc(end, "backfill --end"), step,
+                    overrides)
+    for run_id, ws, we in runs:
+        click.echo(f"flow run {run_id}: window {ws.isoformat()} .. {we.isoformat()}")
+
+
 # --- budget ---------------------------------------------------------------------------------------------------
 @main.group()
 def budget() -> None:

@@ -36,7 +36,8 @@ def validate_dataset_name(name: str, where: str = "dataset") -> str:
     return name
 
 
-def _utc(value: Any, where: str) -> datetime | None:
+def parse_utc(value: Any, where: str) -> datetime | None:
+    """An ISO date or time (or a YAML date) as an aware UTC datetime; naive values are taken as UTC."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -150,7 +151,7 @@ class ReleaseSpec:
                 _check_keys(sub, data[key], key)
                 data[key] = sub(**data[key])
         for key in ("window_start", "window_end"):
-            data[key] = _utc(data.get(key), key)
+            data[key] = parse_utc(data.get(key), key)
         return cls(**data)
 
     def to_record(self) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -72,3 +73,58 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
             "SELECT r.status, l.epsilon FROM governance.releases r JOIN governance.budget_ledger l USING "
             "(release_id) WHERE release_id = :r"), {"r": row.release_id}).one()
     assert (status, eps) == ("published", 0.5)
+
+
+@pytest.fixture(scope="module")
+def yaml_deployments():
+    """The deployments of prefect.yaml, registered with `prefect deploy --all`, and a process worker."""
+    from trajpub.config import PROJECT_ROOT
+
+    prefect = str(Path(TRAJPUB).with_name("prefect"))
+    env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
+    for args in (["work-pool", "create", "trajpub", "--type", "process", "--overwrite"],
+                 ["--no-prompt", "deploy", "--all"]):
+        done = subprocess.run([prefect, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "trajpub"], cwd=PROJECT_ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    yield
+    worker.terminate()
+    worker.wait(timeout=60)
+
+
+def test_prefect_yaml_deployments_have_cron_schedules_and_time_zones(yaml_deployments):
+    with get_client(sync_client=True) as client:
+        weekly = client.read_deployment_by_name("release/tdrive-weekly")
+        monthly = client.read_deployment_by_name("release/tdrive-fgs-monthly")
+    assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in weekly.schedules] == [
+        ("0 3 * * 1", "Asia/Shanghai", True)]
+    assert [(s.schedule.cron, s.schedule.timezone) for s in monthly.schedules] == [("0 4 1 * *", "Asia/Shanghai")]
+    assert (weekly.work_pool_name, weekly.parameters["spec"]["mechanism"]) == ("trajpub", "prefix_tree")
+
+
+def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdrive, yaml_deployments):
+    dataset = loaded_tdrive("bf")
+    out = cli("backfill", "release/tdrive-weekly", "--dataset", dataset, "--start", "2008-02-03",
+              "--end", "2008-02-05", "--every", "1d", "--requested-by", "backfill-operator")
+    assert out.returncode == 0, out.stderr
+    run_ids = [line.split()[2].rstrip(":") for line in out.stdout.splitlines() if line.startswith("flow run")]
+    assert len(run_ids) == 2
+
+    def releases():
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT release_id, status, window_start, window_end, requested_by FROM governance.releases"
+                " WHERE flow_run_id = ANY(CAST(:ids AS uuid[])) ORDER BY window_start"), {"ids": run_ids}).all()
+        return rows if len(rows) == 2 and all(r.status in ("awaiting_approval", "failed", "blocked")
+                                              for r in rows) else None
+
+    rows = wait_until(releases, 480, "both backfilled releases to reach the steward")
+    assert [r.status for r in rows] == ["awaiting_approval"] * 2, rows
+    assert [(r.window_start.date().isoformat(), r.window_end.date().isoformat()) for r in rows] == [
+        ("2008-02-03", "2008-02-04"), ("2008-02-04", "2008-02-05")]
+    assert {r.requested_by for r in rows} == {"backfill-operator"}
+    for r in rows:  # end the waiting runs
+        done = cli("reject", str(r.release_id), "--steward", "Ada Steward", "--comment", "backfill test")
+        assert done.returncode == 0, done.stderr
