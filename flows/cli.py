@@ -366,6 +366,28 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
     serve(spec_file, name, cron, timezone)
 
 
+@main.command()
+@click.option("--dataset", help="Only this dataset's releases.")
+def recover(dataset: str | None) -> None:
+    """After a crash: mark releases whose flow process died mid-computation as failed (saying so), and publish
+    approved releases whose publication was interrupted. Safe to run at any time."""
+    import sqlalchemy as sa
+
+    from flows.release import publish_approved_flow, recover_interrupted
+
+    failed = recover_interrupted(dataset)
+    with _engine().connect() as conn:
+        approved = list(conn.execute(sa.text(
+            "SELECT release_id FROM governance.releases WHERE status = 'approved' AND"
+            " (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"), {"d": dataset}).scalars())
+    for rid in approved:
+        outcome = publish_approved_flow(release_id=rid)
+        click.echo(f"release {rid} was approved but not published; now {outcome['status']}: {outcome['table']}")
+    click.echo(f"recovered: {len(failed)} interrupted release(s) marked failed"
+               + (f" ({', '.join(map(str, failed))})" if failed else "")
+               + f", {len(approved)} approved release(s) published")
+
+
 @main.command("backfill")
 @click.argument("deployment")
 @click.option("--start", "start", required=True, help="First window's start (ISO date or time, UTC).")

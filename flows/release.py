@@ -6,19 +6,20 @@ emits a lineage FAIL event, and nothing is published.
 
 from __future__ import annotations
 
+import httpx
 import numpy as np
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.exceptions import FlowPauseTimeout
+from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
 from prefect.flow_runs import pause_flow_run
 from prefect.runtime import flow_run
 
 from flows.review import StewardDecision, review_markdown
 from tasks import audit, governance, ingest, lineage, prepare, protect, publish, report, validate
 from tasks.dask_cluster import dask_client, n_workers
+from tasks.db import alive_lock_key, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
-from tasks.db import release_slot
 from trajpub.errors import TrajpubError
 from trajpub.spec import ReleaseSpec
 
@@ -35,8 +36,8 @@ def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
 def plan(spec: ReleaseSpec, params) -> int:
     """Check the budget before any data is read; record the release."""
     guarantee = protect.adapter(spec.mechanism).guarantee(params)
-    eng = db_engine()
-    with eng.begin() as conn:
+
+    def record(conn) -> int:
         governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0, guarantee.delta)
         release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
@@ -44,31 +45,37 @@ def plan(spec: ReleaseSpec, params) -> int:
                      inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
                              "guarantee": guarantee.to_dict(), "spec": spec.to_record()})
-    return release_id
+        return release_id
+
+    return transaction(record, "plan", say=print)
 
 
 @step
 def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     eng = db_engine()
     warming = validate.warm_up_workers(client)  # overlaps the GX import with the snapshot
-    snapshot, objects = ingest.take_snapshot(eng, spec.dataset, spec.window_start, spec.window_end)
+    snapshot, objects = with_retries(lambda: ingest.take_snapshot(eng, spec.dataset, spec.window_start,
+                                                                  spec.window_end), "snapshot", say=print)
     print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
     partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
     client.gather(warming)
     clean, quarantined, report = validate.validate(client, partitions, spec)
-    with eng.begin() as conn:
+    def record(conn) -> None:
         governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
                                   snapshot_points=snapshot.n_points)
         governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
         validate.store(conn, release_id, spec.dataset, quarantined, report)
+
+    transaction(record, "store the validation", say=print)
     create_table_artifact(key=f"validation-r{release_id}", table=report["expectations"],
                           description=f"Release {release_id}: raw-point validation ({report['n_quarantined']} of "
                                       f"{report['n_rows']} points quarantined)")
     print(f"validation: {report['n_quarantined']} of {report['n_rows']} points quarantined "
           f"({report['n_integrity']} invalid, {report['n_duplicate']} exact duplicates)")
     validate.enforce_policy(report)
-    with eng.begin() as conn:
-        governance.transition(conn, release_id, "validated", f"{report['n_quarantined']} points quarantined")
+    transaction(lambda conn: governance.transition(conn, release_id, "validated",
+                                                   f"{report['n_quarantined']} points quarantined"),
+                "validated", say=print)
     return clean
 
 
@@ -81,18 +88,23 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
     if stats["trajectories"] == 0:
         raise TrajpubError("no trajectory is left after preparation", "prepare")
     guarantee = mech.guarantee(params)
-    eng = db_engine()
-    with eng.begin() as conn:  # charged before the mechanism touches the data, whether or not it is published
+
+    def charge(conn) -> None:  # before the mechanism touches the data, whether or not it is published
         governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
                                  guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
         governance.merge_summary(conn, release_id, {"prepare": stats})
+
+    transaction(charge, "charge the budget", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
     result = mech.run(client, prepared, spec.grid, params, rng)
-    with eng.begin() as conn:
+
+    def stage(conn) -> None:
         publish.stage(conn, release_id, result)
         governance.merge_summary(conn, release_id, {"mechanism": result.metadata, "product": result.product})
         governance.transition(conn, release_id, "protected",
                               f"{result.metadata.get('released_records')} records released")
+
+    transaction(stage, "stage the candidate", say=print)
     print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
     return prepared, result
 
@@ -101,15 +113,15 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result) -> bool:
     raw = audit.gather_raw(client, prepared)
     outcome = audit.run(raw, result.points, spec, protect.adapter(spec.mechanism).release_kind)
-    eng = db_engine()
-    with eng.begin() as conn:
+    def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)
         governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
         if outcome.decision.blocked:
             governance.transition(conn, release_id, "blocked", reasons)
-        path = report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
-    print(f"review report: {path}")
+        return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
+
+    print(f"review report: {transaction(record, 'record the audit', say=print)}")
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
@@ -136,13 +148,19 @@ def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
 @flow(name="release", log_prints=True)
 def release_flow(spec: dict) -> dict:
     """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
-    logger = get_run_logger()
     parsed, params = parse_spec(spec)
-    release_id = plan(parsed, params)
-    print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
+    # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
+    with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
+        release_id = plan(parsed, params)
+        print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
+        return govern(parsed, params, release_id)
+
+
+def govern(parsed: ReleaseSpec, params, release_id: int) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
+            recover_interrupted(parsed.dataset)
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
             passed = audit_and_gate(client, parsed, release_id, prepared, result)
@@ -158,9 +176,31 @@ def release_flow(spec: dict) -> dict:
         fail(release_id, parsed.dataset, exc)
         raise
     if decision is None:
-        logger.warning("no decision before the timeout: the release stays awaiting_approval")
+        get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
         return {"release_id": release_id, "status": "awaiting_approval"}
     return apply_decision(release_id, decision.decision, decision.steward, decision.comment)
+
+
+def recover_interrupted(dataset: str | None = None) -> list[int]:
+    """Mark the releases whose flow process died mid-computation as failed, saying so (with the Prefect flow
+    run's final state when the server knows it); returns their ids."""
+    from prefect.client.orchestration import get_client
+
+    def sweep(conn) -> list[dict]:
+        found = governance.interrupted_releases(conn, dataset)
+        for rel in found:
+            try:
+                with get_client(sync_client=True) as client:
+                    state = client.read_flow_run(rel["flow_run_id"]).state
+                detail = (f"flow run state {state.type.value}" + (f": {state.message}" if state.message else "")
+                          if state else "")
+            except (ObjectNotFound, httpx.HTTPError) as exc:  # the server does not know it: recover anyway
+                detail = f"flow run state unknown ({type(exc).__name__})"
+            governance.mark_interrupted(conn, rel, detail)
+            print(f"release {rel['release_id']} was interrupted while '{rel['status']}'; marked failed")
+        return found
+
+    return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]
 
 
 def apply_decision(release_id: int, decision: str, steward: str, comment: str | None) -> dict:

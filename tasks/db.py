@@ -5,15 +5,18 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import TypeVar
 
+import psycopg
 import sqlalchemy as sa
 
 from trajpub import config
 from trajpub.errors import PolicyError, TrajpubError
 
+T = TypeVar("T")
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 MIGRATION_LOCK = 7_420_001  # advisory lock id: one migrator at a time
 
@@ -24,40 +27,49 @@ def engine(url: str | None = None) -> sa.Engine:
     return sa.create_engine(url or config.database_url(), pool_pre_ping=True, future=True)
 
 
+def lock_key(name: str) -> int:
+    """A 64-bit advisory-lock key for a name."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
 def dataset_lock_key(dataset: str) -> int:
     """The advisory-lock key of one dataset: a load into it and a snapshot of it exclude each other (so no point
     id below a snapshot's pin commits after it), while loads into other datasets go on."""
-    return int.from_bytes(hashlib.sha256(f"trajpub.dataset.{dataset}".encode()).digest()[:8], "big", signed=True)
+    return lock_key(f"trajpub.dataset.{dataset}")
 
 
 def release_lock_key(dataset: str) -> int:
     """The advisory-lock key that lets one release of a dataset compute at a time (distinct from
     :func:`dataset_lock_key`, so loads and snapshots are not held up by a running release)."""
-    return dataset_lock_key(f"release:{dataset}")
+    return lock_key(f"trajpub.dataset.release:{dataset}")
+
+
+def alive_lock_key(flow_run_id: str) -> int:
+    """The advisory-lock key a release's flow process holds while it runs (from before it records the release
+    until it ends): free means the process is gone."""
+    return lock_key(f"trajpub.flow-run-alive.{flow_run_id}")
+
+
+class LockTimeout(Exception):
+    """A session lock was not free within its timeout."""
 
 
 @contextmanager
-def release_slot(eng: sa.Engine, dataset: str, timeout_s: float, poll_s: float = 1.0,
-                 say=lambda message: None) -> Iterator[None]:
-    """Hold the dataset's release slot: a session advisory lock on a connection of its own, so that a crashed
-    flow process (or a lost connection) frees it at once. Waits up to ``timeout_s``, then fails saying which
-    releases of the dataset are running."""
+def session_lock(eng: sa.Engine, key: int, timeout_s: float = 0.0, poll_s: float = 1.0,
+                 on_wait=lambda: None) -> Iterator[None]:
+    """Hold a session advisory lock on a connection of its own, so that a crashed process (or a lost
+    connection) frees it at once. Polls up to ``timeout_s`` (calling ``on_wait`` once), then raises
+    :class:`LockTimeout`."""
     with eng.connect() as conn:
-        key = release_lock_key(dataset)
         deadline = time.monotonic() + timeout_s
-        said = False
+        waited = False
         while not conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
             conn.commit()
-            if time.monotonic() > deadline:
-                running = conn.execute(sa.text(
-                    "SELECT string_agg(release_id::text, ', ' ORDER BY release_id) FROM governance.releases"
-                    " WHERE dataset = :d AND status IN ('planned', 'validated', 'protected', 'audited')"),
-                    {"d": dataset}).scalar()
-                raise PolicyError(f"another release of dataset '{dataset}' (release {running or '?'}) is running; "
-                                  f"waited {timeout_s:g} s", "queue_timeout_s")
-            if not said:
-                say(f"waiting for the running release of dataset '{dataset}' to finish its computation")
-                said = True
+            if time.monotonic() >= deadline:
+                raise LockTimeout(key)
+            if not waited:
+                on_wait()
+                waited = True
             time.sleep(poll_s)
         conn.commit()
         try:
@@ -68,6 +80,86 @@ def release_slot(eng: sa.Engine, dataset: str, timeout_s: float, poll_s: float =
                 conn.commit()
             except sa.exc.DBAPIError:  # the connection is gone, and the lock with it
                 pass
+
+
+def lock_is_held(conn: sa.Connection, key: int) -> bool:
+    """Whether some other session holds the advisory lock ``key`` (checked by trying it)."""
+    free = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar()
+    if free:
+        conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+    return not free
+
+
+@contextmanager
+def release_slot(eng: sa.Engine, dataset: str, timeout_s: float, poll_s: float = 1.0,
+                 say=lambda message: None) -> Iterator[None]:
+    """Hold the dataset's release slot (one release of a dataset computes at a time). Waits up to ``timeout_s``,
+    then fails saying which releases of the dataset are running."""
+    key = release_lock_key(dataset)
+    try:
+        with session_lock(eng, key, timeout_s, poll_s, on_wait=lambda: say(
+                f"waiting for the running release of dataset '{dataset}' to finish its computation")):
+            yield
+    except LockTimeout as exc:
+        if exc.args != (key,):
+            raise
+        with eng.connect() as conn:
+            running = conn.execute(sa.text(
+                "SELECT string_agg(release_id::text, ', ' ORDER BY release_id) FROM governance.releases"
+                " WHERE dataset = :d AND status IN ('planned', 'validated', 'protected', 'audited')"),
+                {"d": dataset}).scalar()
+        raise PolicyError(f"another release of dataset '{dataset}' (release {running or '?'}) is running; "
+                          f"waited {timeout_s:g} s", "queue_timeout_s") from None
+
+
+TRANSIENT_SQLSTATES = {
+    "40001",  # serialization_failure
+    "40P01",  # deadlock_detected
+    "55P03",  # lock_not_available
+    "57P01",  # admin_shutdown (the server is stopping)
+    "57P02",  # crash_shutdown
+    "57P03",  # cannot_connect_now (the server is starting)
+}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A database error worth retrying: a lost or refused connection, a server restart, a serialization failure
+    or deadlock. Errors in the statement or the data (syntax, constraint, permission) are permanent."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig
+    if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, psycopg.errors.QueryCanceled):
+        return True  # connection refused / terminated, server shutting down or starting
+    return getattr(exc, "sqlstate", None) in TRANSIENT_SQLSTATES
+
+
+def with_retries(fn: Callable[[], T], what: str, attempts: int = 6, first_delay_s: float = 0.5,
+                 say=lambda message: None) -> T:
+    """``fn()``, retried with exponential backoff (0.5, 1, 2, 4, 8 s: about 15 s in all) while it fails with a
+    transient database error; a permanent error, or the last transient one, is raised at once. ``fn`` must be
+    one transaction (it either committed or left nothing)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn()
+        except Exception as exc:
+            if attempt == attempts or not is_transient(exc):
+                raise
+            delay = first_delay_s * 2 ** (attempt - 1)
+            say(f"{what}: transient database error ({type(exc).__name__}); retry {attempt} in {delay:g} s")
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def transaction(body: Callable[[sa.Connection], T], what: str, eng: sa.Engine | None = None,
+                say=lambda message: None) -> T:
+    """``body(conn)`` in one transaction, the whole transaction retried on transient errors
+    (:func:`with_retries`)."""
+    def attempt() -> T:
+        with (eng or engine()).begin() as conn:
+            return body(conn)
+
+    return with_retries(attempt, what, say=say)
 
 
 def migrations() -> list[tuple[int, str, str]]:

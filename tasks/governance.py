@@ -7,6 +7,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from tasks import lineage
+from tasks.db import alive_lock_key, lock_is_held
 from trajpub.errors import PolicyError, TrajpubError
 
 # planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
@@ -173,3 +175,27 @@ def approval(conn: sa.Connection, release_id: int) -> dict | None:
     row = conn.execute(sa.text("SELECT decision, steward, comment, decided_at FROM governance.approvals "
                                "WHERE release_id = :r"), {"r": release_id}).mappings().first()
     return dict(row) if row else None
+
+
+COMPUTING = ("planned", "validated", "protected", "audited")
+
+
+def interrupted_releases(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
+    """Releases left computing by a flow process that is gone: their status is one of :data:`COMPUTING` and
+    nobody holds their flow run's alive lock (:func:`tasks.db.alive_lock_key`, held by the flow from before it
+    records the release until it ends)."""
+    rows = conn.execute(sa.text(
+        "SELECT release_id, dataset, status, flow_run_id FROM governance.releases WHERE status = ANY(:s)"
+        " AND flow_run_id IS NOT NULL AND (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"),
+        {"s": list(COMPUTING), "d": dataset}).mappings().all()
+    return [dict(r) for r in rows if not lock_is_held(conn, alive_lock_key(str(r["flow_run_id"])))]
+
+
+def mark_interrupted(conn: sa.Connection, release: dict, detail: str = "") -> None:
+    """Record that a release's flow process ended during ``release['status']``: status failed, lineage FAIL.
+    Its ledger charge (if any) stays: the mechanism may have run."""
+    reason = (f"interrupted while '{release['status']}': the flow process (flow run {release['flow_run_id']}) "
+              f"ended without recording an outcome{'; ' + detail if detail else ''}")
+    transition(conn, release["release_id"], "failed", reason)
+    lineage.emit(conn, release["release_id"], "FAIL", run_id=str(release["flow_run_id"]),
+                 dataset=release["dataset"], facets={"error": {"message": reason, "type": "Interrupted"}})

@@ -12,7 +12,7 @@ import psycopg
 import sqlalchemy as sa
 from distributed import Client, Future
 
-from tasks.db import dataset_lock_key
+from tasks.db import dataset_lock_key, with_retries
 from trajpub.errors import InputError
 
 HASH_BLOCK = 1_000_000
@@ -91,7 +91,12 @@ def partition_objects(objects: list[tuple[str, int]], n_partitions: int) -> list
 
 
 def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
-    """Runs on a Dask worker: read one partition's points straight from PostGIS, in file order per object."""
+    """Runs on a Dask worker: read one partition's points straight from PostGIS, in file order per object
+    (retried on transient database errors)."""
+    return with_retries(lambda: _read_partition(dsn, snapshot_params, object_ids), "read partition")
+
+
+def _read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
     with psycopg.connect(dsn) as conn:
         cur = conn.execute(
             "SELECT point_id, source_id, source_line, object_id, t, ST_X(geom) AS lon, ST_Y(geom) AS lat"

@@ -1,0 +1,154 @@
+"""Faults during a release: the flow process killed during protect and during publish, PostgreSQL stopped
+mid-run, a Dask worker killed. In each case nothing partial is published, the release records what happened, and
+re-running (or `trajpub recover`) completes it."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+
+import psutil
+import pytest
+import sqlalchemy as sa
+
+from tests.integration.conftest import base_spec, cli, start_release, wait_for_status, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).all()
+
+
+def published_tables(engine, dataset: str) -> set[str]:
+    return {r[0] for r in q(engine, "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+                                    " AND table_schema = "
+                                    "'published' AND table_name LIKE :p", p=f"{dataset}%")}
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and all its descendants (the CLI, its Dask nannies and workers): a crash."""
+    root = psutil.Process(pid)
+    for proc in [*root.children(recursive=True), root]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.send_signal(signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def dataset_row_locked(engine, dataset: str):
+    """Hold the dataset's governance row: a release blocks in its budget charge, the first step of protect."""
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT 1 FROM governance.datasets WHERE dataset = :d FOR NO KEY UPDATE"),
+                     {"d": dataset})  # the charge (FOR UPDATE) waits; new releases (FK: KEY SHARE) do not
+        yield
+        with contextlib.suppress(sa.exc.DBAPIError):  # the server may have been stopped meanwhile
+            conn.rollback()
+
+
+def waiting_on_lock(engine, query_fragment: str) -> bool:
+    return bool(q(engine, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+                          "query LIKE :f", f=f"%{query_fragment}%")[0][0])
+
+
+def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("killp")
+    with dataset_row_locked(engine, dataset):
+        run = start_release(base_spec(dataset), tmp_path)
+        wait_for_status(engine, run, {"validated"})
+        wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+        kill_tree(run.proc.pid)
+        run.proc.wait(timeout=30)
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("validated",)]
+    out = cli("recover", "--dataset", dataset)
+    assert out.returncode == 0, out.stderr
+    assert f"1 interrupted release(s) marked failed ({run.release_id})" in out.stdout
+    (status, reason), = q(engine, "SELECT status, failure_reason FROM governance.releases WHERE release_id = :r",
+                          r=run.release_id)
+    assert status == "failed" and "interrupted while 'validated'" in reason
+    assert published_tables(engine, dataset) == set()
+    assert q(engine, "SELECT event_type FROM governance.lineage_events WHERE release_id = :r ORDER BY event_id",
+             r=run.release_id) == [("START",), ("FAIL",)]
+    rerun = start_release(base_spec(dataset), tmp_path)
+    wait_for_status(engine, rerun, {"awaiting_approval"})
+    assert cli("approve", str(rerun.release_id), "--steward", "Ada Steward").returncode == 0
+    assert rerun.proc.wait(timeout=120) == 0
+    assert published_tables(engine, dataset) == {f"{dataset}__r{rerun.release_id}",
+                                                 f"{dataset}__r{rerun.release_id}_traj"}
+
+
+def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("killpub")
+    run = start_release(base_spec(dataset), tmp_path)
+    wait_for_status(engine, run, {"awaiting_approval"})
+    with engine.connect() as blocker:
+        # publish writes its tables, then blocks on its lineage event; the process dies there
+        blocker.execute(sa.text("LOCK TABLE governance.lineage_events IN SHARE MODE"))
+        approve = cli("approve", str(run.release_id), "--steward", "Ada Steward", "--wait", "1")
+        assert approve.returncode == 0, approve.stderr
+        wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.lineage_events"), 120,
+                   "publish to block on the lineage event")
+        kill_tree(run.proc.pid)
+        run.proc.wait(timeout=30)
+        blocker.rollback()
+    wait_until(lambda: not waiting_on_lock(engine, "INSERT INTO governance.lineage_events"), 60,
+               "the dead publish transaction to end")
+    assert published_tables(engine, dataset) == set()
+    assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("approved", None)]
+    out = cli("recover", "--dataset", dataset)
+    assert out.returncode == 0, out.stderr
+    assert f"release {run.release_id} was approved but not published; now published" in out.stdout
+    assert published_tables(engine, dataset) == {f"{dataset}__r{run.release_id}",
+                                                 f"{dataset}__r{run.release_id}_traj"}
+
+
+def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("pgstop")
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+    try:
+        with dataset_row_locked(engine, dataset):
+            wait_for_status(engine, run, {"validated"})
+            wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+            down = cli("db", "down")
+            assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+    finally:
+        up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
+    assert up.returncode == 0, up.stderr
+    assert run.proc.wait(timeout=300) == 0, run.output()
+    assert "charge the budget: transient database error" in run.output()
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("awaiting_approval",)]
+    assert q(engine, "SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r",
+             r=run.release_id) == [(1,)]
+
+
+def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("worker")
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+
+    def workers() -> list[psutil.Process]:
+        found = []
+        for p in psutil.Process(run.proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):  # the killed one, reaped
+                if p.status() != psutil.STATUS_ZOMBIE and any("spawn_main" in a for a in p.cmdline()) \
+                        and not p.children():
+                    found.append(p)
+        return found
+
+    with dataset_row_locked(engine, dataset):  # the prepared partitions sit in worker memory
+        wait_for_status(engine, run, {"validated"})
+        wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+        before = workers()
+        assert before, "no Dask worker process found"
+        before[0].send_signal(signal.SIGKILL)
+        # the nanny starts a new worker; the lost partitions are recomputed from PostGIS when protect needs them
+        wait_until(lambda: len(workers()) == len(before) and before[0].pid not in {p.pid for p in workers()},
+                   120, "the nanny to replace the worker")
+    assert run.proc.wait(timeout=300) == 0, run.output()
+    (status, summary), = q(engine, "SELECT status, summary FROM governance.releases WHERE release_id = :r",
+                           r=run.release_id)
+    assert status == "awaiting_approval"
+    n_raw = q(engine, "SELECT count(*) FROM raw.points WHERE dataset = :d", d=dataset)[0][0]
+    assert summary["snapshot"]["n_points"] == n_raw and summary["prepare"]["trajectories"] > 0
