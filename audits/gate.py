@@ -19,59 +19,118 @@ from typing import Any
 
 import yaml
 
+from audits.registry import ATTACKS, RELEASE_KINDS, build_attack
 from audits.result import AttackResult
-from audits.signature_linkage import SYNTHETIC_NAME, TRUTHFUL_NAME
 from audits.utility import UTILITY_METRICS
 from trajpub.errors import ParameterError
 
-KNOWN_ATTACKS = frozenset({TRUTHFUL_NAME, SYNTHETIC_NAME})
+KNOWN_ATTACKS = frozenset(ATTACKS)
 """Attack names a policy may set thresholds for: a misspelt name must fail loudly, never gate nothing."""
+DECISION_RULES = ("block_if_any",)
 
 
 @dataclass(frozen=True)
 class GatePolicy:
-    """Per-attack ceilings on risk, and optional ceilings on utility errors.
+    """Which attacks run, each one's ceiling on risk and its parameters, and optional ceilings on utility errors.
 
-    ``max_risk``: attack name -> the largest acceptable baseline-corrected risk, in [0, 1]; at least one.
+    ``max_risk``: attack name (:data:`audits.registry.ATTACKS`) -> the largest acceptable baseline-corrected
+    risk, in [0, 1]; at least one. An attack runs on a release when the registry says it applies to the
+    release's kind (truthful, synthetic, aggregate) and, if ``products`` lists kinds for it, the kind is listed.
+    ``attack_params``: attack name -> its parameters (checked by building the attack).
     ``max_utility_error``: utility metric name (:data:`audits.utility.UTILITY_METRICS`) -> the largest
     acceptable value; every metric listed must be reported to :func:`evaluate_gate`.
+    ``timeout_s``: how long one attack may run; an attack that errors or runs out of time blocks the release.
+    ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
+    ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails, any listed utility
+    metric exceeds its ceiling or is missing, or no attack applies).
 
     In YAML (see ``audits/policies/default.yaml``)::
 
+        version: 2
+        decision: block_if_any
+        timeout_s: 300
         attacks:
           signature_linkage: {max_risk: 0.2}
+          home_work: {max_risk: 0.3, params: {timezone: Asia/Shanghai}, products: [truthful]}
         utility:
           density_jsd: {max: 0.3}
     """
 
     max_risk: Mapping[str, float]
     max_utility_error: Mapping[str, float] = field(default_factory=dict)
+    attack_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    attack_products: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    timeout_s: float = 300.0
+    version: int = 1
+    decision: str = "block_if_any"
 
     def __post_init__(self) -> None:
         if not self.max_risk:
             raise ParameterError("a gate policy needs at least one attack threshold", "gate policy: attacks")
         _check_names(self.max_risk, KNOWN_ATTACKS, "gate policy: attacks")
+        _check_names(self.attack_params, set(self.max_risk), "gate policy: attacks (params)")
+        _check_names(self.attack_products, set(self.max_risk), "gate policy: attacks (products)")
         _check_names(self.max_utility_error, UTILITY_METRICS, "gate policy: utility")
         for name, limit in self.max_risk.items():
             if not (_is_number(limit) and 0 <= limit <= 1):
                 raise ParameterError(f"max_risk must be a number in [0, 1], got {limit!r}",
                                      f"gate policy: attacks.{name}")
+        for name, params in self.attack_params.items():
+            if not isinstance(params, Mapping):
+                raise ParameterError(f"params must be a mapping, got {params!r}", f"gate policy: attacks.{name}")
+            build_attack(name, params)  # unknown or invalid parameters fail here, not at audit time
+        for name, kinds in self.attack_products.items():
+            bad = [k for k in kinds if k not in RELEASE_KINDS]
+            if bad or not kinds:
+                raise ParameterError(f"products must be a non-empty list of {', '.join(RELEASE_KINDS)}, got "
+                                     f"{list(kinds)!r}", f"gate policy: attacks.{name}.products")
         for name, limit in self.max_utility_error.items():
             if not (_is_number(limit) and limit >= 0):
                 raise ParameterError(f"max must be a non-negative number, got {limit!r}",
                                      f"gate policy: utility.{name}")
-        object.__setattr__(self, "max_risk", MappingProxyType(dict(self.max_risk)))
-        object.__setattr__(self, "max_utility_error", MappingProxyType(dict(self.max_utility_error)))
+        if not (_is_number(self.timeout_s) and self.timeout_s > 0):
+            raise ParameterError(f"timeout_s must be a positive number, got {self.timeout_s!r}",
+                                 "gate policy: timeout_s")
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+            raise ParameterError(f"version must be a positive integer, got {self.version!r}", "gate policy: version")
+        if self.decision not in DECISION_RULES:
+            raise ParameterError(f"decision must be one of {', '.join(DECISION_RULES)}, got {self.decision!r}",
+                                 "gate policy: decision")
+        for name in ("max_risk", "max_utility_error", "attack_params"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        object.__setattr__(self, "attack_products",
+                           MappingProxyType({k: tuple(v) for k, v in self.attack_products.items()}))
+
+    def attacks_for(self, release_kind: str) -> list[str]:
+        """The policy's attacks that run on a release of this kind."""
+        return sorted(name for name in self.max_risk
+                      if release_kind in ATTACKS[name].release_kinds
+                      and release_kind in self.attack_products.get(name, RELEASE_KINDS))
 
     @classmethod
     def from_dict(cls, policy: Mapping[str, Any], where: str = "gate policy") -> GatePolicy:
-        """Read ``{"attacks": {name: {"max_risk": r}}, "utility": {metric: {"max": e}}}``; unknown keys raise."""
+        """Read the YAML layout above; unknown keys raise."""
         if not isinstance(policy, Mapping):
             raise ParameterError(f"a gate policy must be a mapping, got {type(policy).__name__}", where)
-        _check_names(policy, {"attacks", "utility"}, where)
-        attacks = _entries(policy.get("attacks"), "max_risk", f"{where}: attacks")
+        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s"}, where)
+        attacks = policy.get("attacks")
+        if not isinstance(attacks, Mapping):
+            raise ParameterError(f"expected a mapping of name -> {{max_risk: value}}, got {attacks!r}",
+                                 f"{where}: attacks")
+        max_risk, params, products = {}, {}, {}
+        for name, entry in attacks.items():
+            if not isinstance(entry, Mapping) or "max_risk" not in entry:
+                raise ParameterError(f"expected {{max_risk: value}}, got {entry!r}", f"{where}: attacks.{name}")
+            _check_names(entry, {"max_risk", "params", "products"}, f"{where}: attacks.{name}")
+            max_risk[name] = entry["max_risk"]
+            if "params" in entry:
+                params[name] = entry["params"]
+            if "products" in entry:
+                products[name] = tuple(entry["products"]) if isinstance(entry["products"], list | tuple) else ()
         utility = _entries(policy.get("utility") or {}, "max", f"{where}: utility")
-        return cls(max_risk=attacks, max_utility_error=utility)
+        return cls(max_risk=max_risk, max_utility_error=utility, attack_params=params, attack_products=products,
+                   timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
+                   decision=policy.get("decision", "block_if_any"))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatePolicy:
@@ -89,7 +148,15 @@ class GatePolicy:
             return cls.from_yaml(path)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"attacks": {name: {"max_risk": limit} for name, limit in self.max_risk.items()},
+        attacks = {}
+        for name, limit in self.max_risk.items():
+            attacks[name] = {"max_risk": limit}
+            if name in self.attack_params:
+                attacks[name]["params"] = dict(self.attack_params[name])
+            if name in self.attack_products:
+                attacks[name]["products"] = list(self.attack_products[name])
+        return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
+                "attacks": attacks,
                 "utility": {name: {"max": limit} for name, limit in self.max_utility_error.items()}}
 
 
@@ -112,12 +179,13 @@ class GateDecision:
 
 
 def evaluate_gate(policy: GatePolicy, results: list[AttackResult],
-                  utility: Mapping[str, float] | None = None) -> GateDecision:
+                  utility: Mapping[str, float] | None = None,
+                  failures: Mapping[str, str] | None = None) -> GateDecision:
     """Block when any attack's risk exceeds its ``max_risk`` or a listed utility error exceeds its ``max``.
 
-    Fails closed: it also blocks when no result matches a threshold of the policy (nothing was gated) and when
-    a utility metric the policy lists was not reported or is not a finite number. A risk equal to its
-    ceiling passes.
+    Fails closed: it also blocks when an attack failed (``failures``: name -> what went wrong, an error or a
+    timeout), when no result matches a threshold of the policy (nothing was gated) and when a utility metric the
+    policy lists was not reported or is not a finite number. A risk equal to its ceiling passes.
     """
     names = [r.attack for r in results]
     duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -141,6 +209,9 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult],
                                      "risk_ci": [result.risk_ci_low, result.risk_ci_high],
                                      "success_rate": result.success_rate, "ci": [result.ci_low, result.ci_high],
                                      "baseline": result.baseline, "n_targets": result.n_targets}
+    for name, why in (failures or {}).items():
+        reasons.append(f"{name}: the attack failed ({why}); the gate fails closed")
+        per_attack[name] = {"status": "failed", "threshold": policy.max_risk.get(name), "error": why}
     for name, limit in policy.max_risk.items():
         per_attack.setdefault(name, {"status": "not run", "threshold": limit})
     if not any(entry["status"] in ("passed", "blocked") for entry in per_attack.values()):

@@ -4,8 +4,12 @@ Formulas from our survey spec (``specs/seed-002-survey.md`` Sec. 3.2, 3.3 and 6.
 (Jin et al., TKDE 2023, Sec. 4.2.1, from AdaTrace, Gursoy et al. CCS'18, whose ``Evaluation.java`` fixes the
 details), the density and length distributions, and the count-query relative error of Chen, Fung, Desai,
 "Differentially Private Trajectory Data Publication" (arXiv:1112.2020, Def. 3.7 and Sec. V; spec seed 004 §5.2).
+Also the survey's INF (:func:`information_loss`) and FFP (:func:`frequent_patterns`, with AdaTrace's support
+error), and, for truthful mechanisms, the point errors of spec 3.4 (:func:`point_errors`: aligned points,
+Hausdorff, DTW).
 
-Every metric is an error: 0 means D* preserves the property exactly, larger is worse. Distribution metrics are
+Every metric is an error: 0 means D* preserves the property exactly, larger is worse; the one exception is FFP,
+an F-measure (1 is best), which :func:`frequent_patterns` returns beside the support error. Distribution metrics are
 Jensen-Shannon divergences with the natural logarithm, so they lie in [0, ln 2]. Trajectory metrics take frames
 in the trajectory convention of :mod:`trajpub.frame` and treat each ``traj_id`` as one trajectory.
 """
@@ -13,14 +17,14 @@ in the trajectory convention of :mod:`trajpub.frame` and treat each ``traj_id`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy import sparse
-from scipy.spatial import ConvexHull
+from scipy.spatial import ConvexHull, cKDTree
 from scipy.spatial.distance import pdist
 from scipy.special import rel_entr
 
@@ -29,6 +33,7 @@ from trajpub.frame import require_columns
 
 UTILITY_METRICS = frozenset({
     "density_jsd", "length_jsd_points", "length_jsd_distance", "diameter_error", "trip_error", "count_query_re",
+    "ffp_error", "information_loss", "point_error_m", "fragment_count_re_median",
 })
 """The names under which the caller reports these metrics to the gate (all: lower is better)."""
 
@@ -273,3 +278,322 @@ def _count_queries(seqs: list[np.ndarray], queries: list[np.ndarray], n_location
     lengths = np.array([len(q) for q in queries])
     entry_query = np.repeat(np.arange(len(queries)), np.diff(hits.indptr))
     return np.bincount(entry_query, weights=hits.data == lengths[entry_query], minlength=len(queries))
+
+
+# --- survey metrics for truthful and pattern utility (spec seed 002 Sec. 3.2-3.4, 6.3) -----------------------
+
+POINT_ERROR_MEASURES = ("aligned", "hausdorff", "dtw")
+
+
+def planar_coordinates(raw: pd.DataFrame, release: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Both frames' points in metres on one plane: ``(n, 2)`` arrays, NaN where a position is unknown.
+
+    The convention of :func:`length_jsd`: ``x``, ``y`` when both frames have them (the grid's local projection);
+    otherwise an equirectangular projection of ``lon``, ``lat`` about the raw data's mean latitude, the same for
+    both frames (distance errors well under 1% within a city).
+    """
+    if all(c in f.columns for f in (raw, release) for c in ("x", "y")):
+        return tuple(f[["x", "y"]].to_numpy(dtype=float) for f in (raw, release))  # type: ignore[return-value]
+    for frame, label in ((raw, "raw"), (release, "release")):
+        require_columns(frame, ("lon", "lat"), f"{label} frame (no x, y columns)")
+    lat = raw["lat"].to_numpy(dtype=float)
+    lat = lat[np.isfinite(lat)]
+    if len(lat) == 0:
+        raise InputError("the raw frame has no finite latitude", "raw frame")
+    cos_lat0 = np.cos(np.radians(lat.mean()))
+    out = []
+    for f in (raw, release):
+        lon_r, lat_r = np.radians(f["lon"].to_numpy(dtype=float)), np.radians(f["lat"].to_numpy(dtype=float))
+        out.append(np.column_stack([EARTH_RADIUS_M * lon_r * cos_lat0, EARTH_RADIUS_M * lat_r]))
+    return out[0], out[1]
+
+
+def pattern_codes(cells: np.ndarray, offsets: np.ndarray, lengths: Sequence[int]) -> dict[int, tuple[np.ndarray,
+                                                                                                  np.ndarray]]:
+    """Every contiguous window of each length in ``lengths`` of CSR sequences, as one exact integer per window.
+
+    ``cells`` are the concatenated sequences, ``offsets`` their CSR bounds. Returns ``{length: (sequence index of
+    each window, code of each window)}``; within one call two windows of the same length have the same code if
+    and only if they hold the same cells in the same order (codes of different lengths are unrelated). Built by
+    repeated factorisation, ``code_l(i) = id(code_{l-1}(i), cell(i + l - 1))``, so it is exact (no hashing) and
+    linear in the number of windows.
+    """
+    cells = np.asarray(cells, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    wanted = sorted({int(length) for length in lengths})
+    if not wanted or wanted[0] < 1:
+        raise ParameterError(f"lengths must be positive integers, got {list(lengths)}", "pattern_codes")
+    seq_of = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    remaining = offsets[1:][seq_of] - np.arange(len(cells))  # cells from each position to its sequence's end
+    base, uniques = pd.factorize(cells)
+    n_base = max(len(uniques), 1)
+    code = base.astype(np.int64)
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for length in range(1, wanted[-1] + 1):
+        if length > 1:
+            starts = np.flatnonzero(remaining >= length)
+            keys = code[starts] * n_base + base[starts + length - 1]
+            code = np.full(len(cells), -1, dtype=np.int64)
+            code[starts] = pd.factorize(keys)[0]
+        if length in wanted:
+            starts = np.flatnonzero(remaining >= length)
+            out[length] = (seq_of[starts], code[starts])
+    return out
+
+
+def information_loss(raw: pd.DataFrame, release: pd.DataFrame, tolerance_m: float = 0.0,
+                     tolerance_s: float | None = 0.0, match: Literal["owner", "any"] = "owner") -> float:
+    """INF, the share of raw points a release does not preserve (survey Sec. 4.2.1, [114]; spec 3.2).
+
+    ``INF = 1 - (1/|D|) sum_{tau in D} |tau ∩ tau*| / |tau|`` over the raw trajectories ``tau`` (``traj_id``).
+    Our convention for ``|tau ∩ tau*|`` (the survey leaves it open): a raw point is preserved when a released
+    point lies within ``tolerance_m`` metres and, unless ``tolerance_s`` is None, within ``tolerance_s`` seconds
+    (a released point without a timestamp then never matches). With both tolerances 0 a point must be released
+    unchanged. ``match="owner"``: only the released points of the same ``object_id`` count (tau* is the
+    anonymised trajectory of the same user, a truthful release). The survey's INF is undefined for synthetic
+    data; ``match="any"`` is our explicit convention for it: any released point counts, so INF is the share of
+    raw points no released point reproduces. A raw object absent from the release loses all its points.
+    """
+    if match not in ("owner", "any"):
+        raise ParameterError(f"match must be 'owner' or 'any', got {match!r}", "information_loss")
+    if not (np.isfinite(tolerance_m) and tolerance_m >= 0):
+        raise ParameterError(f"tolerance_m must be a finite number >= 0, got {tolerance_m}", "information_loss")
+    if tolerance_s is not None and not (np.isfinite(tolerance_s) and tolerance_s >= 0):
+        raise ParameterError(f"tolerance_s must be None or a number >= 0, got {tolerance_s}", "information_loss")
+    timed = tolerance_s is not None
+    columns = ("object_id", "traj_id", "lon", "lat", *(("t",) if timed else ()))
+    require_columns(raw, columns, "information_loss: raw frame")
+    require_columns(release, ("lon", "lat", *(("object_id",) if match == "owner" else ()), *(("t",) if timed else ())),
+                    "information_loss: release frame")
+    _require_rows(raw, "information_loss: raw frame")
+    raw_xy, rel_xy = planar_coordinates(raw, release)
+    owners = pd.factorize(pd.concat([raw["object_id"].astype(str),
+                                     release["object_id"].astype(str) if match == "owner"
+                                     else pd.Series([], dtype=str)], ignore_index=True))[0]
+    raw_owner = owners[:len(raw)] if match == "owner" else np.zeros(len(raw), np.int64)
+    rel_owner = owners[len(raw):] if match == "owner" else np.zeros(len(release), np.int64)
+    raw_t = epoch_seconds(raw["t"]) if timed else np.zeros(len(raw))
+    rel_t = epoch_seconds(release["t"]) if timed else np.zeros(len(release))
+    rel_ok = np.isfinite(rel_xy).all(axis=1) & np.isfinite(rel_t)
+    raw_ok = np.isfinite(raw_xy).all(axis=1) & np.isfinite(raw_t)
+    preserved = np.zeros(len(raw), dtype=bool)
+    if rel_ok.any() and raw_ok.any():
+        preserved[raw_ok] = _has_neighbour(raw_xy[raw_ok], raw_t[raw_ok], raw_owner[raw_ok], rel_xy[rel_ok],
+                                           rel_t[rel_ok], rel_owner[rel_ok], tolerance_m,
+                                           tolerance_s if timed else None)
+    kept = pd.Series(preserved).groupby(raw["traj_id"].to_numpy()).mean()
+    return float(1.0 - kept.mean())
+
+
+def frequent_patterns(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = 6, min_length: int = 2,
+                      max_length: int = 8, top_k: int = 100) -> dict[str, float]:
+    """FFP, the F-measure of the top-k frequent patterns, and the patterns' support error (spec 3.3).
+
+    AdaTrace's ``Evaluation.patternMiningF1Error`` and ``patternMiningSupport`` (Gursoy et al., CCS'18), the
+    survey's FFP [119]: each trajectory (``traj_id`` in ``seq`` order) becomes its sequence of cells of a
+    ``grid_size x grid_size`` uniform lon/lat grid over the raw bounding box (released points outside it fall in
+    the nearest border cell, as in :func:`trip_error`), with consecutive repeats collapsed; a pattern is a
+    contiguous sub-sequence of ``min_length..max_length`` cells; its support is its number of occurrences.
+    ``FP(k, D)`` = the k patterns of largest support (ties at the k-th broken by shorter length, then by first
+    occurrence in traj_id/seq order: AdaTrace's order is a hash map's). Returns
+
+    - ``"ffp"``: ``F1 = 2PR/(P+R)`` with ``P = |FP(k,D) ∩ FP(k,D*)| / |FP(k,D*)|`` and ``R = ... / |FP(k,D)|``
+      (0 when no pattern is shared). Higher is better, in [0, 1]; the survey's Table 4 reports it.
+    - ``"support_error"``: ``(1/k) sum_{P in FP(k,D)} |s(D,P) - s(D*,P)| / s(D,P)`` (the absolute value is
+      AdaTrace's; the survey prints the formula without it). Lower is better.
+
+    AdaTrace also interpolates cells between non-adjacent grid cells before mining; we do not (a documented
+    deviation: on a 6 x 6 grid consecutive samples are almost always in the same or an adjacent cell).
+    """
+    for name, value, low in (("grid_size", grid_size, 1), ("min_length", min_length, 1),
+                             ("max_length", max_length, min_length), ("top_k", top_k, 1)):
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+            raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}", "frequent_patterns")
+    columns = ("traj_id", "seq", "lon", "lat")
+    raw_pts = _frame(raw, "raw", columns).sort_values(["traj_id", "seq"], kind="stable")
+    rel_pts = _frame(release, "release", columns).sort_values(["traj_id", "seq"], kind="stable")
+    lon0, lon1 = raw_pts["lon"].min(), raw_pts["lon"].max()
+    lat0, lat1 = raw_pts["lat"].min(), raw_pts["lat"].max()
+    corpora = []
+    for points in (raw_pts, rel_pts):
+        col = _grid_index(points["lon"].to_numpy(), lon0, lon1, grid_size)
+        row = _grid_index(points["lat"].to_numpy(), lat0, lat1, grid_size)
+        cells, traj = row * grid_size + col, points["traj_id"].to_numpy()
+        keep = np.r_[True, (traj[1:] != traj[:-1]) | (cells[1:] != cells[:-1])]
+        cells, traj = cells[keep], traj[keep]
+        starts = np.flatnonzero(np.r_[True, traj[1:] != traj[:-1]])
+        corpora.append((cells, np.r_[starts, len(cells)]))
+    n_raw_seqs = len(corpora[0][1]) - 1
+    cells = np.concatenate([corpora[0][0], corpora[1][0]])
+    offsets = np.concatenate([corpora[0][1], corpora[1][1][1:] + len(corpora[0][0])])
+    parts = []
+    for length, (seq, code) in pattern_codes(cells, offsets, range(min_length, max_length + 1)).items():
+        parts.append(pd.DataFrame({"length": length, "code": code, "raw": seq < n_raw_seqs,
+                                   "order": np.arange(len(code))}))
+    windows = pd.concat(parts, ignore_index=True)
+    support = windows.groupby(["length", "code"], sort=False).agg(
+        raw=("raw", "sum"), total=("raw", "size"), first=("order", "min"))
+    support["release"] = support["total"] - support["raw"]
+
+    def top(column: str) -> pd.Index:
+        ranked = support[support[column] > 0].reset_index()
+        ranked = ranked.sort_values([column, "length", "first"], ascending=[False, True, True], kind="stable")
+        return pd.MultiIndex.from_frame(ranked[["length", "code"]].head(top_k))
+
+    top_raw, top_rel = top("raw"), top("release")
+    shared = len(top_raw.intersection(top_rel))
+    ffp = 0.0 if shared == 0 else 2 * shared / (len(top_raw) + len(top_rel))
+    freq = support.loc[top_raw]
+    support_error = float((np.abs(freq["raw"] - freq["release"]) / freq["raw"]).mean()) if len(freq) else 0.0
+    return {"ffp": float(ffp), "support_error": support_error}
+
+
+def point_errors(raw: pd.DataFrame, release: pd.DataFrame,
+                 measure: Literal["aligned", "hausdorff", "dtw"] = "hausdorff", max_records: int | None = None,
+                 rng: np.random.Generator | None = None) -> pd.Series:
+    """Distance in metres between each released record and its own raw trajectory (truthful mechanisms; spec 3.4).
+
+    A released record (``traj_id``) is paired with the raw trajectory of the same ``traj_id`` and the same
+    ``object_id``; records without such a raw trajectory (dummies, re-segmented output) are left out. Measures:
+
+    - ``"aligned"``: point-to-point error, the mean distance between the points of equal ``seq``;
+    - ``"hausdorff"``: ``H(A,B) = max(max_a min_b d(a,b), max_b min_a d(a,b))`` (nearest neighbours by k-d
+      tree, O((n + m) log(n + m)) per pair);
+    - ``"dtw"``: dynamic time warping, ``DTW(i,j) = d(a_i,b_j) + min(DTW(i-1,j), DTW(i,j-1), DTW(i-1,j-1))``
+      with ``DTW(0,0) = 0`` and infinity on the other borders, the sum of distances along the best warping path
+      (AdaTrace's ``Evaluation.calculateDTW``); cost O(n m) per pair (about 0.07 s for 1,500 x 1,700 points),
+      so for many long records pass ``max_records`` (spec 6.3: "sampled pairs").
+
+    ``max_records``: evaluate at most this many paired records, drawn with ``rng`` (required then). Returns a
+    Series indexed by the released ``traj_id``.
+    """
+    if max_records is not None and (not isinstance(max_records, int) or max_records < 1 or rng is None):
+        raise ParameterError("max_records must be a positive integer, given with an rng", "point_errors")
+    if measure not in POINT_ERROR_MEASURES:
+        raise ParameterError(f"measure must be one of {', '.join(POINT_ERROR_MEASURES)}, got {measure!r}",
+                             "point_errors")
+    for frame, label in ((raw, "raw"), (release, "release")):
+        require_columns(frame, ("object_id", "traj_id", "seq"), f"point_errors: {label} frame")
+        _require_rows(frame, f"point_errors: {label} frame")
+    raw_xy, rel_xy = planar_coordinates(raw, release)
+    parts = []
+    for side, (frame, xy) in enumerate(((raw, raw_xy), (release, rel_xy))):
+        part = pd.DataFrame({"side": side, "object_id": frame["object_id"].astype(str).to_numpy(),
+                             "traj_id": frame["traj_id"].to_numpy(), "seq": frame["seq"].to_numpy(),
+                             "x": xy[:, 0], "y": xy[:, 1]})
+        parts.append(part[np.isfinite(xy).all(axis=1)])
+    both = pd.concat(parts, ignore_index=True)
+    traj_codes, trajs = pd.factorize(both["traj_id"])
+    obj_codes = pd.factorize(both["object_id"])[0]
+    both["key"] = traj_codes.astype(np.int64) * (int(obj_codes.max()) + 1) + obj_codes
+    both = both.sort_values(["side", "key", "seq"], kind="stable", ignore_index=True)
+    if measure == "aligned":
+        pairs = both[both["side"] == 0].merge(both[both["side"] == 1], on=["key", "seq"], suffixes=("_r", "_d"))
+        dist = pd.Series(np.hypot(pairs["x_r"] - pairs["x_d"], pairs["y_r"] - pairs["y_d"]).to_numpy())
+        per_key = dist.groupby(pairs["key"].to_numpy()).mean()
+        if max_records is not None and len(per_key) > max_records:
+            per_key = per_key.iloc[np.sort(rng.choice(len(per_key), max_records, replace=False))]  # type: ignore
+        errors = dict(zip(np.asarray(trajs)[per_key.index.to_numpy() // (int(obj_codes.max()) + 1)],
+                          per_key.to_numpy(dtype=float), strict=True))
+    else:
+        side, key = both["side"].to_numpy(), both["key"].to_numpy()
+        xy = both[["x", "y"]].to_numpy()
+        n_raw = int(np.searchsorted(side, 1))
+        shared = np.intersect1d(key[:n_raw], key[n_raw:])
+        if max_records is not None and len(shared) > max_records:
+            shared = np.sort(rng.choice(shared, max_records, replace=False))  # type: ignore[union-attr]
+        r_lo, r_hi = np.searchsorted(key[:n_raw], shared), np.searchsorted(key[:n_raw], shared, side="right")
+        d_lo = n_raw + np.searchsorted(key[n_raw:], shared)
+        d_hi = n_raw + np.searchsorted(key[n_raw:], shared, side="right")
+        errors = {}
+        for k, a0, a1, b0, b1 in zip(shared, r_lo, r_hi, d_lo, d_hi, strict=True):
+            a, b = xy[a0:a1], xy[b0:b1]
+            value = (max(cKDTree(b).query(a)[0].max(), cKDTree(a).query(b)[0].max()) if measure == "hausdorff"
+                     else dtw_distance(a, b))
+            errors[np.asarray(trajs)[k // (int(obj_codes.max()) + 1)]] = float(value)
+    if not errors:
+        raise InputError("no released record shares traj_id and object_id with a raw trajectory: point errors "
+                         "need a truthful release that keeps its records' ids", "point_errors")
+    out = pd.Series(errors, name=f"point_error_{measure}_m").rename_axis("traj_id")
+    return out.sort_index()
+
+
+def point_error(raw: pd.DataFrame, release: pd.DataFrame,
+                measure: Literal["aligned", "hausdorff", "dtw"] = "hausdorff", max_records: int | None = None,
+                rng: np.random.Generator | None = None) -> float:
+    """The mean of :func:`point_errors` over the paired records, in metres (lower is better)."""
+    return float(point_errors(raw, release, measure, max_records, rng).mean())
+
+
+def dtw_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """DTW of two point sequences (``(n, 2)`` and ``(m, 2)``, metres) with Euclidean point distances.
+
+    The recurrence of :func:`point_errors`, evaluated one anti-diagonal ``i + j = d`` at a time: every cell of a
+    diagonal depends only on the two previous diagonals, so each diagonal is one vectorised step. Diagonals are
+    stored indexed by ``i``, so the three predecessors are contiguous slices (no fancy indexing).
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n, m = len(a), len(b)
+    if n == 0 or m == 0:
+        raise InputError("DTW needs two non-empty sequences", "dtw_distance")
+    b_rev = b[::-1]  # b[j - 1] for j = d - i, i ascending, is a contiguous slice of the reversed b
+    prev2 = np.full(n + 1, np.inf)  # diagonal d - 2, indexed by i
+    prev = np.full(n + 1, np.inf)  # diagonal d - 1
+    prev2[0] = 0.0  # DTW(0, 0), on diagonal 0
+    for d in range(2, n + m + 1):
+        lo, hi = max(1, d - m), min(n, d - 1)
+        # b[j - 1] with j = d - i runs from b[d - lo - 1] down to b[d - hi - 1]: b_rev[m - d + lo : m - d + hi + 1]
+        bj = b_rev[m - d + lo:m - d + hi + 1]
+        cost = np.hypot(a[lo - 1:hi, 0] - bj[:, 0], a[lo - 1:hi, 1] - bj[:, 1])
+        best = np.minimum(np.minimum(prev[lo - 1:hi], prev[lo:hi + 1]), prev2[lo - 1:hi])
+        current = np.full(n + 1, np.inf)
+        current[lo:hi + 1] = cost + best
+        prev2, prev = prev, current
+    return float(prev[n])
+
+
+def epoch_seconds(t: pd.Series) -> np.ndarray:
+    """Timestamps as float seconds since the epoch (any datetime resolution); NaN for NaT."""
+    values = pd.to_datetime(t, utc=True, errors="coerce").dt.tz_convert(None).to_numpy()
+    return (values - np.datetime64(0, "s")) / np.timedelta64(1, "s")
+
+
+def _has_neighbour(xy: np.ndarray, t: np.ndarray, owner: np.ndarray, other_xy: np.ndarray, other_t: np.ndarray,
+                   other_owner: np.ndarray, radius_m: float, radius_s: float | None) -> np.ndarray:
+    """For each point: is there a point of ``other`` with the same owner within ``radius_m`` (and ``radius_s``)?
+
+    Exact matches (both radii 0) are found by a join; otherwise by a k-d tree over (x, y, scaled t, owner) with the
+    Chebyshev metric (a box), refined by the Euclidean distance in the plane. Owners are kept apart by an offset
+    larger than any distance in the data.
+    """
+    timed = radius_s is not None
+    if radius_m == 0 and (not timed or radius_s == 0):
+        keys = ["x", "y", "owner", *(["t"] if timed else [])]
+        left = pd.DataFrame({"x": xy[:, 0], "y": xy[:, 1], "owner": owner, "t": t}, columns=["x", "y", "owner", "t"])
+        right = pd.DataFrame({"x": other_xy[:, 0], "y": other_xy[:, 1], "owner": other_owner, "t": other_t},
+                             columns=["x", "y", "owner", "t"])[keys].drop_duplicates()
+        right["hit"] = True
+        return left[keys].merge(right, on=keys, how="left")["hit"].fillna(False).to_numpy(dtype=bool)
+    box = max(radius_m, 1e-6)  # a zero radius (equal positions, or equal times) as a micrometre / microsecond
+    scale = box / max(radius_s, 1e-6) if timed else 0.0  # seconds -> metres, so the box is radius_s wide in time
+    both_xy, both_t = np.concatenate([xy, other_xy]), np.concatenate([t, other_t])
+    t0 = float(both_t.min()) if timed else 0.0
+    offset = 4 * (float(np.abs(both_xy).max()) + box) + 4 * scale * (float(both_t.max()) - t0) + 1.0
+
+    def embed(p: np.ndarray, tt: np.ndarray, o: np.ndarray) -> np.ndarray:
+        return np.column_stack([p, (tt - t0) * scale, o * offset])
+
+    tree = cKDTree(embed(other_xy, other_t, other_owner))
+    hits = tree.query_ball_point(embed(xy, t, owner), r=box * (1 + 1e-9), p=np.inf, return_sorted=False)
+    query, candidate = flatten_hits(hits)
+    near = np.hypot(other_xy[candidate, 0] - xy[query, 0], other_xy[candidate, 1] - xy[query, 1]) <= radius_m
+    if timed:
+        near &= np.abs(other_t[candidate] - t[query]) <= radius_s
+    return np.bincount(query[near], minlength=len(xy)) > 0
+
+
+def flatten_hits(hits: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:
+    """The lists of ``cKDTree.query_ball_point`` as two aligned arrays: query index, hit index."""
+    counts = np.fromiter((len(h) for h in hits), dtype=np.int64, count=len(hits))
+    flat = np.fromiter(chain.from_iterable(hits), dtype=np.int64, count=int(counts.sum()))
+    return np.repeat(np.arange(len(hits)), counts), flat

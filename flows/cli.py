@@ -213,7 +213,7 @@ def release_show(release_id: int) -> None:
         audits = [dict(r) for r in conn.execute(sa.text(
             "SELECT attack, round(success_rate::numeric, 4) AS success, round(ci_low::numeric, 4) AS ci_low,"
             " round(ci_high::numeric, 4) AS ci_high, round(baseline::numeric, 5) AS baseline,"
-            " round(risk::numeric, 4) AS risk, threshold, passed FROM governance.audit_results"
+            " round(risk::numeric, 4) AS risk, threshold, passed, error FROM governance.audit_results"
             " WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
         decision = governance.approval(conn, release_id)
         charged = [e for e in governance.ledger(conn, rel["dataset"]) if e["release_id"] == release_id]
@@ -231,7 +231,7 @@ def release_show(release_id: int) -> None:
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
     click.echo("\naudits:\n" + _table(audits, ["attack", "success", "ci_low", "ci_high", "baseline", "risk",
-                                               "threshold", "passed"]))
+                                               "threshold", "passed", "error"]))
     if (rel["summary"] or {}).get("utility"):
         click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"

@@ -112,7 +112,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 @step
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result) -> bool:
     raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(raw, result.points, spec, protect.adapter(spec.mechanism).release_kind)
+    outcome = audit.run(client, raw, result, spec, protect.adapter(spec.mechanism).release_kind)
     def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)
@@ -125,6 +125,8 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result)
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
+    for name, error in outcome.failures.items():
+        print(f"audit: {name}: FAILED ({error})")
     return not outcome.decision.blocked
 
 

@@ -42,6 +42,9 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
               "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
                           {"r": release_id}).mappings():
+        if a["error"] is not None:
+            lines.append(f"| {a['attack']} | failed: {a['error']} | | | | {a['threshold']} | BLOCK |")
+            continue
         lines.append(f"| {a['attack']} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
                      f"{a['baseline']:.4f} | {a['risk']:.3f} | "
                      f"{'-' if a['threshold'] is None else format(a['threshold'], '.3f')} | "

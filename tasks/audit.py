@@ -1,5 +1,10 @@
 """Audit + gate: attack the candidate release with the raw data as background knowledge, measure utility,
-and decide whether the gate blocks it (policy YAML, ``audits/policies/default.yaml`` by default)."""
+and decide whether the gate blocks it (policy YAML, ``audits/policies/default.yaml`` by default).
+
+The policy names the attacks; those that apply to the release's kind (truthful, synthetic, aggregate; see
+:mod:`audits.registry`) run in parallel as Dask tasks on the cluster that holds the data. The gate fails closed:
+an attack that raises or outlives the policy's ``timeout_s`` blocks the release with that reason.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +17,26 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from distributed import Client, Future
+from distributed import wait as wait_futures
 
 from audits import utility
 from audits.gate import GateDecision, GatePolicy, evaluate_gate
+from audits.registry import build_attack
 from audits.result import AttackResult
-from audits.signature_linkage import SignatureLinkage, SignatureLinkageParams
+from tasks.adapters.base import Protected
+from trajpub.errors import InputError
 from trajpub.segment import cell_sequences
 from trajpub.spec import ReleaseSpec
 
-RAW_COLUMNS = ["object_id", "traj_id", "seq", "lon", "lat", "x", "y", "cell"]
+RAW_COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
 N_QUERIES = 1000
+POINT_ERROR_RECORDS = 200
 
 
 @dataclass(frozen=True)
 class AuditOutcome:
     results: list[AttackResult]
+    failures: dict[str, str]
     decision: GateDecision
     policy: GatePolicy
     utility: dict
@@ -46,38 +56,121 @@ def policy_for(spec: ReleaseSpec) -> GatePolicy:
     return GatePolicy.from_dict(spec.gate_policy)
 
 
-def measure_utility(raw: pd.DataFrame, release: pd.DataFrame, seed: int | None) -> dict:
-    """The review's utility figures: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of
-    |D|; query locations drawn from the cells the raw data visits, so that queries are not trivially empty),
-    density, trip and length distribution divergences (JSD, natural log, max ln 2 ≈ 0.693)."""
+def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(background knowledge, release) as the attacks read them. For an aggregate release the raw frame gets the
+    ``member`` column (the objects whose data the mechanism used: ``candidate.owners``) and the release is the
+    fragment table with ``count``; for anonymity sets the real members carry their ``object_id``."""
+    if candidate.product == "fragments":
+        members = set(candidate.owners["object_id"].astype(str)) if candidate.owners is not None else set()
+        raw = raw.assign(member=raw["object_id"].astype(str).isin(members))
+        release = pd.DataFrame({"fragment": candidate.fragments["cells"].map(tuple),
+                                "count": candidate.fragments["estimated_count"]})
+        return raw, release
+    release = candidate.points
+    if candidate.owners is not None and "object_id" not in release:
+        owners = candidate.owners.set_index("traj_id")["object_id"]
+        release = release.assign(object_id=release["traj_id"].map(owners))
+    return raw, release
+
+
+def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
+    """On a worker: one attack of the policy."""
+    return build_attack(name, params).evaluate(raw, release)
+
+
+def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
+                release_kind: str) -> tuple[list[AttackResult], dict[str, str]]:
+    """Every attack of the policy that applies to ``release_kind``, in parallel on the cluster; returns the
+    results and the failures (attack -> what went wrong), which the gate turns into blocks."""
+    names = policy.attacks_for(release_kind)
+    if not names:
+        return [], {}
+    raw_f, release_f = client.scatter([raw, release], hash=False)
+    futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
+                                   pure=False, key=f"attack-{name}-{id(raw_f)}") for name in names}
+    try:
+        wait_futures(list(futures.values()), timeout=policy.timeout_s)
+    except TimeoutError:
+        pass  # the unfinished ones are reported as timed out
+    results, failures = [], {}
+    for name, future in futures.items():
+        if future.status == "finished":
+            results.append(future.result())
+        elif future.status == "error":
+            exc = future.exception()
+            failures[name] = f"{type(exc).__name__}: {exc}"
+        else:
+            future.cancel()
+            failures[name] = f"timed out after {policy.timeout_s:g} s"
+    return results, failures
+
+
+def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFrame, release_kind: str,
+                    seed: int | None) -> dict:
+    """The review's utility figures (survey seed 002, Sec. 3; lower is better unless said otherwise).
+
+    Trajectory releases: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of |D|; query
+    locations drawn from the cells the raw data visits), density, trip and length distribution divergences (JSD,
+    natural log, max ln 2), diameter error, FFP error (1 - F1 of the top-100 frequent patterns), INF; for
+    truthful releases also the Hausdorff point error of up to 200 records. Fragment releases: the median
+    relative error of the released counts against the exact counts of the same fragments.
+    """
     rng = np.random.default_rng(seed)
+    if candidate.product == "fragments":
+        return fragment_utility(raw, candidate.fragments)
     _, raw_off, raw_cells = cell_sequences(raw)
     raw_seqs = [raw_cells[a:b] for a, b in itertools.pairwise(raw_off)]
     _, rel_off, rel_cells = cell_sequences(release)
     rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]  # -1: off grid
     visited = np.unique(raw_cells)
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
-    return {
+    figures = {
         "count_query_re": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
         "density_jsd": utility.density_jsd(raw, release, "cell"),
         "trip_error": utility.trip_error(raw, release, grid_size=6),
         "length_jsd_points": utility.length_jsd(raw, release, "points"),
+        "diameter_error": utility.diameter_error(raw, release),
+        "ffp_error": 1.0 - utility.frequent_patterns(raw, release)["ffp"],
+        "information_loss": utility.information_loss(raw, release, tolerance_m=100.0, tolerance_s=None,
+                                                     match="owner" if release_kind == "truthful" else "any"),
         "raw_trajectories": len(raw_seqs),
         "released_trajectories": len(rel_seqs),
     }
+    if release_kind == "truthful":
+        try:
+            figures["point_error_m"] = utility.point_error(raw, release, "hausdorff", POINT_ERROR_RECORDS, rng)
+        except InputError:  # records renumbered or dummies only: no record pairs with its raw trajectory
+            pass
+    return figures
 
 
-def run(raw: pd.DataFrame, release: pd.DataFrame, spec: ReleaseSpec, release_kind: str) -> AuditOutcome:
-    """The survey's signature linkage (A1): arg-max and one-to-one linking of each released record to its owner
-    for a truthful release, the threshold form for a synthetic one; then the gate."""
+def fragment_utility(raw: pd.DataFrame, fragments: pd.DataFrame) -> dict:
+    """Median relative error of the released fragment counts against the exact number of raw trajectories that
+    contain each fragment as a contiguous run of cells (the auditor's exact answer)."""
+    _, off, cells = cell_sequences(raw)
+    text = [f",{','.join(map(str, cells[a:b]))}," for a, b in itertools.pairwise(off)]
+    exact = np.array([sum(f",{','.join(map(str, frag))}," in t for t in text) for frag in fragments["cells"]],
+                     dtype=float)
+    released = fragments["estimated_count"].to_numpy(float)
+    rel_err = np.abs(released - exact) / np.maximum(exact, 1.0)
+    return {"fragments": len(fragments), "fragment_count_re_median": float(np.median(rel_err)) if len(rel_err)
+            else float("nan"), "raw_trajectories": len(text)}
+
+
+def run(client: Client, raw: pd.DataFrame, candidate: Protected, spec: ReleaseSpec,
+        release_kind: str) -> AuditOutcome:
+    """The policy's attacks and the utility figures, then the gate."""
     policy = policy_for(spec)
-    results = [SignatureLinkage(SignatureLinkageParams(mode=release_kind)).evaluate(raw, release)]
-    measured = measure_utility(raw, release, spec.seed)
+    raw_frame, release = attack_frames(raw, candidate)
+    results, failures = run_attacks(client, policy, raw_frame, release, release_kind)
+    measured = measure_utility(raw, candidate, release, release_kind, spec.seed)
     gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
-    return AuditOutcome(results, evaluate_gate(policy, results, gated), policy, measured)
+    return AuditOutcome(results, failures, evaluate_gate(policy, results, gated, failures), policy, measured)
 
 
 def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
+    """Every attack's result (and every failure, with its error) in ``governance.audit_results``, the utility
+    and the decision (with the policy it applied) in the release summary."""
     from tasks.governance import merge_summary
 
     for r in outcome.results:
@@ -89,6 +182,13 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
             {"rel": release_id, "a": r.attack, "s": r.success_rate, "lo": r.ci_low, "hi": r.ci_high,
              "b": r.baseline, "risk": r.risk, "th": verdict["threshold"], "ok": verdict["status"] != "blocked",
              "ev": json.dumps(r.to_dict())})
+    for name, error in outcome.failures.items():
+        conn.execute(sa.text(
+            "INSERT INTO governance.audit_results (release_id, attack, threshold, passed, error, evidence)"
+            " VALUES (:rel, :a, :th, false, :err, CAST(:ev AS jsonb))"),
+            {"rel": release_id, "a": name, "th": outcome.policy.max_risk.get(name), "err": error,
+             "ev": json.dumps({"error": error})})
     merge_summary(conn, release_id, {"utility": outcome.utility,
                                      "gate": {"blocked": outcome.decision.blocked,
-                                              "reasons": outcome.decision.reasons}})
+                                              "reasons": outcome.decision.reasons,
+                                              "policy": outcome.policy.to_dict()}})

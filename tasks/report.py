@@ -137,7 +137,7 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
         images.append(("Density: raw points vs released fragments (weighted by estimated count)",
                        density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
     images.append(("Attacks", attack_plot(results)))
-    attack_rows = [[a["attack"], _fmt(a.get("success_rate")),
+    attack_rows = [[a["attack"], _fmt(a.get("success_rate")) if a.get("error") is None else f"failed: {a['error']}",
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
@@ -190,7 +190,7 @@ def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.D
     rel = governance.get_release(conn, release_id)
     cap, spent = governance.budget(conn, rel["dataset"])
     results = [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, evidence"
+        "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error, evidence"
         " FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
     page = render(rel, cap, spent, results, decision, (rel["summary"] or {}).get("utility", {}), raw,
                   result.points if result.product == "trajectories" else None, result.fragments)

@@ -27,9 +27,49 @@ def test_yaml_and_dict_round_trip(tmp_path):
     path = tmp_path / "policy.yaml"
     path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  trip_error:\n    max: 0.3\n")
     policy = GatePolicy.from_yaml(path)
-    assert policy.to_dict() == {"attacks": {"signature_linkage": {"max_risk": 0.1}},
+    assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "timeout_s": 300.0,
+                                "attacks": {"signature_linkage": {"max_risk": 0.1}},
                                 "utility": {"trip_error": {"max": 0.3}}}
     assert GatePolicy.from_dict(policy.to_dict()) == policy
+
+
+def test_policy_v2_attack_params_products_and_the_kinds_they_run_on():
+    policy = GatePolicy.from_dict({
+        "version": 2, "timeout_s": 60,
+        "attacks": {"signature_linkage": {"max_risk": 0.2},
+                    "signature_linkage_synthetic": {"max_risk": 0.2},
+                    "home_work": {"max_risk": 0.3, "params": {"timezone": "Asia/Shanghai"},
+                                  "products": ["truthful"]},
+                    "membership": {"max_risk": 0.1}}})
+    assert policy.attacks_for("truthful") == ["home_work", "signature_linkage"]
+    assert policy.attacks_for("synthetic") == ["signature_linkage_synthetic"]
+    assert policy.attacks_for("aggregate") == ["membership"]
+    assert GatePolicy.from_dict(policy.to_dict()) == policy
+    restricted = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2, "products": ["synthetic"]}}})
+    assert restricted.attacks_for("truthful") == []  # the registry says truthful, the policy says synthetic only
+
+
+@pytest.mark.parametrize(("policy", "where"), [
+    ({"attacks": {"home_work": {"max_risk": 0.3, "params": {"radius": 5}}}}, "home_work"),
+    ({"attacks": {"home_work": {"max_risk": 0.3, "products": ["raw"]}}}, "products"),
+    ({"attacks": {"home_work": {"max_risk": 0.3}}, "decision": "majority"}, "decision"),
+    ({"attacks": {"home_work": {"max_risk": 0.3}}, "timeout_s": 0}, "timeout_s"),
+    ({"attacks": {"home_work": {"max_risk": 0.3}}, "version": "two"}, "version"),
+])
+def test_policy_v2_refuses_bad_params_products_and_rules(policy, where):
+    with pytest.raises(ParameterError) as err:
+        GatePolicy.from_dict(policy)
+    assert where in str(err.value) or where in err.value.where
+
+
+def test_a_failed_attack_blocks_and_says_why():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.5},
+                                               "home_work": {"max_risk": 0.5}}})
+    decision = evaluate_gate(policy, [result(1)], failures={"home_work": "timed out after 300 s"})
+    assert decision.blocked
+    assert decision.reasons == ["home_work: the attack failed (timed out after 300 s); the gate fails closed"]
+    assert decision.per_attack["home_work"]["status"] == "failed"
+    assert decision.per_attack["signature_linkage"]["status"] == "passed"
 
 
 @pytest.mark.parametrize(("policy", "named"), [
