@@ -57,12 +57,15 @@ def policy_for(spec: ReleaseSpec) -> GatePolicy:
 
 
 def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(background knowledge, release) as the attacks read them. For an aggregate release the raw frame gets the
-    ``member`` column (the objects whose data the mechanism used: ``candidate.owners``) and the release is the
-    fragment table with ``count``; for anonymity sets the real members carry their ``object_id``."""
-    if candidate.product == "fragments":
-        members = set(candidate.owners["object_id"].astype(str)) if candidate.owners is not None else set()
-        raw = raw.assign(member=raw["object_id"].astype(str).isin(members))
+    """(background knowledge, release) as the attacks read them. For an aggregate release the unit is the
+    mechanism's client, one trajectory: the raw frame's ``object_id`` becomes object/trajectory and ``member``
+    says whether that client answered (``candidate.owners``; the others are the held-out control), and the
+    release is the fragment table with ``count``; for anonymity sets the real members carry their
+    ``object_id``."""
+    if candidate.product == "fragments":  # clients are trajectories: the game is played per trajectory
+        members = set(candidate.owners["source_traj_id"]) if candidate.owners is not None else set()
+        raw = raw.assign(object_id=raw["object_id"].astype(str) + "/" + raw["traj_id"].astype(str),
+                         member=raw["traj_id"].isin(members))
         release = pd.DataFrame({"fragment": candidate.fragments["cells"].map(tuple),
                                 "count": candidate.fragments["estimated_count"]})
         return raw, release

@@ -8,6 +8,7 @@ workers, only noisy aggregates on the driver.
 from __future__ import annotations
 
 from tasks.adapters.base import MechanismAdapter, Protected
+from tasks.adapters.fastpub import FastPubAdapter
 from tasks.adapters.fgs_pufferfish import FgsPufferfishAdapter
 from tasks.adapters.prefix_tree import PrefixTreeAdapter
 from trajpub.errors import ParameterError
@@ -15,7 +16,8 @@ from trajpub.errors import ParameterError
 __all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter"]
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
-                                           "fgs_pufferfish": FgsPufferfishAdapter()}
+                                           "fgs_pufferfish": FgsPufferfishAdapter(),
+                                           "fastpub": FastPubAdapter()}
 
 
 def adapter(name: str) -> MechanismAdapter:

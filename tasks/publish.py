@@ -61,9 +61,9 @@ def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFram
     """Store an aggregate candidate: ``fragment_id, cells`` (sequence of cell ids), ``estimated_count``,
     ``round`` and ``lon``/``lat`` (the cell centres, same length as ``cells``)."""
     def geometry(lon, lat) -> str:
-        if len(lon) == 1:
-            return f"SRID=4326;POINT({lon[0]!r} {lat[0]!r})"
-        return "SRID=4326;LINESTRING(" + ", ".join(f"{x!r} {y!r}" for x, y in zip(lon, lat, strict=True)) + ")"
+        coords = [f"{float(x)!r} {float(y)!r}" for x, y in zip(lon, lat, strict=True)]
+        kind = "POINT" if len(coords) == 1 else "LINESTRING"
+        return f"SRID=4326;{kind}({', '.join(coords)})"
 
     _copy(conn, "COPY staging.candidate_fragments (release_id, fragment_id, cells, estimated_count, round, geom)"
                 " FROM STDIN",

@@ -236,3 +236,33 @@ def test_review_report_renders_in_chromium_with_every_image(engine, published, t
     for section in ("Guarantee", "Privacy budget", "Linkage attacks", "Utility", "left"):
         assert section in text
     assert "signature_linkage_synthetic" in text
+
+
+def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
+    """Issue 5: FASTPub through the whole flow on the full T-Drive sample (4,400 taxi-days as clients), the
+    membership audit on the aggregate product, and the fragment table published after approval."""
+    from tasks.load import load_source
+    from tests.integration.conftest import TDRIVE_CSV
+
+    dataset = f"fastpub_{os.getpid()}_{tmp_path.name[-6:]}".lower().replace("-", "_")
+    load_source(engine, "tdrive", TDRIVE_CSV, dataset)
+    spec = base_spec(dataset, mechanism="fastpub", params={"k": 5, "epsilon": 10.0, "l_max": 3},
+                     prepare={"cell_size_m": 25000})
+    run = start_release(spec, tmp_path)
+    assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
+    (attacks,) = q(engine, "SELECT array_agg(attack) FROM governance.audit_results WHERE release_id = :r",
+                   r=run.release_id)[0]
+    assert attacks == ["membership"]
+    n_owners = q(engine, "SELECT count(*) FROM staging.candidate_owners WHERE release_id = :r", r=run.release_id)
+    assert n_owners[0][0] > 0  # who answered: the auditor's private key, never published
+    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert run.proc.wait(timeout=120) == 0
+    table = f"published.{dataset}__r{run.release_id}"
+    rows = q(engine, f"SELECT cells, length, estimated_count, ST_NPoints(geom) FROM {table}")
+    assert rows and all(length == len(cells) == npts and count > 5 for cells, length, count, npts in rows)
+    (summary,) = q(engine, "SELECT summary FROM governance.releases WHERE release_id = :r", r=run.release_id)[0]
+    assert summary["product"] == "fragments" and summary["published"] == {"fragments": len(rows)}
+    columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                                       "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
+    assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
+    assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest_fragments") == [(len(rows),)]
