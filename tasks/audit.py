@@ -71,7 +71,11 @@ def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame
         return raw, release
     release = candidate.points
     if candidate.owners is not None and "object_id" not in release:
+        # anonymity sets: the attacks get the real members with their owners, i.e. an adversary who has already
+        # singled out the real trajectory of each set (an upper bound on the risk; the dummies' protection is
+        # what the sets add on top, and the review says so)
         owners = candidate.owners.set_index("traj_id")["object_id"]
+        release = release[release["traj_id"].isin(owners.index)]
         release = release.assign(object_id=release["traj_id"].map(owners))
     return raw, release
 

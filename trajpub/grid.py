@@ -38,10 +38,15 @@ class GridSpec:
                                  "grid.cell_size_m")
 
     @cached_property
-    def crs(self) -> CRS:
+    def proj4(self) -> str:
+        """The projection as a PROJ string (PostGIS's ``ST_Transform(geom, text)`` takes it)."""
         min_lon, min_lat, max_lon, max_lat = self.bbox
         lon0, lat0 = (min_lon + max_lon) / 2, (min_lat + max_lat) / 2
-        return CRS.from_proj4(f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +x_0=0 +y_0=0 +datum=WGS84 +units=m")
+        return f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +x_0=0 +y_0=0 +datum=WGS84 +units=m"
+
+    @cached_property
+    def crs(self) -> CRS:
+        return CRS.from_proj4(self.proj4)
 
     @cached_property
     def _forward(self) -> Transformer:

@@ -1,0 +1,107 @@
+"""(k-Ψ)-anonymity (Chen, Li, Zhang; spec seed-003) per trajectory on the Dask partitions, dummies on a road
+network read from PostGIS (``roads.*``) or, without one, uniformly in the disc (the stated fallback).
+
+Release parameters are :class:`mechanisms.kpsi_anonymity.KPsiParams` plus ``road_network``: the name of a
+network in ``roads.networks`` (``null`` for none). Without a network the release must use ``road_aware: false``
+and ``psi_mode: constant`` with ``delta_m``, and its guarantee says that dummies may be off-road.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import kpsi_anonymity as kpsi
+from tasks.adapters.base import Protected
+from tasks.db import engine
+from tasks.roads import SOURCE_FOR_GUARANTEE, network_info, road_network
+from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+@dataclass(frozen=True)
+class KPsiSetup:
+    """The mechanism's parameters, the road network's name and where it comes from."""
+
+    params: kpsi.KPsiParams
+    road_network: str | None
+    network_source: str
+
+
+def _trajectories(df: pd.DataFrame) -> pd.DataFrame:
+    """On a worker: the partition's trajectories in the mechanism's canonical order. Fixes with a timestamp
+    already seen in their trajectory are left out (the mechanism needs strictly increasing times)."""
+    return kpsi.trajectory_keys(df.drop_duplicates(["traj_id", "t"]))
+
+
+def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, set_ids: np.ndarray,
+               crs) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """On a worker: Phase 1 and 2 for every trajectory of the partition, each with its own generator."""
+    points = df.drop_duplicates(["traj_id", "t"])[["object_id", "traj_id", "seq", "t", "x", "y"]]
+    out = kpsi.anonymize_batch(points, network, params, rngs, set_ids, crs=crs)
+    return out.published, out.private, out.summary()
+
+
+class KPsiAdapter:
+    """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
+    published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
+
+    release_kind = "truthful"
+
+    def parse_params(self, params: dict) -> KPsiSetup:
+        params = dict(params)
+        name = params.pop("road_network", None)
+        parsed = kpsi.KPsiParams.from_dict(params)
+        if name is None:
+            source = "none"
+        else:
+            if not isinstance(name, str):
+                raise ParameterError(f"road_network must be a network name or null, got {name!r}",
+                                     "kpsi_anonymity.road_network")
+            with engine().connect() as conn:
+                source = SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
+        kpsi.guarantee(parsed, source)  # refuses road-aware dummies without a network, before any data is read
+        return KPsiSetup(parsed, name, source)
+
+    def guarantee(self, setup: KPsiSetup) -> Guarantee:
+        return kpsi.guarantee(setup.params, setup.network_source)
+
+    def max_records_per_object(self, setup: KPsiSetup) -> int | None:
+        return None
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KPsiSetup,
+            rng: np.random.Generator) -> Protected:
+        network = None
+        if setup.road_network is not None:
+            _, net = road_network(engine(), setup.road_network, grid.crs)
+            [network] = client.scatter([net], broadcast=True, hash=False)
+        keys = client.gather(client.map(_trajectories, prepared, pure=False))
+        counts = [len(k) for k in keys]
+        set_ids = rng.permutation(sum(counts)).astype(np.int64)  # random: reveals nothing of the input order
+        rngs = rng.spawn(sum(counts))
+        bounds = np.r_[0, np.cumsum(counts)]
+        futures = [client.submit(_anonymize, part, network, setup.params, rngs[a:b], set_ids[a:b], grid.crs,
+                                 pure=False)
+                   for part, a, b in zip(prepared, bounds[:-1], bounds[1:], strict=True) if b > a]
+        results = client.gather(futures)
+        published = pd.concat([r[0] for r in results], ignore_index=True)
+        private = pd.concat([r[1] for r in results], ignore_index=True)
+        k = setup.params.k
+        published["traj_id"] = published["set_id"] * k + published["member"] + 1
+        published["cell"] = grid.cell_of(published["x"].to_numpy(), published["y"].to_numpy())
+        real = private[private["is_real"]]
+        owners = pd.DataFrame({"traj_id": real["set_id"].to_numpy() * k + real["member"].to_numpy() + 1,
+                               "object_id": real["object_id"].astype(str).to_numpy(),
+                               "source_traj_id": real["traj_id"].to_numpy()})
+        summaries = [r[2] for r in results]
+        meta = {"mechanism": "kpsi_anonymity", "params": setup.params.to_dict(),
+                "road_network": setup.road_network, "road_network_source": setup.network_source,
+                "input_trajectories": sum(s["input_trajectories"] for s in summaries),
+                "published_sets": sum(s["published_sets"] for s in summaries),
+                "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
+        return Protected(published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
+                         owners=owners)
