@@ -33,6 +33,15 @@ def _engine():
     return engine()
 
 
+def _valid_dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --dataset option's value is a dataset name (checked before any SQL), or absent."""
+    from trajpub.spec import validate_dataset_name
+
+    if value is not None:
+        validate_dataset_name(value)
+    return value
+
+
 def _table(rows: list[dict], columns: list[str]) -> str:
     if not rows:
         return "(none)"
@@ -112,7 +121,8 @@ def server_down() -> None:
 @main.command()
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--dataset", required=True, help="Dataset name (lower case, digits, underscores).")
+@click.option("--dataset", required=True, help="Dataset name (lower case, digits, underscores).",
+              callback=_valid_dataset)
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Format option, e.g. object_id=taxi (csv column mapping), sep=';', layer=NAME.")
 def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
@@ -163,7 +173,7 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 
 @release.command("run")
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
-@click.option("--dataset")
+@click.option("--dataset", callback=_valid_dataset)
 @click.option("--mechanism")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
 @click.option("--window-start")
@@ -187,7 +197,7 @@ def release_run(spec_file, dataset, mechanism, params, window_start, window_end,
 
 
 @release.command("list")
-@click.option("--dataset")
+@click.option("--dataset", callback=_valid_dataset)
 def release_list(dataset: str | None) -> None:
     from tasks import governance
 
@@ -367,7 +377,7 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
 
 
 @main.command()
-@click.option("--dataset", help="Only this dataset's releases.")
+@click.option("--dataset", help="Only this dataset's releases.", callback=_valid_dataset)
 def recover(dataset: str | None) -> None:
     """After a crash: mark releases whose flow process died mid-computation as failed (saying so), and publish
     approved releases whose publication was interrupted. Safe to run at any time."""
@@ -393,7 +403,7 @@ def recover(dataset: str | None) -> None:
 @click.option("--start", "start", required=True, help="First window's start (ISO date or time, UTC).")
 @click.option("--end", "end", required=True, help="End of the last window (exclusive).")
 @click.option("--every", default="1d", show_default=True, help="Window length: Nd or Nh.")
-@click.option("--dataset", help="Release this dataset instead of the deployment's.")
+@click.option("--dataset", help="Release this dataset instead of the deployment's.", callback=_valid_dataset)
 @click.option("--requested-by", help="Who asks for the backfill (recorded with each release).")
 def backfill_command(deployment: str, start: str, end: str, every: str, dataset: str | None,
                      requested_by: str | None) -> None:
@@ -463,7 +473,8 @@ def roads_list() -> None:
 
 @roads.command("simulate")
 @click.argument("network")
-@click.option("--dataset", required=True, help="Load the trajectories into this (new) dataset.")
+@click.option("--dataset", required=True, help="Load the trajectories into this (new) dataset.",
+              callback=_valid_dataset)
 @click.option("--trajectories", "n", type=int, default=500, show_default=True)
 @click.option("--points", type=int, default=50, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -502,7 +513,7 @@ def budget() -> None:
 
 
 @budget.command("show")
-@click.option("--dataset")
+@click.option("--dataset", callback=_valid_dataset)
 def budget_show(dataset: str | None) -> None:
     import sqlalchemy as sa
 

@@ -6,6 +6,8 @@ emits a lineage FAIL event, and nothing is published.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import httpx
 import numpy as np
 from prefect import flow, get_run_logger, task
@@ -16,7 +18,18 @@ from prefect.flow_runs import pause_flow_run
 from prefect.runtime import flow_run
 
 from flows.review import StewardDecision, review_markdown
-from tasks import audit, governance, ingest, lineage, prepare, protect, publish, report, validate
+from tasks import (
+    audit,
+    check_output,
+    governance,
+    ingest,
+    lineage,
+    prepare,
+    protect,
+    publish,
+    report,
+    validate,
+)
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
@@ -97,6 +110,11 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
     transaction(charge, "charge the budget", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
     result = mech.run(client, prepared, spec.grid, params, rng)
+    if result.product == "trajectories":  # check output: what would be published, on a worker (GX is warm there)
+        result = replace(result, points=check_output.coarsen_times(result.points, spec.time_precision_s))
+        checked = client.submit(check_output.check_points, check_output.published_frame(result.points),
+                                spec.time_precision_s, pure=False).result()
+        print(f"output check: {len(checked)} expectations of {check_output.SUITE_PATH.name} met")
 
     def stage(conn) -> None:
         publish.stage(conn, release_id, result)

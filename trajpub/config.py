@@ -40,7 +40,7 @@ def database_url() -> str:
 
 
 def uses_local_database() -> bool:
-    return "TRAJPUB_DATABASE_URL" not in os.environ
+    return "TRAJPUB_DATABASE_URL" not in os.environ and "TRAJPUB_DATABASE_SECRET" not in os.environ
 
 
 def prefect_api_url() -> str:

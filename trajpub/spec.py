@@ -96,6 +96,7 @@ class PrepareSpec:
 class ReleaseSpec:
     """One governed release: dataset, snapshot window, public bbox, mechanism, policies.
 
+    ``time_precision_s``: released timestamps are floored to this many seconds (the output suite checks it);
     ``queue_timeout_s``: how long the release waits while another release of the same dataset is being
     computed (one at a time per dataset) before it fails; ``approval_timeout_s``: how long the flow waits for
     the steward (the release then stays awaiting approval).
@@ -113,6 +114,7 @@ class ReleaseSpec:
     gate_policy: dict | str | None = None
     approval_timeout_s: float = 3600.0
     queue_timeout_s: float = 3600.0
+    time_precision_s: float = 60.0
     dask_address: str | None = None
     seed: int | None = None
 
@@ -121,7 +123,7 @@ class ReleaseSpec:
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
-        for name in ("approval_timeout_s", "queue_timeout_s"):
+        for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
             if not getattr(self, name) > 0:
                 raise ParameterError(f"{name} must be positive", name)
         if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":

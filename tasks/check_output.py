@@ -1,0 +1,71 @@
+"""Check the output: the candidate release against the Great Expectations suite ``expectations/release_points.json``
+before it is audited or staged (DESIGN.md: protect → check output → audit).
+
+The suite says that a release publishes only its publishable columns (never a raw object identifier or the
+private real-member flag) and no timestamp more precise than the release policy's ``time_precision_s``. The
+flow first coarsens released timestamps to that precision (:func:`coarsen_times`), so a failure here is a
+mechanism that leaks, and it fails the release.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from trajpub import config
+from trajpub.errors import PolicyError
+
+SUITE_PATH = config.EXPECTATIONS_DIR / "release_points.json"
+PUBLISHABLE = ["traj_id", "seq", "cell", "t", "lon", "lat"]
+AUDITOR_ONLY = ("object_id", "x", "y")
+"""Columns a candidate carries for the auditor (the owner of a truthful record, metric coordinates); staging
+and publication never read them."""
+
+
+def published_frame(points: pd.DataFrame) -> pd.DataFrame:
+    """The candidate's points as they would be staged and published: everything but :data:`AUDITOR_ONLY`."""
+    return points.drop(columns=[c for c in AUDITOR_ONLY if c in points])
+
+
+def coarsen_times(points: pd.DataFrame, precision_s: float) -> pd.DataFrame:
+    """Released timestamps floored to ``precision_s`` seconds (NaT stays NaT)."""
+    if "t" not in points or not points["t"].notna().any():
+        return points
+    return points.assign(t=points["t"].dt.floor(pd.Timedelta(seconds=precision_s)))
+
+
+def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
+    """Run the suite on a candidate's points as they would be published (:func:`published_frame`; a column
+    beyond the publishable ones fails it); returns the per-expectation outcome; raises :class:`PolicyError` on
+    any failure."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    suite = json.loads(SUITE_PATH.read_text())
+    allowed = PUBLISHABLE + (["set_id"] if "set_id" in frame else [])
+    t = frame["t"] if "t" in frame else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
+    if t.dt.tz is None:
+        t = t.dt.tz_localize("UTC")
+    seconds = (t - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    df = frame.assign(t_remainder_s=np.mod(seconds, precision_s))  # NaN where t is NaT: not checked
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (context.data_sources.add_pandas("release").add_dataframe_asset("points")
+             .add_batch_definition_whole_dataframe("candidate"))
+    configs = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e["meta"])
+               for e in suite["expectations"]]
+    gx_suite = context.suites.add(gx.ExpectationSuite(name=suite["name"],
+                                                      expectations=[c.to_domain_obj() for c in configs]))
+    vd = context.validation_definitions.add(gx.ValidationDefinition(name=suite["name"], data=batch, suite=gx_suite))
+    result = vd.run(batch_parameters={"dataframe": df},
+                    expectation_parameters={"publishable_columns": allowed + ["t_remainder_s"]})
+    outcome = [{"expectation": r.expectation_config.type, "says": r.expectation_config.meta["says"],
+                "success": bool(r.success)} for r in result.results]
+    failed = [o for o in outcome if not o["success"]]
+    if failed:
+        raise PolicyError("the candidate release fails the output suite: " + "; ".join(o["says"] for o in failed),
+                          f"expectations/{SUITE_PATH.name}")
+    return outcome

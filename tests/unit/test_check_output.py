@@ -1,0 +1,44 @@
+"""The output suite (expectations/release_points.json) on candidate frames: it fails a release that would publish
+a raw object identifier, an extra private column, or timestamps more precise than the policy."""
+
+import pandas as pd
+import pytest
+
+from tasks.check_output import check_points, coarsen_times, published_frame
+from trajpub.errors import PolicyError
+
+
+def candidate(**extra) -> pd.DataFrame:
+    t = pd.to_datetime(["2008-02-02 10:00:17", "2008-02-02 10:03:41", "2008-02-02 10:07:02"], utc=True)
+    return pd.DataFrame({"object_id": ["taxi-1"] * 3, "traj_id": [1, 1, 1], "seq": [0, 1, 2], "cell": [5, 6, 6],
+                         "t": t, "lon": [116.1, 116.2, 116.3], "lat": [39.9, 39.9, 40.0], "x": 0.0, "y": 0.0,
+                         **extra})
+
+
+def test_a_coarsened_candidate_passes_and_keeps_its_points():
+    frame = published_frame(coarsen_times(candidate(), 60))
+    assert list(frame.columns) == ["traj_id", "seq", "cell", "t", "lon", "lat"]
+    assert frame["t"].dt.second.eq(0).all() and len(frame) == 3
+    assert all(o["success"] for o in check_points(frame, 60))
+
+
+def test_raw_timestamp_precision_fails():
+    with pytest.raises(PolicyError, match="more precise than the release policy"):
+        check_points(published_frame(candidate()), 60)
+
+
+def test_a_raw_object_identifier_column_fails():
+    with pytest.raises(PolicyError, match="a column it may not publish"):
+        check_points(coarsen_times(candidate(), 60).drop(columns=["x", "y"]), 60)  # object_id kept
+
+
+def test_a_private_column_added_by_a_mechanism_fails():
+    with pytest.raises(PolicyError, match="a column it may not publish"):
+        check_points(published_frame(coarsen_times(candidate(is_real=True), 60)), 60)
+
+
+def test_untimed_releases_and_anonymity_sets_pass():
+    untimed = published_frame(candidate().assign(t=pd.NaT))
+    assert all(o["success"] for o in check_points(untimed, 60))
+    sets = published_frame(coarsen_times(candidate(set_id=4), 60))
+    assert all(o["success"] for o in check_points(sets, 60))
