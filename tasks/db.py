@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import TypeVar
@@ -177,6 +177,15 @@ def transaction(body: Callable[[sa.Connection], T], what: str, eng: sa.Engine | 
             return body(conn)
 
     return with_retries(attempt, what, say=say)
+
+
+def copy_rows(conn: sa.Connection, statement: str, rows: Iterable[tuple]) -> None:
+    """``COPY ... FROM STDIN`` of ``rows`` on the connection's psycopg connection (inside its transaction)."""
+    raw = conn.connection.dbapi_connection
+    assert isinstance(raw, psycopg.Connection)
+    with raw.cursor() as cur, cur.copy(statement) as cp:
+        for row in rows:
+            cp.write_row(row)
 
 
 def migrations() -> list[tuple[int, str, str]]:

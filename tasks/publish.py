@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from tasks import governance, lineage
 from tasks.adapters.base import Protected
+from tasks.db import copy_rows
 from trajpub.errors import TrajpubError
 from trajpub.spec import validate_dataset_name
 
@@ -27,19 +28,11 @@ def table_names(dataset: str, release_id: int) -> tuple[str, str]:
     return base, f"{base}_traj"
 
 
-def _copy(conn: sa.Connection, statement: str, rows) -> None:
-    raw = conn.connection.dbapi_connection
-    assert isinstance(raw, psycopg.Connection)
-    with raw.cursor() as cur, cur.copy(statement) as cp:
-        for row in rows:
-            cp.write_row(row)
-
-
 def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:
     """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat`` and, for anonymity sets, ``set_id``)
     for review, with COPY."""
     set_ids = points["set_id"] if "set_id" in points else [None] * len(points)
-    _copy(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, geom) FROM STDIN",
+    copy_rows(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, geom) FROM STDIN",
           ((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell), None if pd.isna(t) else t,
             None if s is None or pd.isna(s) else int(s), f"SRID=4326;POINT({lon!r} {lat!r})")
            for traj, seq, cell, t, s, lon, lat in zip(points["traj_id"], points["seq"], points["cell"],
@@ -51,7 +44,7 @@ def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) 
 def stage_owners(conn: sa.Connection, release_id: int, owners: pd.DataFrame) -> int:
     """Store which released trajectory is whose (``traj_id, object_id, source_traj_id``) in the private
     ``staging.candidate_owners``: the auditor's key, never published."""
-    _copy(conn, "COPY staging.candidate_owners (release_id, traj_id, object_id, source_traj_id) FROM STDIN",
+    copy_rows(conn, "COPY staging.candidate_owners (release_id, traj_id, object_id, source_traj_id) FROM STDIN",
           ((release_id, int(t), str(o), int(s)) for t, o, s in zip(owners["traj_id"], owners["object_id"],
                                                                    owners["source_traj_id"], strict=True)))
     return len(owners)
@@ -65,7 +58,7 @@ def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFram
         kind = "POINT" if len(coords) == 1 else "LINESTRING"
         return f"SRID=4326;{kind}({', '.join(coords)})"
 
-    _copy(conn, "COPY staging.candidate_fragments (release_id, fragment_id, cells, estimated_count, round, geom)"
+    copy_rows(conn, "COPY staging.candidate_fragments (release_id, fragment_id, cells, estimated_count, round, geom)"
                 " FROM STDIN",
           ((release_id, int(f), [int(c) for c in cells], float(n), int(r), geometry(lon, lat))
            for f, cells, n, r, lon, lat in zip(fragments["fragment_id"], fragments["cells"],

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from tasks.publish import _copy
+from tasks.db import copy_rows
 from trajpub.errors import InputError, TrajpubError
 from trajpub.spec import validate_dataset_name
 
@@ -52,7 +52,7 @@ def store_network(engine: sa.Engine, name: str, edges: gpd.GeoDataFrame, source:
             " (:n, :s, :d, CAST(:p AS jsonb), :e, :k)"),
             {"n": name, "s": source, "d": description, "p": json.dumps(params or {}), "e": epsilon,
              "k": len(edges)})
-        _copy(conn, "COPY roads.edges (network, edge_id, source, target, length_m, road_class, geom) FROM STDIN",
+        copy_rows(conn, "COPY roads.edges (network, edge_id, source, target, length_m, road_class, geom) FROM STDIN",
               ((name, int(e), int(s), int(t), float(length), None if pd.isna(c) else str(c), f"SRID=4326;{g.wkt}")
                for e, s, t, length, c, g in zip(edges["edge_id"], edges["source"], edges["target"],
                                                 edges["length_m"], edges["road_class"], edges.geometry,
