@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from tasks.gx import run_suite
 from trajpub import config
 from trajpub.errors import PolicyError
 
@@ -40,10 +41,6 @@ def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
     """Run the suite on a candidate's points as they would be published (:func:`published_frame`; a column
     beyond the publishable ones fails it); returns the per-expectation outcome; raises :class:`PolicyError` on
     any failure."""
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
-
     suite = json.loads(SUITE_PATH.read_text())
     allowed = PUBLISHABLE + (["set_id"] if "set_id" in frame else [])
     t = frame["t"] if "t" in frame else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
@@ -51,17 +48,7 @@ def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
         t = t.dt.tz_localize("UTC")
     seconds = (t - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
     df = frame.assign(t_remainder_s=np.mod(seconds, precision_s))  # NaN where t is NaT: not checked
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (context.data_sources.add_pandas("release").add_dataframe_asset("points")
-             .add_batch_definition_whole_dataframe("candidate"))
-    configs = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e["meta"])
-               for e in suite["expectations"]]
-    gx_suite = context.suites.add(gx.ExpectationSuite(name=suite["name"],
-                                                      expectations=[c.to_domain_obj() for c in configs]))
-    vd = context.validation_definitions.add(gx.ValidationDefinition(name=suite["name"], data=batch, suite=gx_suite))
-    result = vd.run(batch_parameters={"dataframe": df},
-                    expectation_parameters={"publishable_columns": allowed + ["t_remainder_s"]})
+    result = run_suite(suite, df, {"publishable_columns": allowed + ["t_remainder_s"]})
     outcome = [{"expectation": r.expectation_config.type, "says": r.expectation_config.meta["says"],
                 "success": bool(r.success)} for r in result.results]
     failed = [o for o in outcome if not o["success"]]

@@ -15,6 +15,7 @@ import pandas as pd
 import sqlalchemy as sa
 from distributed import Client, Future
 
+from tasks.gx import run_suite
 from trajpub import config
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.spec import ReleaseSpec
@@ -77,22 +78,9 @@ def validate_partition(df: pd.DataFrame, suite: dict, params: dict) -> tuple[pd.
 
     Returns (clean points, quarantined points with ``reason`` and ``counts_as``, per-expectation results).
     """
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
-
     df = add_derived_columns(df, params)
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (context.data_sources.add_pandas("raw").add_dataframe_asset("points")
-             .add_batch_definition_whole_dataframe("partition"))
-    configs = [ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"], meta=e["meta"])
-               for e in suite["expectations"]]
-    gx_suite = context.suites.add(gx.ExpectationSuite(name=suite["name"],
-                                                      expectations=[c.to_domain_obj() for c in configs]))
-    vd = context.validation_definitions.add(gx.ValidationDefinition(name=suite["name"], data=batch, suite=gx_suite))
-    result = vd.run(batch_parameters={"dataframe": df}, expectation_parameters=params,
-                    result_format={"result_format": "COMPLETE", "unexpected_index_column_names": ["point_id"]})
+    result = run_suite(suite, df, params,
+                       {"result_format": "COMPLETE", "unexpected_index_column_names": ["point_id"]})
     reasons: dict[int, list[str]] = {}
     kinds: dict[int, set[str]] = {}
     summary = []
