@@ -103,7 +103,8 @@ def attack_plot(results: list[dict]) -> str:
             ax.barh(i, 1.0, color="#d62728", alpha=0.35)
             continue
         ax.barh(i, rate, color="#1f77b4" if a.get("passed") else "#d62728", alpha=0.8)
-        ax.errorbar(rate, i, xerr=[[rate - a["ci_low"]], [a["ci_high"] - rate]], color="k", capsize=3)
+        below, above = max(rate - a["ci_low"], 0.0), max(a["ci_high"] - rate, 0.0)  # rounding: never negative
+        ax.errorbar(rate, i, xerr=[[below], [above]], color="k", capsize=3)
         ax.plot([a["baseline"]], [i], "k|", markersize=16)
     ax.set_yticks(range(len(results)), [a["attack"] for a in results])
     ax.set_xlim(0, 1)

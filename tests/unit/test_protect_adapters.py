@@ -9,7 +9,7 @@ from trajpub.errors import ParameterError
 
 
 def test_unknown_mechanism_lists_the_available_ones():
-    with pytest.raises(ParameterError, match="unknown mechanism 'w4m'; available: fgs_pufferfish, prefix_tree"):
+    with pytest.raises(ParameterError, match="unknown mechanism 'w4m'; available: fastpub, fgs_pufferfish, kpsi_anonymity, prefix_tree"):
         adapter("w4m")
 
 
