@@ -137,8 +137,10 @@ class GatePolicy:
         """Load a policy file (YAML, the layout of :meth:`from_dict`)."""
         try:
             policy = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ParameterError(f"not valid YAML: {exc}", f"file {path}") from exc
+        except FileNotFoundError:
+            raise ParameterError("the gate policy file does not exist", f"file {path}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ParameterError(f"not a valid YAML policy: {exc}", f"file {path}") from None
         return cls.from_dict(policy, where=f"file {path}")
 
     @classmethod

@@ -42,6 +42,7 @@ step = task(cache_policy=NO_CACHE, retries=0)
 def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
     """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
     parsed = ReleaseSpec.from_dict(spec)
+    audit.policy_for(parsed)  # a broken gate policy must fail here, before any budget is spent
     return parsed, protect.adapter(parsed.mechanism).parse_params(parsed.params)
 
 

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 from distributed import Client, LocalCluster
 
+from trajpub.errors import TrajpubError
+
 
 def dask_address(explicit: str | None = None) -> str | None:
     return explicit or os.environ.get("TRAJPUB_DASK_ADDRESS") or None
@@ -21,7 +23,11 @@ def dask_client(address: str | None = None) -> Iterator[Client]:
     logging.getLogger("distributed").setLevel(logging.WARNING)
     address = dask_address(address)
     if address:
-        with Client(address, timeout="30s") as client:
+        try:
+            client = Client(address, timeout="30s")
+        except (OSError, TimeoutError) as exc:
+            raise TrajpubError(f"cannot reach the Dask scheduler: {exc}", f"dask address {address}") from None
+        with client:
             yield client
         return
     n = os.cpu_count() or 1

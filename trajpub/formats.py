@@ -327,6 +327,17 @@ def _localise(naive: pd.Series, timezone: Any) -> pd.Series:
     return naive.dt.tz_localize(timezone, ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
 
 
+def _check_time_format(fmt: str, where: str) -> None:
+    """Refuse a ``time_format`` that strptime cannot use (an unknown directive, a repeated one)."""
+    import re
+    from datetime import datetime as dt
+
+    try:
+        dt.strptime(dt(2008, 2, 2, 13, 4, 5).strftime(fmt), fmt)
+    except (ValueError, re.error) as exc:
+        raise ParameterError(f"time_format {fmt!r} is not a usable strftime format: {exc}", where) from None
+
+
 def _parse_times(text: pd.Series, time_format: str | None, timezone: Any, where: str) -> pd.Series:
     """Strings to ``datetime64[us, UTC]`` (NaT where they do not parse)."""
     fmt = time_format or ISO8601
@@ -334,6 +345,8 @@ def _parse_times(text: pd.Series, time_format: str | None, timezone: Any, where:
         epoch = pd.to_numeric(text, errors="coerce")
         return pd.to_datetime(epoch, unit=UNIX_FORMATS[fmt], utc=True, errors="coerce").astype(
             "datetime64[us, UTC]")
+    if fmt != ISO8601:
+        _check_time_format(fmt, where)
     if _is_utc(timezone):
         return pd.to_datetime(text, format=fmt, errors="coerce", utc=True).astype("datetime64[us, UTC]")
     refusal = (f"the times carry their own UTC offsets, so timezone {timezone} does not apply: leave the "

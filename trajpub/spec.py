@@ -124,8 +124,9 @@ class ReleaseSpec:
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
         for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
-            if not getattr(self, name) > 0:
-                raise ParameterError(f"{name} must be positive", name)
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ParameterError(f"{name} must be a positive number of seconds, got {value!r}", name)
         if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":
             raise ParameterError("a fixed random seed is allowed only in test mode (TRAJPUB_TEST_MODE=1): "
                                  "a seed and the output give the noise back", "seed")
@@ -170,9 +171,11 @@ def read_spec_file(path: str | Path) -> dict:
     """The mapping of a release spec YAML file; errors name the file, line and column."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParameterError("the release spec file does not exist", f"file {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"the release spec is not UTF-8 text (byte {exc.start})", f"file {path}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")

@@ -96,3 +96,33 @@ def test_cell_sequences_collapse_repeats_within_a_trajectory_only():
     assert ids.tolist() == [1, 2] and offsets.tolist() == [0, 3, 4] and cells.tolist() == [5, 6, 5, 5]
     grid = GridSpec(BEIJING, 1000.0)
     assert "cell" in to_grid(_points([("a", "2008-02-02", 116.4, 39.9)]), grid)
+
+
+def test_spec_refuses_non_numeric_timeouts_and_non_utf8_files(tmp_path):
+    """Findings F2 and F5 of bench/GOVERNANCE_RESULTS.md: clear errors, no traceback."""
+    from trajpub.spec import read_spec_file
+
+    for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
+        with pytest.raises(ParameterError, match=f"{name} must be a positive number of seconds, got 'abc'"):
+            ReleaseSpec.from_dict({"dataset": "d", "bbox": [0, 0, 1, 1], name: "abc"})
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"dataset: \xff\xfe\n")
+    with pytest.raises(ParameterError, match="not UTF-8"):
+        read_spec_file(path)
+
+
+def test_gate_policy_path_that_does_not_exist_is_refused_at_parse():
+    """Finding F3: a broken gate policy fails before the release is planned, so no budget is spent."""
+    from flows.release import parse_spec
+
+    with pytest.raises(ParameterError, match="gate policy file does not exist"):
+        parse_spec({"dataset": "d", "bbox": [0, 0, 1, 1], "gate_policy": "nonsense",
+                    "params": {"epsilon": 1.0}})
+
+
+def test_an_unusable_time_format_is_a_parameter_error():
+    """Finding F1: an unknown strftime directive is refused with the option's name."""
+    from trajpub.formats import _parse_times
+
+    with pytest.raises(ParameterError, match="not a usable strftime format"):
+        _parse_times(pd.Series(["2008-02-02"]), "%Q", "UTC", "option time_format")
