@@ -366,7 +366,12 @@ def _check_time(values: pd.Series, name: str, time_format: str | None, timezone:
     empty = rows & (text.isna() | (text == "")).to_numpy()
     reasons.add(empty, f"{name} is empty")
     parsed = _parse_times(text.where(~empty), time_format, timezone, where)
-    failed = rows & ~empty & parsed.isna().to_numpy()
+    # strptime's %S takes 60 and 61 and rolls them into the next minute: a plausible, wrong time. Refuse them.
+    leap = rows & ~empty & parsed.notna().to_numpy() & text.str.contains(r"\d:\d\d:6[01](?!\d)",
+                                                                          na=False).to_numpy()
+    reasons.add(leap, lambda: name + " " + _quote(text) + " has a second of 60 or 61")
+    parsed = parsed.where(~leap)
+    failed = rows & ~empty & ~leap & parsed.isna().to_numpy()
     if failed.any() and not _is_utc(timezone) and time_format not in UNIX_FORMATS:
         naive = pd.to_datetime(text.where(failed), format=time_format or ISO8601, errors="coerce")
         gap = failed & naive.notna().to_numpy()

@@ -383,3 +383,15 @@ def test_geopackage_in_another_crs_is_reprojected(tmp_path):
     assert parsed.points["object_id"].tolist() == ["7", "8"]
     assert parsed.points["t"].tolist() == [pd.Timestamp("2020-01-01 00:00", tz="UTC"),
                                            pd.Timestamp("2020-01-01 00:01", tz="UTC")]
+
+
+def test_seconds_60_and_61_are_quarantined_not_rolled_over(tmp_path):
+    """Finding F6 of bench/GOVERNANCE_RESULTS.md: strptime's %S accepts 60 and 61 and shifts the time."""
+    from trajpub.formats import parse
+
+    path = tmp_path / "taxi.txt"
+    path.write_text("1,2008-02-02 10:00:59,116.1,39.9\n1,2008-02-02 10:00:61,116.1,39.9\n"
+                    "1,2008-02-02 23:59:60,116.1,39.9\n1,2008-02-02 10:01:01,116.1,39.9\n")
+    parsed = parse("tdrive", path)
+    assert len(parsed.points) == 2 and len(parsed.rejects) == 2
+    assert all("second of 60 or 61" in r for r in parsed.rejects["reason"])
