@@ -74,9 +74,11 @@ def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame
         # anonymity sets: the attacks get the real members with their owners, i.e. an adversary who has already
         # singled out the real trajectory of each set (an upper bound on the risk; the dummies' protection is
         # what the sets add on top, and the review says so)
-        owners = candidate.owners.set_index("traj_id")["object_id"]
+        owners = candidate.owners.set_index("traj_id")
         release = release[release["traj_id"].isin(owners.index)]
-        release = release.assign(object_id=release["traj_id"].map(owners))
+        # each real member under its owner and its raw trajectory's id, so that the point error pairs them
+        release = release.assign(object_id=release["traj_id"].map(owners["object_id"]),
+                                 traj_id=release["traj_id"].map(owners["source_traj_id"]))
     return raw, release
 
 
