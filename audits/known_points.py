@@ -69,10 +69,8 @@ class KnownPointsParams:
         if self.temporal_tolerance_s is not None:
             _P.require_real(self.temporal_tolerance_s, "temporal_tolerance_s", 0, open_low=False)
         _P.require_choice(self.record_key, "record_key", RECORD_KEYS)
-        if self.max_targets is not None:
-            _P.require_int(self.max_targets, "max_targets", 1)
-        if self.seed is not None:
-            _P.require_int(self.seed, "seed", 0)
+        _P.require_optional_int(self.max_targets, "max_targets", 1)
+        _P.require_optional_int(self.seed, "seed", 0)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
 
     @classmethod

@@ -66,10 +66,8 @@ class MembershipParams:
             raise ParameterError(f"lengths must be None or a non-empty tuple of positive integers, got "
                                  f"{self.lengths!r}", _P.where("lengths"))
         _P.require_choice(self.score, "score", SCORES)
-        if self.max_targets is not None:
-            _P.require_int(self.max_targets, "max_targets", 1)
-        if self.seed is not None:
-            _P.require_int(self.seed, "seed", 0)
+        _P.require_optional_int(self.max_targets, "max_targets", 1)
+        _P.require_optional_int(self.seed, "seed", 0)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
 
     @classmethod

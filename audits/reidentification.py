@@ -116,8 +116,7 @@ class ReidentificationParams:
             raise ParameterError(f"unknown timezone {self.timezone!r}", _P.where("timezone")) from exc
         _P.require_real(self.tolerance, "tolerance", 0, 1, open_low=False)
         _P.require_int(self.max_instances, "max_instances", 1)
-        if self.seed is not None:
-            _P.require_int(self.seed, "seed", 0)
+        _P.require_optional_int(self.seed, "seed", 0)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
 
     @classmethod

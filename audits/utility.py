@@ -110,11 +110,7 @@ def trip_error(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = 6) -> 
     """
     if not (isinstance(grid_size, int) and grid_size >= 1):
         raise ParameterError(f"grid_size must be a positive integer, got {grid_size!r}", "trip_error")
-    columns = ("traj_id", "seq", "lon", "lat")
-    raw_pts = _frame(raw, "raw", columns).sort_values(["traj_id", "seq"], kind="stable")
-    rel_pts = _frame(release, "release", columns).sort_values(["traj_id", "seq"], kind="stable")
-    lon0, lon1 = raw_pts["lon"].min(), raw_pts["lon"].max()
-    lat0, lat1 = raw_pts["lat"].min(), raw_pts["lat"].max()
+    raw_pts, rel_pts, (lon0, lon1, lat0, lat1) = _ordered_points(raw, release)
 
     def trips(points: pd.DataFrame) -> np.ndarray:
         col = _grid_index(points["lon"].to_numpy(), lon0, lon1, grid_size)
@@ -167,6 +163,16 @@ def random_count_queries(n_locations: int, n_queries: int, max_len: int,
         raise ParameterError(f"n_queries must be positive, got {n_queries}", "random_count_queries")
     lengths = rng.integers(1, max_len + 1, size=n_queries)
     return [rng.choice(n_locations, size=int(k), replace=False) for k in lengths]
+
+
+def _ordered_points(raw: pd.DataFrame, release: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
+    """Both frames' points in ``traj_id, seq`` order, and the raw bounding box (lon0, lon1, lat0, lat1) that
+    TE and FFP grid over."""
+    columns = ("traj_id", "seq", "lon", "lat")
+    raw_pts = _frame(raw, "raw", columns).sort_values(["traj_id", "seq"], kind="stable")
+    rel_pts = _frame(release, "release", columns).sort_values(["traj_id", "seq"], kind="stable")
+    return raw_pts, rel_pts, (raw_pts["lon"].min(), raw_pts["lon"].max(), raw_pts["lat"].min(),
+                              raw_pts["lat"].max())
 
 
 def _require_rows(frame: pd.DataFrame, where: str) -> None:
@@ -409,11 +415,7 @@ def frequent_patterns(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int =
                              ("max_length", max_length, min_length), ("top_k", top_k, 1)):
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
             raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}", "frequent_patterns")
-    columns = ("traj_id", "seq", "lon", "lat")
-    raw_pts = _frame(raw, "raw", columns).sort_values(["traj_id", "seq"], kind="stable")
-    rel_pts = _frame(release, "release", columns).sort_values(["traj_id", "seq"], kind="stable")
-    lon0, lon1 = raw_pts["lon"].min(), raw_pts["lon"].max()
-    lat0, lat1 = raw_pts["lat"].min(), raw_pts["lat"].max()
+    raw_pts, rel_pts, (lon0, lon1, lat0, lat1) = _ordered_points(raw, release)
     corpora = []
     for points in (raw_pts, rel_pts):
         col = _grid_index(points["lon"].to_numpy(), lon0, lon1, grid_size)

@@ -25,6 +25,11 @@ class Scope:
         if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
             raise ParameterError(f"{field} must be an integer >= {minimum}, got {value!r}", self.where(field))
 
+    def require_optional_int(self, value: object, field: str, minimum: int) -> None:
+        """``None``, or an integer >= ``minimum``."""
+        if value is not None:
+            self.require_int(value, field, minimum)
+
     def require_real(self, value: object, field: str, low: float, high: float = math.inf, *,
                      open_low: bool = True) -> None:
         ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)

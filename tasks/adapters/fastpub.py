@@ -24,11 +24,9 @@ from trajpub.segment import cell_sequences
 def _clients(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """On a worker: the partition's clients as CSR cell sequences (off-grid points dropped), and which raw
     trajectory (object, traj) each client is; trajectories left empty are not clients."""
-    keys, offsets, cells = cell_sequences(df)
-    lengths = np.diff(offsets)
+    keys, offsets, cells = cell_sequences(df)  # every trajectory has at least one point
     inside = cells >= 0
     kept = np.add.reduceat(inside.astype(np.int64), offsets[:-1]) if len(cells) else np.zeros(0, np.int64)
-    kept = np.where(lengths > 0, kept, 0)
     first = df.drop_duplicates("traj_id").set_index("traj_id").loc[keys, "object_id"].to_numpy().astype(str)
     nonempty = kept > 0
     return (np.r_[0, np.cumsum(kept[nonempty])].astype(np.int64), cells[inside], keys[nonempty],
