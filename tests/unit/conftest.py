@@ -52,3 +52,62 @@ def random_walk_csr() -> Callable[..., tuple[np.ndarray, np.ndarray]]:
         return offsets, (start[owner] + walk) % n_locations
 
     return make
+
+
+# --- the new mechanisms' adapters on real Dask workers, fed the real T-Drive sample -----------------------------
+
+TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A real two-worker process cluster (no database, no Prefect): what the release flow's protect task uses."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=40) as cluster, Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def tdrive_points():
+    """The T-Drive sample (``object_id, t, lon, lat``, UTC), without exact repeats and with increasing times."""
+    import pandas as pd
+
+    from trajpub.config import SHARED_DATA_DIR
+
+    d = pd.read_csv(SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz")
+    t = pd.to_datetime(d["datetime"]).dt.tz_localize("Asia/Shanghai").dt.tz_convert("UTC")
+    df = pd.DataFrame({"object_id": d["taxi_id"].astype(str), "t": t, "lon": d["longitude"], "lat": d["latitude"]})
+    df = df.drop_duplicates(["object_id", "t"]).sort_values(["object_id", "t"], kind="stable")
+    inside = df["lon"].between(TDRIVE_BBOX[0], TDRIVE_BBOX[2]) & df["lat"].between(TDRIVE_BBOX[1], TDRIVE_BBOX[3])
+    return df[inside].reset_index(drop=True)
+
+
+@pytest.fixture(scope="session")
+def tdrive_prepared(dask_client, tdrive_points):
+    """``make(n_taxis, cell_size_m=2000, max_points=None)`` → ``(futures, grid, prepared)``: the first
+    ``n_taxis`` taxis (optionally the first ``max_points`` fixes of each) prepared as the flow's prepare task does
+    (30 min gaps, split by day, at least 2 points), in two partitions scattered to the workers, plus the same
+    rows as one frame for checking."""
+    import pandas as pd
+
+    from trajpub.grid import GridSpec
+    from trajpub.segment import keep_trajectories, segment, to_grid
+
+    def make(n_taxis: int, cell_size_m: float = 2000.0, max_points: int | None = None):
+        grid = GridSpec(TDRIVE_BBOX, cell_size_m)
+        taxis = tdrive_points["object_id"].drop_duplicates().iloc[:n_taxis]
+        pts = tdrive_points[tdrive_points["object_id"].isin(taxis)]
+        if max_points is not None:
+            pts = pts.groupby("object_id").head(max_points)
+        codes = pd.factorize(pts["object_id"])[0] % 2
+        parts = []
+        for p in (0, 1):
+            df = keep_trajectories(segment(pts[codes == p].reset_index(drop=True), 30 * 60, True, p), 2, None)
+            df = to_grid(df, grid)
+            parts.append(df[df["cell"] >= 0].reset_index(drop=True))
+        futures = dask_client.scatter(parts)
+        return futures, grid, pd.concat(parts, ignore_index=True)
+
+    return make

@@ -9,8 +9,9 @@ from trajpub.errors import ParameterError
 
 
 def test_unknown_mechanism_lists_the_available_ones():
-    with pytest.raises(ParameterError, match="unknown mechanism 'w4m'; available: fastpub, fgs_pufferfish, kpsi_anonymity, prefix_tree"):
-        adapter("w4m")
+    with pytest.raises(ParameterError, match="unknown mechanism 'nwa'; available: .*fastpub, fgs_pufferfish") as err:
+        adapter("nwa")
+    assert err.value.where == "mechanism"
 
 
 def test_fgs_in_a_governed_release_needs_its_epsilon_before_reading_data():
