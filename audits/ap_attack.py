@@ -48,6 +48,11 @@ class APAttackParams:
     max_assignment_records: the largest number of records for which the global one-to-one assignment (A4) is
         solved (a dense records x objects matrix and cubic time); 0 disables it.
     max_matrix_entries: refuse inputs whose records x objects divergence matrix would exceed this many entries.
+    max_targets: attack at most this many target records: all of them when there are not more, else a uniform
+        random sample of this size (the success rate is then estimated from the sample, its interval is the
+        sample's, and the one-to-one assignment, which needs every record, is not solved). Every record is
+        compared with every object, so without a cap the cost grows with records x objects.
+    seed: seed of the target sample; ``None`` draws fresh entropy.
     confidence: the confidence level of the reported Wilson interval.
     """
 
@@ -55,6 +60,8 @@ class APAttackParams:
     top_k: tuple[int, ...] = (1, 5)
     max_assignment_records: int = 5000
     max_matrix_entries: int = 50_000_000
+    max_targets: int = 5000
+    seed: int | None = None
     confidence: float = 0.95
 
     def __post_init__(self) -> None:
@@ -65,6 +72,8 @@ class APAttackParams:
                                  _P.where("top_k"))
         _P.require_int(self.max_assignment_records, "max_assignment_records", 0)
         _P.require_int(self.max_matrix_entries, "max_matrix_entries", 1)
+        _P.require_int(self.max_targets, "max_targets", 1)
+        _P.require_optional_int(self.seed, "seed", 0)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
 
     @classmethod
@@ -182,6 +191,8 @@ class APAttack(Attack[APAttackParams]):
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
         p = self.params
+        release, n_target_records = _sample_targets(raw, release, p)
+        sampled = n_target_records > p.max_targets
         dist = location_distributions(raw, release, p.record_key)
         owners = _record_owners(release, dist.records, p.record_key)
         owner_col = pd.Index(dist.objects).get_indexer(owners)
@@ -199,7 +210,9 @@ class APAttack(Attack[APAttackParams]):
         baseline = 1 / n_objects
         variants = {"argmin": acc[1]}
         assignment: dict[str, Any] = {"applicable": False}
-        if len(targets) > n_objects:
+        if sampled:
+            assignment["reason"] = f"a sample of {p.max_targets} of {n_target_records} target records"
+        elif len(targets) > n_objects:
             assignment["reason"] = f"more records ({len(targets)}) than objects ({n_objects})"
         elif len(targets) > p.max_assignment_records:
             assignment["reason"] = f"more records than max_assignment_records={p.max_assignment_records}"
@@ -213,6 +226,8 @@ class APAttack(Attack[APAttackParams]):
             "n_objects": n_objects,
             "n_records": len(dist.records),
             "n_records_without_owner": len(dist.records) - len(targets),
+            "n_target_records_total": n_target_records,
+            "targets_sampled": sampled,
             "n_cells": int(dist.raw.shape[1]),
             "reported_variant": reported,
             "argmin": _summary(variants["argmin"], len(targets), baseline),
@@ -223,6 +238,18 @@ class APAttack(Attack[APAttackParams]):
         }
         return AttackResult(attack=NAME, n_targets=len(targets), n_successes=variants[reported],
                             baseline=baseline, evidence=evidence, confidence=p.confidence)
+
+
+def _sample_targets(raw: pd.DataFrame, release: pd.DataFrame, p: APAttackParams) -> tuple[pd.DataFrame, int]:
+    """The release restricted to a uniform sample of ``max_targets`` target records (records owned by a raw
+    object) when there are more, and the number of target records."""
+    key = p.record_key
+    owned = release["object_id"].astype(str).isin(set(raw["object_id"].astype(str)))
+    records = pd.unique(release.loc[owned, key])
+    if len(records) <= p.max_targets:
+        return release, len(records)
+    chosen = np.random.default_rng(p.seed).choice(records, p.max_targets, replace=False)
+    return release[owned & release[key].isin(chosen)], len(records)
 
 
 def _factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:

@@ -91,7 +91,11 @@ class ReidentificationParams:
     tolerance: the relative tolerance of the frequency, probability and proportion kinds, in [0, 1].
     max_instances: evaluate at most this many instances per target (exactly all of them when there are not
         more, else a uniform random sample of this size: the risk is then a lower bound).
-    seed: seed of the instance sampler; ``None`` draws fresh entropy.
+    max_targets: attack at most this many targets: all of them when there are not more, else a uniform random
+        sample of this size (every candidate stays a candidate; the mean risk is then estimated from the sample
+        and its interval is the sample's). Each target is matched against every candidate, so without a cap the
+        cost grows with targets x candidates, quadratically in the number of objects.
+    seed: seed of the target and instance samplers; ``None`` draws fresh entropy.
     confidence: the confidence level of the reported Wilson interval.
     """
 
@@ -102,6 +106,7 @@ class ReidentificationParams:
     timezone: str = "UTC"
     tolerance: float = 0.0
     max_instances: int = 1000
+    max_targets: int = 300
     seed: int | None = None
     confidence: float = 0.95
 
@@ -116,6 +121,7 @@ class ReidentificationParams:
             raise ParameterError(f"unknown timezone {self.timezone!r}", _P.where("timezone")) from exc
         _P.require_real(self.tolerance, "tolerance", 0, 1, open_low=False)
         _P.require_int(self.max_instances, "max_instances", 1)
+        _P.require_int(self.max_targets, "max_targets", 1)
         _P.require_optional_int(self.seed, "seed", 0)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
 
@@ -147,9 +153,10 @@ class _Encoded:
 
 def reidentification_risks(raw: pd.DataFrame, release: pd.DataFrame, params: ReidentificationParams
                            ) -> pd.DataFrame:
-    """Per-target risk: one row per raw object that owns released data, ``object_id``, ``risk``,
-    ``n_instances`` (instances evaluated) and ``sampled`` (True when they were a sample of all instances).
-    ``attrs["n_candidates"]``: the number of released objects with a usable point (the candidates)."""
+    """Per-target risk: one row per raw object that owns released data (or per target of the sample, see
+    ``max_targets``), ``object_id``, ``risk``, ``n_instances`` (instances evaluated) and ``sampled`` (True when
+    they were a sample of all instances). ``attrs["n_candidates"]``: the number of released objects with a usable
+    point (the candidates); ``attrs["n_targets_total"]``: the number of targets before sampling."""
     enc = _encode(raw, release, params)
     released = np.unique(enc.rel_obj)
     targets = np.intersect1d(np.unique(enc.raw_obj), released)
@@ -159,6 +166,9 @@ def reidentification_risks(raw: pd.DataFrame, release: pd.DataFrame, params: Rei
     n_obj = len(enc.objects)
     cand = released  # candidate rows: the released objects
     rng = np.random.default_rng(params.seed)
+    n_targets_total = len(targets)
+    if n_targets_total > params.max_targets:
+        targets = np.sort(rng.choice(targets, params.max_targets, replace=False))
     raw_order = np.argsort(enc.raw_obj, kind="stable")
     bounds = np.searchsorted(enc.raw_obj[raw_order], np.r_[targets, n_obj])
     if params.kind == "home_work":
@@ -179,6 +189,7 @@ def reidentification_risks(raw: pd.DataFrame, release: pd.DataFrame, params: Rei
     out = pd.DataFrame({"object_id": enc.objects[targets], "risk": risks, "n_instances": n_inst,
                         "sampled": sampled})
     out.attrs["n_candidates"] = len(cand)
+    out.attrs["n_targets_total"] = n_targets_total
     return out
 
 
@@ -237,6 +248,8 @@ class Reidentification(Attack[ReidentificationParams]):
             "risk_quantiles": {q: float(np.quantile(r, float(q))) for q in ("0.1", "0.5", "0.9")},
             "max_instances": p.max_instances,
             "n_sampled_targets": int(risks["sampled"].sum()),
+            "n_targets_total": int(risks.attrs["n_targets_total"]),
+            "max_targets": p.max_targets,
             "examples": [{"owner": str(o), "risk": 1.0} for o in unique["object_id"].head(MAX_EXAMPLES)],
         }
         return AttackResult(attack=self.name, n_targets=len(risks), n_successes=float(r.sum()),

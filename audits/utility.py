@@ -586,12 +586,28 @@ def _has_neighbour(xy: np.ndarray, t: np.ndarray, owner: np.ndarray, other_xy: n
         return np.column_stack([p, (tt - t0) * scale, o * offset])
 
     tree = cKDTree(embed(other_xy, other_t, other_owner))
-    hits = tree.query_ball_point(embed(xy, t, owner), r=box * (1 + 1e-9), p=np.inf, return_sorted=False)
-    query, candidate = flatten_hits(hits)
-    near = np.hypot(other_xy[candidate, 0] - xy[query, 0], other_xy[candidate, 1] - xy[query, 1]) <= radius_m
-    if timed:
-        near &= np.abs(other_t[candidate] - t[query]) <= radius_s
-    return np.bincount(query[near], minlength=len(xy)) > 0
+    queries = embed(xy, t, owner)
+    bound = box * (1 + 1e-9)
+
+    def near(query: np.ndarray, candidate: np.ndarray) -> np.ndarray:
+        ok = np.hypot(other_xy[candidate, 0] - xy[query, 0], other_xy[candidate, 1] - xy[query, 1]) <= radius_m
+        if timed:
+            ok &= np.abs(other_t[candidate] - t[query]) <= radius_s
+        return ok
+
+    # The nearest point in the box decides almost every point with constant memory; only points whose nearest
+    # box neighbour is outside the disc (a box corner) have their whole box listed, so the answer stays exact.
+    dist, nearest = tree.query(queries, k=1, p=np.inf, distance_upper_bound=bound)
+    in_box = np.flatnonzero(np.isfinite(dist))
+    found = np.zeros(len(xy), dtype=bool)
+    found[in_box] = near(in_box, nearest[in_box])
+    undecided = in_box[~found[in_box]]
+    if len(undecided):
+        query, candidate = flatten_hits(tree.query_ball_point(queries[undecided], r=bound, p=np.inf,
+                                                              return_sorted=False))
+        hit = near(undecided[query], candidate)
+        found[undecided] = np.bincount(query[hit], minlength=len(undecided)) > 0
+    return found
 
 
 def flatten_hits(hits: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:

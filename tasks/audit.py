@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-from distributed import Client, Future
+from distributed import Client, Future, get_worker
 from distributed import wait as wait_futures
 
 from audits import utility
@@ -82,35 +84,68 @@ def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame
     return raw, release
 
 
-def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-    """On a worker: one attack of the policy."""
-    return build_attack(name, params).evaluate(raw, release)
+def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame,
+            topic: str) -> tuple[AttackResult, float]:
+    """On a worker: one attack of the policy and its running time in seconds. It first tells the driver that it
+    has started (its timeout counts from there, not from when it was queued)."""
+    get_worker().log_event(topic, {"attack": name})
+    began = time.perf_counter()
+    result = build_attack(name, params).evaluate(raw, release)
+    return result, time.perf_counter() - began
+
+
+POLL_S = 0.25  # how often the driver looks for attacks that started or outlived their time
 
 
 def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
                 release_kind: str) -> tuple[list[AttackResult], dict[str, str]]:
     """Every attack of the policy that applies to ``release_kind``, in parallel on the cluster; returns the
-    results and the failures (attack -> what went wrong), which the gate turns into blocks."""
+    results and the failures (attack -> what went wrong), which the gate turns into blocks.
+
+    ``policy.timeout_s`` bounds each attack's own running time: an attack that finishes later than that on its
+    worker's clock fails, and one still running ``timeout_s`` after it reported its start to the driver (seen
+    within :data:`POLL_S`) is cancelled and fails. Attacks queued behind others on a busy cluster are not charged
+    for the wait. An attack that has not even started once the attacks could have run one after
+    another within their timeouts (``timeout_s`` x the number of attacks) is reported as not started."""
     names = policy.attacks_for(release_kind)
     if not names:
         return [], {}
+    topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
     raw_f, release_f = client.scatter([raw, release], hash=False)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
-                                   pure=False, key=f"attack-{name}-{id(raw_f)}") for name in names}
-    try:
-        wait_futures(list(futures.values()), timeout=policy.timeout_s)
-    except TimeoutError:
-        pass  # the unfinished ones are reported as timed out
+                                   topic, pure=False, key=f"attack-{name}-{topic}") for name in names}
+    launched = time.monotonic()
+    started: dict[str, float] = {}
     results, failures = [], {}
-    for name, future in futures.items():
-        if future.status == "finished":
-            results.append(future.result())
-        elif future.status == "error":
-            exc = future.exception()
-            failures[name] = f"{type(exc).__name__}: {exc}"
-        else:
-            future.cancel()
-            failures[name] = f"timed out after {policy.timeout_s:g} s"
+    pending = dict(futures)
+    while pending:
+        try:
+            wait_futures(list(pending.values()), timeout=POLL_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        now = time.monotonic()
+        for _, event in client.get_events(topic):
+            started.setdefault(event["attack"], now)
+        for name, future in list(pending.items()):
+            if future.status == "finished":
+                result, elapsed = future.result()
+                if elapsed > policy.timeout_s:
+                    failures[name] = f"timed out after {policy.timeout_s:g} s (ran {elapsed:.3g} s)"
+                else:
+                    results.append(result)
+            elif future.status == "error":
+                exc = future.exception()
+                failures[name] = f"{type(exc).__name__}: {exc}"
+            elif name in started and now - started[name] > policy.timeout_s:
+                failures[name] = f"timed out after {policy.timeout_s:g} s"
+            elif name not in started and now - launched > policy.timeout_s * len(names):
+                failures[name] = (f"did not start within {policy.timeout_s * len(names):g} s "
+                                  f"({len(names)} attacks x timeout_s)")
+            else:
+                continue
+            if name in failures:
+                future.cancel()
+            del pending[name]
     return results, failures
 
 
@@ -128,10 +163,10 @@ def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFra
     if candidate.product == "fragments":
         return fragment_utility(raw, candidate.fragments)
     _, raw_off, raw_cells = cell_sequences(raw)
-    raw_seqs = [raw_cells[a:b] for a, b in itertools.pairwise(raw_off)]
+    raw_seqs = [seq[seq >= 0] for seq in (raw_cells[a:b] for a, b in itertools.pairwise(raw_off))]  # -1: off grid
     _, rel_off, rel_cells = cell_sequences(release)
-    rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]  # -1: off grid
-    visited = np.unique(raw_cells)
+    rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]
+    visited = np.unique(raw_cells[raw_cells >= 0])
     queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
     figures = {
         "count_query_re": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),

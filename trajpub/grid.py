@@ -14,6 +14,8 @@ from pyproj import CRS, Transformer
 
 from trajpub.errors import ParameterError
 
+BOUNDARY_SAMPLES = 1025  # points per bbox edge whose projections bound the grid
+
 
 @dataclass(frozen=True)
 class GridSpec:
@@ -58,9 +60,15 @@ class GridSpec:
 
     @cached_property
     def _origin(self) -> tuple[float, float, float, float]:
+        """The projected extent of the whole bbox boundary, not only of its corners: in the azimuthal projection
+        the bbox's parallels bulge away from the centre (the southern one ~580 m below its corners for Beijing),
+        so a grid spanning the corners would leave points inside the bbox off the grid."""
         min_lon, min_lat, max_lon, max_lat = self.bbox
-        xs, ys = self._forward.transform([min_lon, max_lon, min_lon, max_lon], [min_lat, min_lat, max_lat, max_lat])
-        return min(xs), min(ys), max(xs), max(ys)
+        lons, lats = np.linspace(min_lon, max_lon, BOUNDARY_SAMPLES), np.linspace(min_lat, max_lat, BOUNDARY_SAMPLES)
+        edge_lon = np.concatenate([lons, lons, np.full_like(lats, min_lon), np.full_like(lats, max_lon)])
+        edge_lat = np.concatenate([np.full_like(lons, min_lat), np.full_like(lons, max_lat), lats, lats])
+        xs, ys = self._forward.transform(edge_lon, edge_lat)
+        return float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())
 
     @property
     def n_cols(self) -> int:

@@ -65,6 +65,19 @@ def test_identical_release_links_everyone():
     assert len(result.evidence["examples"]) == 5
 
 
+def test_a_sample_of_targets_is_attacked_when_there_are_more_than_max_targets():
+    raw = gridded(favourite_places())
+    release = raw.assign(object_id=np.where(raw["traj_id"] >= 35, "dummy", raw["object_id"]))  # 35 owned records
+    result = attack(max_targets=10, seed=3).evaluate(raw, release)
+    assert (result.n_targets, result.success_rate) == (10, 1.0)
+    assert result.evidence["n_target_records_total"] == 35 and result.evidence["targets_sampled"]
+    assert result.evidence["assignment"] == {"applicable": False, "reason": "a sample of 10 of 35 target records"}
+    again = attack(max_targets=10, seed=3).evaluate(raw, release)
+    assert [e["record"] for e in again.evidence["examples"]] == [e["record"] for e in result.evidence["examples"]]
+    everyone = attack(max_targets=35).evaluate(raw, release)
+    assert everyone.n_targets == 35 and not everyone.evidence["targets_sampled"]
+
+
 def test_metre_jitter_keeps_linking_and_strong_noise_breaks_it():
     # Jitter of 5 m moves a point across a 500 m cell border with probability about 4 * 5 / 500 * 0.4 ~ 1.6%:
     # the heatmaps barely change and every record still links. Noise of 10 km (half the city) spreads each

@@ -150,6 +150,18 @@ def test_sampled_instances_give_a_lower_bound(toy):
     assert (sample["risk"] <= exact["risk"] + 1e-12).all()
 
 
+def test_a_sample_of_targets_keeps_every_candidate(toy):
+    # 7 targets, 3 sampled: each sampled target's risk is the one it has when all 7 are attacked, because the
+    # candidates (every released object) do not change
+    params = {"kind": "location", "location": "lonlat", "knowledge_length": 2, "seed": 4}
+    every = reidentification_risks(toy, toy, ReidentificationParams(**params)).set_index("object_id")["risk"]
+    sample = reidentification_risks(toy, toy, ReidentificationParams(max_targets=3, **params))
+    assert len(sample) == 3 and sample.attrs == {"n_candidates": 7, "n_targets_total": 7}
+    assert sample.set_index("object_id")["risk"].to_dict() == every[sample["object_id"]].to_dict()
+    result = Reidentification(ReidentificationParams(max_targets=3, **params)).evaluate(toy, toy)
+    assert (result.n_targets, result.baseline, result.evidence["n_targets_total"]) == (3, 1 / 7, 7)
+
+
 def test_attack_result_sums_the_risks(toy):
     result = Reidentification(ReidentificationParams(kind="location", location="lonlat", knowledge_length=3)
                               ).evaluate(toy, toy)

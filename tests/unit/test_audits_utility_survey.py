@@ -68,6 +68,17 @@ def test_information_loss_hand_cases(kwargs, expected):
     assert information_loss(RAW_INF, RELEASE_INF, **kwargs) == pytest.approx(expected)
 
 
+def test_information_loss_tolerance_is_a_disc_even_when_a_box_corner_is_nearer():
+    # the point at (95, 95) is nearest in the box metric (95 m) but 134 m away; the one at (99, 0) is 99 m away
+    raw = points([("A", 0, 0, 0.0, 0.0, 0), ("A", 0, 1, 1000.0, 0.0, 60)])
+    release = points([("A", 0, 0, 95.0, 95.0, 0), ("A", 0, 1, 99.0, 0.0, 0)])
+    assert information_loss(raw, release, tolerance_m=100.0, tolerance_s=None) == pytest.approx(0.5)
+    assert information_loss(raw, release.iloc[:1], tolerance_m=100.0, tolerance_s=None) == 1.0
+    # and in time: (0, 0) 200 s late is out of a 100 s window, (60, 0) 90 s late is in
+    late = points([("A", 0, 0, 0.0, 0.0, 200), ("A", 0, 1, 60.0, 0.0, 90)])
+    assert information_loss(raw, late, tolerance_m=100.0, tolerance_s=100.0) == pytest.approx(0.5)
+
+
 def test_information_loss_time_tolerance():
     late = RELEASE_INF.assign(t=RELEASE_INF["t"] + pd.Timedelta(seconds=10))  # every released time 10 s late
     assert information_loss(RAW_INF, late) == 1.0
