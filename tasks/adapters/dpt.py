@@ -1,0 +1,58 @@
+"""DPT (He et al., PVLDB 2015): true counts per Dask partition, summed on the driver; the noisy model, the model
+selection and the synthesis run on the driver from the summed counts only (no trajectory reaches the driver)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import dpt
+from tasks.adapters.base import Protected
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+def _count_partition(df: pd.DataFrame, hierarchy: dpt.Hierarchy, params: dpt.DptParams) -> dpt.DptCounts:
+    """On a worker: the partition's true counts (length and start histograms, prefix-tree node counts)."""
+    return dpt.count_points(df, hierarchy, params)
+
+
+class DptAdapter:
+    """DPT as a release mechanism: synthetic trajectories from noisy Markov prefix trees over hierarchical
+    reference systems (grids of cell sizes s, 2s, 4s, ...)."""
+
+    release_kind = "synthetic"
+
+    def parse_params(self, params: dict) -> dpt.DptParams:
+        return dpt.DptParams.from_dict(params)
+
+    def guarantee(self, params: dpt.DptParams) -> Guarantee:
+        return dpt.guarantee(params)
+
+    def max_records_per_object(self, params: dpt.DptParams) -> int | None:
+        return params.max_records_per_object
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: dpt.DptParams,
+            rng: np.random.Generator) -> Protected:
+        hierarchy = dpt.hierarchy_of(grid, params)
+        dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
+        parts = client.gather(client.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
+                                         pure=False))
+        counts = dpt.merge_counts(parts)
+        model = dpt.fit(counts, hierarchy, params, rng)
+        synthetic = dpt.synthesize_from_model(model, rng)
+        points = dpt.to_points(synthetic, hierarchy, grid)
+        metadata = {
+            "mechanism": "dpt",
+            "params": params.to_dict(),
+            # no true count here (lineage is public): the noisy input size is in "systems"/"noisy_trajectories"
+            "noisy_input_trajectories": float(model.system_sizes().sum()),
+            "released_records": len(synthetic.level),
+            "released_points": len(points),
+            "position": "centre of the synthetic cell of its reference system",
+            "n_synthetic_source": "public parameter" if params.n_synthetic is not None
+            else "noisy count from the length histograms",
+            **model.metadata(),
+        }
+        return Protected(points, metadata)
