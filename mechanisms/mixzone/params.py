@@ -1,0 +1,53 @@
+"""Parameters of a mix-zone release: Liu, Kang, Wang, Zhang (INFOCOM 2012, UTMP) as re-implemented by the
+survey (seed 002, §"models", Mix-zone row; settings table: r = 500 m, 1,000 zones; [S-code] ``min_length`` 10).
+
+Every field is public and fixed before the data is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from trajpub.errors import ParameterError
+from trajpub.params import Scope
+
+_P = Scope("mixzone")
+
+
+@dataclass(frozen=True)
+class MixzoneParams:
+    """radius_m: a point is covered by a mix zone when it lies within this distance (metres, inclusive) of
+    the zone's road vertex (survey r = 500 m).
+    n_zones: K, the most mix zones the UTMP placement keeps (survey 1,000).
+    min_length: a trajectory is cut only when its current fragment already has at least this many points
+    ([S-code] ``min_trj_len`` = 10).
+    suppress_in_zone: remove every point covered by a zone (default True). False is the survey's behaviour
+    ("survey_no_suppression": no point removed, fragments stay spatially contiguous and are trivially
+    re-linked, attack A13).
+    min_fragment_points: fragments left with fewer points after suppression are dropped (default 2: a
+    one-point fragment has no movement; it is counted in the metadata).
+    """
+
+    radius_m: float = 500.0
+    n_zones: int = 1000
+    min_length: int = 10
+    suppress_in_zone: bool = True
+    min_fragment_points: int = 2
+
+    def __post_init__(self) -> None:
+        _P.require_real(self.radius_m, "radius_m", 0.0)
+        _P.require_int(self.n_zones, "n_zones", 1)
+        _P.require_int(self.min_length, "min_length", 1)
+        if not isinstance(self.suppress_in_zone, bool):
+            raise ParameterError(f"suppress_in_zone must be true or false, got {self.suppress_in_zone!r}",
+                                 _P.where("suppress_in_zone"))
+        _P.require_int(self.min_fragment_points, "min_fragment_points", 1)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MixzoneParams:
+        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
+        return _P.from_mapping(cls, d)
+
+    def to_dict(self) -> dict:
+        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,106 @@
+"""Mix zones (UTMP placement, survey seed 002) on the Dask partitions: the zones are placed once on a worker
+from the road network alone, then every partition's trajectories are cut and (by default) their in-zone points
+suppressed; pseudonyms are drawn on the driver as one random permutation over all fragments.
+
+Release parameters are :class:`mechanisms.mixzone.MixzoneParams` plus ``road_network``: the name of a network
+in ``roads.networks`` (required: mix zones sit on road intersections). Tests and benchmarks without a database
+build :class:`MixzoneSetup` directly with an in-memory ``network``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import mixzone
+from tasks.adapters.base import Protected
+from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+_COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
+
+
+@dataclass(frozen=True)
+class MixzoneSetup:
+    """The parameters, the road network's name and source, and (tests, benchmarks) the network itself in the
+    release grid's CRS; when ``network`` is None it is read from PostGIS by name."""
+
+    params: mixzone.MixzoneParams
+    road_network: str
+    network_source: str
+    network: object | None = None
+
+
+def _place(network, n_zones: int) -> mixzone.Placement:
+    return mixzone.place_mix_zones(network, n_zones)
+
+
+def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams) -> tuple[pd.DataFrame, dict]:
+    """On a worker: one partition's fragments (local numbers) and counts, plus the zones its points touch."""
+    out, stats = mixzone.split_fragments(df[_COLUMNS], zone_xy, params)
+    stats["zones_touched"] = np.unique(mixzone.covering_zone(df["x"].to_numpy(), df["y"].to_numpy(), zone_xy,
+                                                             params.radius_m))
+    return out.drop(columns=["zone"]), stats
+
+
+class MixzoneAdapter:
+    """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
+
+    release_kind = "truthful"
+
+    def parse_params(self, params: dict) -> MixzoneSetup:
+        params = dict(params)
+        name = params.pop("road_network", None)
+        parsed = mixzone.MixzoneParams.from_dict(params)
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"mix zones need a road network: road_network must name a network in "
+                                 f"roads.networks, got {name!r}", "mixzone.road_network")
+        from tasks.db import engine
+        from tasks.roads import SOURCE_FOR_GUARANTEE, network_info
+
+        with engine().connect() as conn:
+            source = SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
+        return MixzoneSetup(parsed, name, source)
+
+    def guarantee(self, setup: MixzoneSetup) -> Guarantee:
+        return mixzone.guarantee(setup.params, setup.network_source)
+
+    def max_records_per_object(self, setup: MixzoneSetup) -> int | None:
+        return None
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: MixzoneSetup,
+            rng: np.random.Generator) -> Protected:
+        network = setup.network
+        if network is None:
+            from tasks.db import engine
+            from tasks.roads import road_network
+
+            _, network = road_network(engine(), setup.road_network, grid.crs)
+        [network_f] = client.scatter([network], hash=False)
+        placement = client.submit(_place, network_f, setup.params.n_zones, pure=False).result()
+        [zone_xy] = client.scatter([placement.zone_xy], broadcast=True, hash=False)
+        results = client.gather([client.submit(_split, part, zone_xy, setup.params, pure=False)
+                                 for part in prepared])
+        counts = [s["released_fragments"] for _, s in results]
+        pseudonyms = mixzone.assign_pseudonyms(sum(counts), rng)
+        bounds = np.r_[0, np.cumsum(counts)]
+        frames = [mixzone.finish(df, pseudonyms[a:b]) for (df, _), a, b
+                  in zip(results, bounds[:-1], bounds[1:], strict=True) if b > a]
+        points = (pd.concat(frames, ignore_index=True) if frames
+                  else pd.DataFrame(columns=[*_COLUMNS, "source_traj_id"]))
+        points = points.sort_values(["traj_id", "seq"], kind="stable").reset_index(drop=True)
+        stats = {key: sum(s[key] for _, s in results) for key in results[0][1] if key != "zones_touched"} \
+            if results else {}
+        touched = np.concatenate([s["zones_touched"] for _, s in results]) if results else np.empty(0)
+        stats["zones_touched"] = len(np.unique(touched[touched >= 0]))
+        meta = {"mechanism": "mixzone", "params": setup.params.to_dict(), "road_network": setup.road_network,
+                "road_network_source": setup.network_source, **placement.summary(), **stats,
+                "released_records": int(points["traj_id"].nunique()), "released_points": len(points),
+                "fragments_per_input_trajectory": (round(points["traj_id"].nunique()
+                                                         / max(1, stats.get("input_trajectories", 0)), 3))}
+        out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
+        return Protected(out.reset_index(drop=True), meta)
