@@ -28,7 +28,7 @@ demo: services
 	$(VENV)/bin/python -m flows.demo
 
 test: services browser
-	TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
+	TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=20
 
 bench: services
 	$(VENV)/bin/python -m bench.run_stages

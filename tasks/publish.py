@@ -28,17 +28,36 @@ def table_names(dataset: str, release_id: int) -> tuple[str, str]:
     return base, f"{base}_traj"
 
 
+GENERALISED_COLUMNS = ("lon_min", "lat_min", "lon_max", "lat_max", "t_end")
+
+
 def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:
-    """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat`` and, for anonymity sets, ``set_id``)
-    for review, with COPY."""
-    set_ids = points["set_id"] if "set_id" in points else [None] * len(points)
-    copy_rows(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, geom) FROM STDIN",
-          ((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell), None if pd.isna(t) else t,
-            None if s is None or pd.isna(s) else int(s), f"SRID=4326;POINT({lon!r} {lat!r})")
-           for traj, seq, cell, t, s, lon, lat in zip(points["traj_id"], points["seq"], points["cell"],
-                                                      points["t"], set_ids, points["lon"], points["lat"],
-                                                      strict=True)))
-    return len(points)
+    """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat``; for anonymity sets and groups
+    ``set_id``; for generalised samples the rectangle ``lon_min, lat_min, lon_max, lat_max`` and the span's end
+    ``t_end``) for review, with COPY."""
+    n = len(points)
+    set_ids = points["set_id"] if "set_id" in points else [None] * n
+    generalised = all(c in points for c in GENERALISED_COLUMNS)
+    if generalised:
+        regions = [f"SRID=4326;POLYGON(({a!r} {b!r}, {c!r} {b!r}, {c!r} {d!r}, {a!r} {d!r}, {a!r} {b!r}))"
+                   for a, b, c, d in zip(points["lon_min"].astype(float), points["lat_min"].astype(float),
+                                         points["lon_max"].astype(float), points["lat_max"].astype(float),
+                                         strict=True)]
+        t_end = points["t_end"]
+    else:
+        regions, t_end = [None] * n, [None] * n
+
+    def value(x):
+        return None if x is None or pd.isna(x) else x
+
+    copy_rows(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, t_end, region, geom)"
+                    " FROM STDIN",
+          ((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell), value(t),
+            None if s is None or pd.isna(s) else int(s), value(te), region, f"SRID=4326;POINT({lon!r} {lat!r})")
+           for traj, seq, cell, t, s, te, region, lon, lat in zip(
+               points["traj_id"], points["seq"], points["cell"], points["t"], set_ids, t_end, regions,
+               points["lon"], points["lat"], strict=True)))
+    return n
 
 
 def stage_owners(conn: sa.Connection, release_id: int, owners: pd.DataFrame) -> int:
@@ -78,12 +97,14 @@ def stage(conn: sa.Connection, release_id: int, result: Protected) -> None:
 
 
 def _create_trajectories(conn: sa.Connection, q, release_id: int, points: str, traj: str) -> tuple[dict, list]:
-    has_sets = conn.execute(sa.text("SELECT bool_or(set_id IS NOT NULL) FROM staging.candidate_points "
-                                    "WHERE release_id = :r"), {"r": release_id}).scalar()
+    has_sets, has_regions = conn.execute(sa.text(
+        "SELECT bool_or(set_id IS NOT NULL), bool_or(region IS NOT NULL) FROM staging.candidate_points "
+        "WHERE release_id = :r"), {"r": release_id}).one()
     set_col = "set_id, " if has_sets else ""
+    region_cols = "t_end, region::geometry(Polygon, 4326) AS region, " if has_regions else ""
     conn.execute(sa.text(
-        f"CREATE TABLE {q(points)} AS SELECT {set_col}traj_id, seq, t, geom::geometry(Point, 4326) AS geom"
-        " FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})
+        f"CREATE TABLE {q(points)} AS SELECT {set_col}traj_id, seq, t, {region_cols}geom::geometry(Point, 4326)"
+        " AS geom FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})
     conn.execute(sa.text(f"ALTER TABLE {q(points)} ADD PRIMARY KEY (traj_id, seq)"))
     conn.execute(sa.text(f"CREATE INDEX ON {q(points)} USING gist (geom)"))
     conn.execute(sa.text(
@@ -112,7 +133,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     """Publish an approved release; re-running it for a published release changes nothing.
 
     In one transaction: for trajectories, ``published.<dataset>__r<id>`` (points; ``set_id`` for anonymity
-    sets) and ``..._traj`` (LineStringM, M = position in the trajectory; NULL for one-point trajectories) with
+    sets and groups; ``t_end`` and the ``region`` polygon for generalised samples, whose ``t`` starts the span and
+    ``geom`` is the region's centre) and ``..._traj`` (LineStringM, M = position in the trajectory; NULL for one-point trajectories) with
     the ``<dataset>_latest`` and ``<dataset>_latest_traj`` views; for fragments, ``published.<dataset>__r<id>``
     (cell sequences, estimated counts, LineString through the cell centres) with ``<dataset>_latest_fragments``;
     read access for the consumer role, the lineage COMPLETE event and the status ``published``. The private
