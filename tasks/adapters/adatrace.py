@@ -1,0 +1,127 @@
+"""AdaTrace (Gursoy et al., CCS 2018) on the Dask partitions: true counts per partition, summed on the driver,
+noise and synthesis on the driver (they read only the noisy synopsis); with ``attack_resilience`` the raw-data
+questions of the sniffing and outlier checks are answered on the workers (:class:`DaskOracle`).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import adatrace
+from tasks.adapters.base import Protected
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+def _trajectories(df: pd.DataFrame) -> adatrace.Trajectories:
+    return adatrace.Trajectories.from_frame(df[["traj_id", "seq", "x", "y"]])
+
+
+def _features(trajs: adatrace.Trajectories) -> dict[str, np.ndarray]:
+    return adatrace.trajectory_features(trajs.offsets, trajs.x, trajs.y)
+
+
+def _nearest(features: dict, feature: str, query: np.ndarray) -> np.ndarray:
+    return adatrace.nearest_distance(features[feature], query)
+
+
+def _count_within(features: dict, feature: str, query: np.ndarray, centre: np.ndarray, tol: float) -> np.ndarray:
+    return adatrace.count_within(features[feature], query, centre, tol)
+
+
+def public_extent(grid: GridSpec) -> tuple[float, float, float, float]:
+    """The flow grid's bbox in its local metric CRS (a public parameter of the release)."""
+    min_lon, min_lat, max_lon, max_lat = grid.bbox
+    xs, ys = grid.project(np.array([min_lon, max_lon, min_lon, max_lon]),
+                          np.array([min_lat, min_lat, max_lat, max_lat]))
+    return float(np.min(xs)), float(np.min(ys)), float(np.max(xs)), float(np.max(ys))
+
+
+class DaskOracle:
+    """:class:`mechanisms.adatrace.RawOracle` whose answers are computed next to the raw partitions; only the
+    answers (indices, minima, counts) come back to the driver."""
+
+    def __init__(self, client: Client, trajs: list[Future]):
+        self.client = client
+        self.trajs = trajs
+        self.features = client.map(_features, trajs, pure=False)
+
+    def sniffing_failures(self, grid, synthetic, sniff, zone, shared_threshold):
+        [g, s] = self.client.scatter([grid, synthetic], broadcast=True, hash=False)
+        parts = self.client.gather(self.client.map(adatrace.sniffing_failures, self.trajs, grid=g, synthetic=s,
+                                                   sniff=sniff, zone=zone, shared_threshold=shared_threshold,
+                                                   pure=False))
+        return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+
+    def nearest(self, feature, query):
+        parts = self.client.gather(self.client.map(_nearest, self.features, feature=feature, query=query,
+                                                   pure=False))
+        return np.min(np.vstack(parts), axis=0) if parts else np.full(len(query), np.inf)
+
+    def count_within(self, feature, query, centre, tol):
+        parts = self.client.gather(self.client.map(_count_within, self.features, feature=feature, query=query,
+                                                   centre=centre, tol=tol, pure=False))
+        return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
+
+
+class AdaTraceAdapter:
+    """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
+    timestamps."""
+
+    release_kind = "synthetic"
+
+    def parse_params(self, params: dict) -> adatrace.AdaTraceParams:
+        return adatrace.AdaTraceParams.from_dict(params)
+
+    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
+        return adatrace.guarantee(params)
+
+    def max_records_per_object(self, params: adatrace.AdaTraceParams) -> int | None:
+        return params.max_records_per_object
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: adatrace.AdaTraceParams,
+            rng: np.random.Generator) -> Protected:
+        extent = public_extent(grid)
+        trajs = client.map(_trajectories, prepared, pure=False)
+        top = adatrace.top_grid(extent, params)
+        true_top = np.sum(client.gather(client.map(adatrace.top_density, trajs, grid=top, pure=False)), axis=0)
+        noisy_top = adatrace.noisy_top_density(true_top, params, rng)
+        agrid = adatrace.adaptive_grid(extent, noisy_top, params)
+        agrid.edges, agrid.hops  # noqa: B018  (computed once on the driver, shipped with the grid)
+        [g] = client.scatter([agrid], broadcast=True, hash=False)
+        parts = client.gather(client.map(adatrace.feature_counts, trajs, grid=g, transition_cap=params.transition_cap,
+                                         max_length=params.max_length, pure=False))
+        counts = reduce(adatrace.FeatureCounts.add, parts)
+        syn = adatrace.noisy_synopsis(agrid, noisy_top, counts, params, rng)
+        oracle = DaskOracle(client, trajs) if params.reads_raw_after_synopsis else None
+        result = adatrace.release(syn, rng, oracle)
+        pts = result.points
+        x, y = pts["x"].to_numpy(), pts["y"].to_numpy()
+        lon, lat = grid.unproject(x, y) if len(pts) else (np.empty(0), np.empty(0))
+        points = pd.DataFrame({"traj_id": pts["traj_id"].to_numpy(np.int64), "seq": pts["seq"].to_numpy(np.int64),
+                               "cell": grid.cell_of(x, y), "t": pd.Series(pd.NaT, index=pts.index,
+                                                                          dtype="datetime64[ns, UTC]"),
+                               "lon": lon, "lat": lat, "x": x, "y": y})
+        meta = {"mechanism": "adatrace", "params": params.to_dict(),
+                "input_trajectories": int(counts.n_trajectories),
+                "released_records": int(pts["traj_id"].nunique()), "released_points": len(pts),
+                "interpolation_dropped_moves": int(counts.dropped_moves), **result.report}
+        return Protected(points, _json_safe(meta))
+
+
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return _json_safe(obj.tolist())
+    return obj
