@@ -7,11 +7,18 @@ workers, only noisy aggregates on the driver.
 
 from __future__ import annotations
 
+from tasks.adapters.adatrace import AdaTraceAdapter
 from tasks.adapters.base import MechanismAdapter, Protected
+from tasks.adapters.dpt import DptAdapter
+from tasks.adapters.dummy import DummyAdapter
 from tasks.adapters.fastpub import FastPubAdapter
 from tasks.adapters.fgs_pufferfish import FgsPufferfishAdapter
+from tasks.adapters.glove import GloveAdapter
+from tasks.adapters.klt import KltAdapter
 from tasks.adapters.kpsi_anonymity import KPsiAdapter
+from tasks.adapters.mixzone import MixzoneAdapter
 from tasks.adapters.prefix_tree import PrefixTreeAdapter
+from tasks.adapters.w4m import W4MAdapter
 from trajpub.errors import ParameterError
 
 __all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter"]
@@ -19,7 +26,14 @@ __all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter"]
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "fgs_pufferfish": FgsPufferfishAdapter(),
                                            "fastpub": FastPubAdapter(),
-                                           "kpsi_anonymity": KPsiAdapter()}
+                                           "kpsi_anonymity": KPsiAdapter(),
+                                           "glove": GloveAdapter(),
+                                           "klt": KltAdapter(),
+                                           "mixzone": MixzoneAdapter(),
+                                           "dummy": DummyAdapter(),
+                                           "dpt": DptAdapter(),
+                                           "adatrace": AdaTraceAdapter(),
+                                           "w4m": W4MAdapter()}
 
 
 def adapter(name: str) -> MechanismAdapter:

@@ -1,0 +1,85 @@
+"""GLOVE (Gramaglia and Fiore 2015; survey seed-002 §2.1) on the Dask partitions: fingerprints are built on the
+workers, the pruned candidate graph's merge costs (the O(n²)-per-pair part) are computed in blocks on the workers,
+and the greedy merging, which is sequential, runs on the driver over the costed graph.
+
+Release parameters are :class:`mechanisms.glove.GloveParams`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import glove
+from tasks.adapters.base import Protected
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+#: Candidate pairs per Dask task.
+PAIR_BLOCK = 4000
+
+
+def _fingerprints(df: pd.DataFrame, params: glove.GloveParams) -> glove.Fingerprints:
+    return glove.build_fingerprints(df[["object_id", "traj_id", "t", "lon", "lat", "x", "y"]], params)
+
+
+def _costs(samples: list[np.ndarray], pairs: np.ndarray, params: glove.GloveParams) -> np.ndarray:
+    return glove.pair_costs(samples, np.ones(len(samples), dtype=np.int64), pairs, params)
+
+
+def concat_fingerprints(parts: list[glove.Fingerprints]) -> glove.Fingerprints:
+    """The partitions' fingerprints as one collection, in partition order."""
+    samples = [s for p in parts for s in p.samples]
+    owners = np.asarray([o for p in parts for o in p.object_ids], dtype=object)
+    sources = [s for p in parts for s in p.source_traj_ids]
+    return glove.Fingerprints(samples, owners, sources)
+
+
+def gather_fingerprints(client: Client, prepared: list[Future], params: glove.GloveParams) -> glove.Fingerprints:
+    """The fingerprints, built on the workers (an object's trajectories are all in one partition)."""
+    return concat_fingerprints(client.gather(client.map(_fingerprints, prepared, params=params, pure=False)))
+
+
+def costed_merge(client: Client, fps: glove.Fingerprints, params: glove.GloveParams,
+                 refine: Callable[[np.ndarray], np.ndarray] | None = None) -> glove.MergeResult:
+    """Candidate costs in blocks on the workers, then greedy merging on the driver (``refine``: see
+    :func:`mechanisms.glove.greedy_merge`)."""
+    keys = glove.locality_keys(fps, params)
+    pairs = glove.candidate_pairs(keys, fps.object_ids, params.candidates)
+    if len(pairs):
+        [shared] = client.scatter([fps.samples], broadcast=True, hash=False)
+        blocks = [pairs[a:a + PAIR_BLOCK] for a in range(0, len(pairs), PAIR_BLOCK)]
+        costs = np.concatenate(client.gather(client.map(_costs, [shared] * len(blocks), blocks, params=params,
+                                                        pure=False)))
+    else:
+        costs = np.empty(0)
+    return glove.greedy_merge(fps, params, pairs, costs, refine)
+
+
+class GloveAdapter:
+    """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
+    within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
+
+    release_kind = "truthful"
+
+    def parse_params(self, params: dict) -> glove.GloveParams:
+        return glove.GloveParams.from_dict(params)
+
+    def guarantee(self, params: glove.GloveParams) -> Guarantee:
+        return glove.guarantee(params)
+
+    def max_records_per_object(self, params: glove.GloveParams) -> int | None:
+        return None
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: glove.GloveParams,
+            rng: np.random.Generator) -> Protected:
+        fps = gather_fingerprints(client, prepared, params)
+        result = costed_merge(client, fps, params)
+        points, _ = glove.release(fps, result, rng)
+        points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
+        meta = {"mechanism": "glove", "params": params.to_dict(), **glove.summary(fps, result, points)}
+        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta)

