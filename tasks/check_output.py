@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from tasks.adapters.base import GENERALISED_COLUMNS
 from tasks.gx import run_suite
 from trajpub import config
 from trajpub.errors import PolicyError
@@ -31,10 +32,21 @@ def published_frame(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def coarsen_times(points: pd.DataFrame, precision_s: float) -> pd.DataFrame:
-    """Released timestamps floored to ``precision_s`` seconds (NaT stays NaT)."""
-    if "t" not in points or not points["t"].notna().any():
-        return points
-    return points.assign(t=points["t"].dt.floor(pd.Timedelta(seconds=precision_s)))
+    """Released timestamps floored to ``precision_s`` seconds (NaT stays NaT); the end of a generalised sample's
+    time span (``t_end``) is rounded up instead, so the coarser span still covers the original one."""
+    step = pd.Timedelta(seconds=precision_s)
+    if "t" in points and points["t"].notna().any():
+        points = points.assign(t=points["t"].dt.floor(step))
+    if "t_end" in points and points["t_end"].notna().any():
+        points = points.assign(t_end=points["t_end"].dt.ceil(step))
+    return points
+
+
+def _remainder_s(frame: pd.DataFrame, column: str, precision_s: float) -> pd.Series:
+    t = frame[column] if column in frame else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
+    if t.dt.tz is None:
+        t = t.dt.tz_localize("UTC")
+    return np.mod((t - pd.Timestamp(0, tz="UTC")).dt.total_seconds(), precision_s)
 
 
 def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
@@ -42,13 +54,11 @@ def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
     beyond the publishable ones fails it); returns the per-expectation outcome; raises :class:`PolicyError` on
     any failure."""
     suite = json.loads(SUITE_PATH.read_text())
-    allowed = PUBLISHABLE + (["set_id"] if "set_id" in frame else [])
-    t = frame["t"] if "t" in frame else pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
-    if t.dt.tz is None:
-        t = t.dt.tz_localize("UTC")
-    seconds = (t - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
-    df = frame.assign(t_remainder_s=np.mod(seconds, precision_s))  # NaN where t is NaT: not checked
-    result = run_suite(suite, df, {"publishable_columns": allowed + ["t_remainder_s"]})
+    allowed = (PUBLISHABLE + (["set_id"] if "set_id" in frame else [])
+               + (list(GENERALISED_COLUMNS) if "t_end" in frame else []))
+    remainders = {f"{c}_remainder_s": _remainder_s(frame, c, precision_s) for c in ("t", "t_end")}
+    df = frame.assign(**remainders)  # NaN where the time is NaT or absent: not checked
+    result = run_suite(suite, df, {"publishable_columns": allowed + list(remainders)})
     outcome = [{"expectation": r.expectation_config.type, "says": r.expectation_config.meta["says"],
                 "success": bool(r.success)} for r in result.results]
     failed = [o for o in outcome if not o["success"]]

@@ -10,7 +10,7 @@ import psycopg.sql
 import sqlalchemy as sa
 
 from tasks import governance, lineage
-from tasks.adapters.base import Protected
+from tasks.adapters.base import GENERALISED_COLUMNS, Protected
 from tasks.db import copy_rows
 from trajpub.errors import TrajpubError
 from trajpub.spec import validate_dataset_name
@@ -26,9 +26,6 @@ def table_names(dataset: str, release_id: int) -> tuple[str, str]:
     validate_dataset_name(dataset)
     base = f"{dataset}__r{int(release_id)}"
     return base, f"{base}_traj"
-
-
-GENERALISED_COLUMNS = ("lon_min", "lat_min", "lon_max", "lat_max", "t_end")
 
 
 def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:

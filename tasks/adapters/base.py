@@ -12,14 +12,18 @@ from distributed import Client, Future
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
+#: The extra columns of a generalised sample (GLOVE, KLT): its lon/lat rectangle and the end of its time span
+#: (``t`` starts it; ``lon``, ``lat`` are the rectangle's centre).
+GENERALISED_COLUMNS = ("lon_min", "lat_min", "lon_max", "lat_max", "t_end")
+
 
 @dataclass(frozen=True)
 class Protected:
     """A candidate release and the mechanism's run metadata (JSON-safe, no seed).
 
     ``product`` "trajectories": ``points`` has one row per released point (``traj_id, seq, cell, t, lon, lat``;
-    anonymity sets add ``set_id``; truthful releases also carry the owner's ``object_id``, which the audit uses
-    and publication drops). ``owners`` (optional; ``traj_id, object_id, source_traj_id``) says which released
+    anonymity sets and groups add ``set_id``; generalised samples add :data:`GENERALISED_COLUMNS`; truthful
+    releases also carry the owner's ``object_id``, which the audit uses and publication drops). ``owners`` (optional; ``traj_id, object_id, source_traj_id``) says which released
     trajectories are an object's own when the points do not (anonymity sets): it is stored privately.
     ``product`` "fragments": ``fragments`` has one row per released fragment (``fragment_id, cells,
     estimated_count, round, lon, lat``, the last two the cell centres) and ``points`` is empty.

@@ -42,3 +42,15 @@ def test_untimed_releases_and_anonymity_sets_pass():
     assert all(o["success"] for o in check_points(untimed, 60))
     sets = published_frame(coarsen_times(candidate(set_id=4), 60))
     assert all(o["success"] for o in check_points(sets, 60))
+
+
+def test_generalised_samples_keep_a_span_that_covers_the_original_one():
+    t_end = pd.to_datetime(["2008-02-02 10:05:10", "2008-02-02 10:09:00", "2008-02-02 10:30:59"], utc=True)
+    region = {"lon_min": 116.0, "lat_min": 39.8, "lon_max": 116.4, "lat_max": 40.1}
+    raw = candidate(t_end=t_end, set_id=2, **region)
+    frame = published_frame(coarsen_times(raw, 60))
+    assert (frame["t"] <= raw["t"]).all() and (frame["t_end"] >= raw["t_end"]).all()
+    assert list(frame["t_end"].dt.strftime("%H:%M:%S")) == ["10:06:00", "10:09:00", "10:31:00"]
+    assert all(o["success"] for o in check_points(frame, 60))
+    with pytest.raises(PolicyError, match="time span ends more precisely"):
+        check_points(published_frame(coarsen_times(raw.drop(columns="t_end"), 60)).assign(t_end=t_end), 60)

@@ -1,0 +1,67 @@
+"""The survey's models (issue 8) through the whole release flow on real T-Drive data: W4M's (k,delta)-anonymous
+groups published with their set_id, GLOVE's generalised samples published as regions with time spans."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+
+pytestmark = pytest.mark.integration
+TRUTHFUL = ["ap_attack", "home_work", "known_points", "reidentification_location", "signature_linkage"]
+RECORD_ALL = {"attacks": {name: {"max_risk": 1.0} for name in TRUTHFUL}}  # figures recorded, nothing blocked
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).all()
+
+
+def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_path) -> str:
+    spec = base_spec(dataset, mechanism=mechanism, params=params, gate_policy=RECORD_ALL)
+    run = start_release(spec, tmp_path)
+    assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
+    attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
+                               r=run.release_id)}
+    assert attacks == set(TRUTHFUL)
+    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert run.proc.wait(timeout=180) == 0, run.output()
+    (guarantee, charged) = q(engine, "SELECT r.guarantee, (SELECT sum(epsilon) FROM governance.budget_ledger l "
+                                     "WHERE l.release_id = r.release_id) FROM governance.releases r "
+                                     "WHERE release_id = :r", r=run.release_id)[0]
+    assert guarantee["epsilon"] is None and not guarantee["proven"]  # syntactic models: heuristic, no budget
+    assert charged == 0.0
+    return f"published.{dataset}__r{run.release_id}"
+
+
+def test_w4m_release_publishes_groups_of_k_within_delta(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("w4m")
+    table = release_and_approve(engine, dataset, "w4m", {"k": 5, "delta_m": 500.0}, tmp_path)
+    columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE "
+                                       "table_schema = 'published' AND table_name = :t", t=table.split(".")[1])}
+    assert columns == {"set_id", "traj_id", "seq", "t", "geom"}  # no owner, no region
+    # every group holds >= k trajectories, and at each of its (pivot's) timestamps, the same position seq in every
+    # member, its members lie within delta of each other (delta/2 around the centre; 1 m of slack for the round
+    # trip through EPSG:4326). Published times are floored to the minute, so t alone would pair other positions.
+    sizes = q(engine, f"SELECT set_id, count(DISTINCT traj_id) FROM {table} GROUP BY set_id")
+    assert sizes and min(n for _, n in sizes) >= 5
+    (widest,) = q(engine, f"SELECT max(ST_Distance(a.geom::geography, b.geom::geography)) FROM {table} a "
+                          f"JOIN {table} b USING (set_id, seq) WHERE a.traj_id < b.traj_id")[0]
+    assert widest <= 500.0 + 1.0
+
+
+def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("glove")
+    table = release_and_approve(engine, dataset, "glove", {"k": 5}, tmp_path)
+    columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE "
+                                       "table_schema = 'published' AND table_name = :t", t=table.split(".")[1])}
+    assert columns == {"set_id", "traj_id", "seq", "t", "t_end", "region", "geom"}
+    (n, outside, reversed_span, srid) = q(engine, f"SELECT count(*), count(*) FILTER (WHERE NOT ST_Covers(region, "
+                                                  f"geom)), count(*) FILTER (WHERE t_end < t), max(ST_SRID(region)) "
+                                                  f"FROM {table}")[0]
+    assert n > 0 and outside == 0 and reversed_span == 0 and srid == 4326  # the centre lies in its region
+    # a group's k (or more) members publish the same generalised samples: one distinct sample per seq
+    groups = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t, t_end, region::text)), "
+                       f"max(seq) + 1 FROM {table} GROUP BY set_id")
+    assert all(members >= 5 and distinct == length for _, members, distinct, length in groups)
