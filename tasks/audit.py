@@ -149,6 +149,17 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
     return results, failures
 
 
+def paired_with_sources(candidate: Protected, release: pd.DataFrame) -> pd.DataFrame:
+    """The release with each renumbered truthful record under its raw trajectory's ``traj_id`` (through
+    ``candidate.owners``), so that the point error compares a record with its own source; records the owner table
+    does not name are left out. Anonymity sets are already paired by :func:`attack_frames`."""
+    if candidate.owners is None or "object_id" not in candidate.points:
+        return release
+    source = candidate.owners.set_index("traj_id")["source_traj_id"]
+    named = release[release["traj_id"].isin(source.index)]
+    return named.assign(traj_id=named["traj_id"].map(source))
+
+
 def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFrame, release_kind: str,
                     seed: int | None) -> dict:
     """The review's utility figures (survey seed 002, Sec. 3; lower is better unless said otherwise).
@@ -182,7 +193,8 @@ def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFra
     }
     if release_kind == "truthful":
         try:
-            figures["point_error_m"] = utility.point_error(raw, release, "hausdorff", POINT_ERROR_RECORDS, rng)
+            figures["point_error_m"] = utility.point_error(raw, paired_with_sources(candidate, release), "hausdorff",
+                                                           POINT_ERROR_RECORDS, rng)
         except InputError:  # records renumbered or dummies only: no record pairs with its raw trajectory
             pass
     return figures

@@ -23,8 +23,10 @@ class Protected:
 
     ``product`` "trajectories": ``points`` has one row per released point (``traj_id, seq, cell, t, lon, lat``;
     anonymity sets and groups add ``set_id``; generalised samples add :data:`GENERALISED_COLUMNS`; truthful
-    releases also carry the owner's ``object_id``, which the audit uses and publication drops). ``owners`` (optional; ``traj_id, object_id, source_traj_id``) says which released
-    trajectories are an object's own when the points do not (anonymity sets): it is stored privately.
+    releases also carry the owner's ``object_id``, which the audit uses and publication drops). ``owners``
+    (optional; ``traj_id, object_id, source_traj_id``, one row per released trajectory) is stored privately: it
+    says which released trajectories are an object's own when the points do not (anonymity sets), and which raw
+    trajectory a renumbered truthful record comes from (the audit's point error pairs them through it).
     ``product`` "fragments": ``fragments`` has one row per released fragment (``fragment_id, cells,
     estimated_count, round, lon, lat``, the last two the cell centres) and ``points`` is empty.
     """

@@ -59,6 +59,12 @@ def costed_merge(client: Client, fps: glove.Fingerprints, params: glove.GlovePar
     return glove.greedy_merge(fps, params, pairs, costs, refine)
 
 
+def single_sources(sources: pd.DataFrame) -> pd.DataFrame:
+    """The owner table (``traj_id, object_id, source_traj_id``) of the records made of one source trajectory (a
+    record of several, ``unit: object``, has no single source and is left out)."""
+    return sources.drop_duplicates("traj_id", keep=False).reset_index(drop=True)
+
+
 class GloveAdapter:
     """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
     within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
@@ -78,8 +84,9 @@ class GloveAdapter:
             rng: np.random.Generator) -> Protected:
         fps = gather_fingerprints(client, prepared, params)
         result = costed_merge(client, fps, params)
-        points, _ = glove.release(fps, result, rng)
+        points, sources = glove.release(fps, result, rng)
         points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
         meta = {"mechanism": "glove", "params": params.to_dict(), **glove.summary(fps, result, points)}
         return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
-                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta)
+                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
+                         owners=single_sources(sources))

@@ -27,7 +27,7 @@ from distributed import Client, Future
 
 from mechanisms import glove, klt
 from tasks.adapters.base import Protected
-from tasks.adapters.glove import costed_merge, gather_fingerprints
+from tasks.adapters.glove import costed_merge, gather_fingerprints, single_sources
 from tasks.db import engine
 from tasks.roads import poi_set_info, read_pois
 from trajpub.errors import ParameterError
@@ -146,7 +146,7 @@ class KltAdapter:
                                      "bounding box: KLT needs POIs where the trajectories are", "klt.pois")
         refine = klt.region_refiner(poi_grid, params) if params.grow_regions == "every_merge" else None
         result = costed_merge(client, fps, params.glove(), refine)
-        released, _ = glove.release(fps, result, release_rng)
+        released, sources = glove.release(fps, result, release_rng)
         points, stats = klt.diversify_release(released, poi_grid, params)
         x, y = grid.project(points["lon"].to_numpy(), points["lat"].to_numpy())
         points["x"], points["y"] = x, y
@@ -154,4 +154,5 @@ class KltAdapter:
         meta = {"mechanism": "klt", "params": params.to_dict(), "pois": setup.poi_kind,
                 **klt.summarise(fps, result, points, stats, poi_grid, pois)}
         return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
-                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta)
+                                 "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
+                         owners=single_sources(sources))

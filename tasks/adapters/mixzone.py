@@ -103,4 +103,5 @@ class MixzoneAdapter:
                 "fragments_per_input_trajectory": (round(points["traj_id"].nunique()
                                                          / max(1, stats.get("input_trajectories", 0)), 3))}
         out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
-        return Protected(out.reset_index(drop=True), meta)
+        owners = points[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
+        return Protected(out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

@@ -113,4 +113,5 @@ class W4MAdapter:
                 "time_grid": "each set is published at its pivot's timestamps",
                 "edr_pruning": "exact: a pruned pair has no matchable point pair, so its EDR is max(n, m)"}
         cols = ["set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
-        return Protected(published[cols].reset_index(drop=True), meta)
+        owners = published[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
+        return Protected(published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

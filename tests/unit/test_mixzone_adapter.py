@@ -21,7 +21,11 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(7))
     pts = out.points
     assert list(pts.columns) == ["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
-    assert "source_traj_id" not in pts.columns and out.owners is None
+    assert "source_traj_id" not in pts.columns  # which raw trajectory a fragment comes from stays private:
+    owners = out.owners.set_index("traj_id")
+    assert sorted(owners.index) == sorted(pts["traj_id"].unique())
+    sources = prepared.drop_duplicates("traj_id").set_index("traj_id")["object_id"]
+    assert (owners["source_traj_id"].map(sources) == owners["object_id"]).all()
     meta = out.metadata
     assert meta["zones_placed"] == 60 and meta["released_fragments"] > meta["input_trajectories"] > 0
     assert "seed" not in str(meta).lower()

@@ -21,7 +21,13 @@ def test_w4m_on_tdrive_keeps_the_contract_and_the_property(dask_client, tdrive_p
     pts = out.points
     for col in ("set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"):
         assert col in pts.columns
-    assert out.product == "trajectories" and out.owners is None
+    assert out.product == "trajectories"
+    # the private owner table: one row per released trajectory, naming its owner and the raw trajectory it edits
+    owners = out.owners.set_index("traj_id")
+    assert sorted(owners.index) == sorted(pts["traj_id"].unique())
+    assert (pts["object_id"] == pts["traj_id"].map(owners["object_id"])).all()
+    sources = prepared.drop_duplicates("traj_id").set_index("traj_id")["object_id"]
+    assert (owners["source_traj_id"].map(sources) == owners["object_id"]).all()
     assert isinstance(pts["t"].dtype, pd.DatetimeTZDtype)
     np.testing.assert_array_equal(pts["cell"], grid.cell_of(pts["x"].to_numpy(), pts["y"].to_numpy()))
     x, y = grid.project(pts["lon"].to_numpy(), pts["lat"].to_numpy())
