@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import sqlalchemy as sa
@@ -68,8 +69,20 @@ def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
 
 
 def merge_summary(conn: sa.Connection, release_id: int, part: dict) -> None:
+    """Merge ``part`` into the release's summary; non-finite numbers (which JSON cannot hold) become null."""
     conn.execute(sa.text("UPDATE governance.releases SET summary = summary || CAST(:p AS jsonb) "
-                         "WHERE release_id = :r"), {"p": json.dumps(part, default=str), "r": release_id})
+                         "WHERE release_id = :r"), {"p": json.dumps(json_finite(part), default=str), "r": release_id})
+
+
+def json_finite(value):
+    """``value`` with every NaN or infinite float (at any depth of dicts, lists, tuples) replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_finite(v) for v in value]
+    return value
 
 
 def get_release(conn: sa.Connection, release_id: int) -> dict:

@@ -19,6 +19,7 @@ noisy trip counts (post-processing) unless the caller fixes it publicly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -157,7 +158,8 @@ class Synopsis:
         return {"grid": self.grid.to_dict(), "noisy_trajectory_count": round(self.noisy_count, 3),
                 "edges": len(self.grid.edges), "budget": self.params.budget,
                 "global_median_length": self.global_median, "trip_cut": self.params.trip_cut,
-                "confident_trip_count": self.params.confident_trip_count,
+                "confident_trip_count": (self.params.confident_trip_count
+                                         if math.isfinite(self.params.confident_trip_count) else None),
                 "noise_scale": self.params.noise_scale}
 
 

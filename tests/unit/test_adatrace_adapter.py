@@ -38,7 +38,7 @@ def _check_contract(out, grid, prepared):
     seq_ok = pts.groupby("traj_id")["seq"].apply(lambda s: (s.to_numpy() == np.arange(len(s))).all())
     assert seq_ok.all()
     meta = out.metadata
-    json.dumps(meta)
+    json.dumps(meta, allow_nan=False)
     assert "seed" not in json.dumps(meta).lower()
     assert meta["mechanism"] == "adatrace"
     assert meta["released_records"] == pts["traj_id"].nunique() and meta["released_points"] == len(pts)

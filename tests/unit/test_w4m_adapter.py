@@ -39,7 +39,7 @@ def test_w4m_on_tdrive_keeps_the_contract_and_the_property(dask_client, tdrive_p
     seq_ok = pts.groupby("traj_id")["seq"].apply(lambda s: np.array_equal(s.to_numpy(), np.arange(len(s))))
     assert seq_ok.all()
     meta = out.metadata
-    json.dumps(meta)
+    json.dumps(meta, allow_nan=False)
     assert meta["mechanism"] == "w4m" and meta["params"] == params.to_dict() and meta["k_delta_verified"]
     assert "seed" not in json.dumps(meta).lower()
     n = prepared["traj_id"].nunique()
