@@ -106,7 +106,14 @@ def edges_within(conn: sa.Connection, name: str, lon: float, lat: float, radius_
 
 SOURCE_FOR_GUARANTEE = {"osm_pbf": "public", "synthetic_grid": "synthetic",
                         "trajectories_dp": "derived_from_private_data"}
-"""roads.networks.source -> the road-network source the (k-Psi) guarantee names."""
+"""roads.networks.source -> the road-network source the guarantees ((k-Psi), Mixzone, Dummy) name."""
+
+
+def guarantee_source(engine: sa.Engine, name: str) -> str:
+    """Where network ``name`` comes from, in the guarantees' words (:data:`SOURCE_FOR_GUARANTEE`); an error when
+    it is not loaded. Read when a release's parameters are parsed, before any data."""
+    with engine.connect() as conn:
+        return SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
 
 
 def load_osm(engine: sa.Engine, name: str, pbf: str, network_type: str = "driving", replace: bool = False) -> int:

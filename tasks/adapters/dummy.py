@@ -16,6 +16,8 @@ from distributed import Client, Future
 
 from mechanisms import dummy
 from tasks.adapters.base import Protected
+from tasks.db import engine
+from tasks.roads import guarantee_source, road_network
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -72,12 +74,7 @@ class DummyAdapter:
         if not isinstance(name, str) or not name:
             raise ParameterError(f"road_network must be a network name or null, got {name!r}",
                                  "dummy.road_network")
-        from tasks.db import engine
-        from tasks.roads import SOURCE_FOR_GUARANTEE, network_info
-
-        with engine().connect() as conn:
-            source = SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
-        return DummySetup(parsed, name, source)
+        return DummySetup(parsed, name, guarantee_source(engine(), name))
 
     def guarantee(self, setup: DummySetup) -> Guarantee:
         return dummy.guarantee(setup.params, setup.network_source)
@@ -92,9 +89,6 @@ class DummyAdapter:
         candidates = None
         network = setup.network
         if network is None and setup.road_network is not None:
-            from tasks.db import engine
-            from tasks.roads import road_network
-
             _, network = road_network(engine(), setup.road_network, grid.crs)
         if network is not None:
             [network_f] = client.scatter([network], hash=False)

@@ -17,7 +17,7 @@ from distributed import Client, Future
 from mechanisms import kpsi_anonymity as kpsi
 from tasks.adapters.base import Protected
 from tasks.db import engine
-from tasks.roads import SOURCE_FOR_GUARANTEE, network_info, road_network
+from tasks.roads import guarantee_source, road_network
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -62,8 +62,7 @@ class KPsiAdapter:
             if not isinstance(name, str):
                 raise ParameterError(f"road_network must be a network name or null, got {name!r}",
                                      "kpsi_anonymity.road_network")
-            with engine().connect() as conn:
-                source = SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
+            source = guarantee_source(engine(), name)
         kpsi.guarantee(parsed, source)  # refuses road-aware dummies without a network, before any data is read
         return KPsiSetup(parsed, name, source)
 

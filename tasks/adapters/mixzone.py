@@ -17,6 +17,8 @@ from distributed import Client, Future
 
 from mechanisms import mixzone
 from tasks.adapters.base import Protected
+from tasks.db import engine
+from tasks.roads import guarantee_source, road_network
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -59,12 +61,7 @@ class MixzoneAdapter:
         if not isinstance(name, str) or not name:
             raise ParameterError(f"mix zones need a road network: road_network must name a network in "
                                  f"roads.networks, got {name!r}", "mixzone.road_network")
-        from tasks.db import engine
-        from tasks.roads import SOURCE_FOR_GUARANTEE, network_info
-
-        with engine().connect() as conn:
-            source = SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
-        return MixzoneSetup(parsed, name, source)
+        return MixzoneSetup(parsed, name, guarantee_source(engine(), name))
 
     def guarantee(self, setup: MixzoneSetup) -> Guarantee:
         return mixzone.guarantee(setup.params, setup.network_source)
@@ -76,9 +73,6 @@ class MixzoneAdapter:
             rng: np.random.Generator) -> Protected:
         network = setup.network
         if network is None:
-            from tasks.db import engine
-            from tasks.roads import road_network
-
             _, network = road_network(engine(), setup.road_network, grid.crs)
         [network_f] = client.scatter([network], hash=False)
         placement = client.submit(_place, network_f, setup.params.n_zones, pure=False).result()
