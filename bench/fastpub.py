@@ -71,7 +71,7 @@ SFP_ROWS = 64
 
 def square_grid(n: int) -> GridSpec:
     """An n×n grid over BBOX (cell size = the longer side / n)."""
-    x0, y0, x1, y1 = GridSpec(BBOX, 1000.0)._origin
+    x0, y0, x1, y1 = GridSpec(BBOX, 1000.0).extent
     grid = GridSpec(BBOX, max(x1 - x0, y1 - y0) / n * 1.0001)
     assert grid.n_cols == n and grid.n_rows == n, (grid.n_cols, grid.n_rows)
     return grid

@@ -59,8 +59,9 @@ class GridSpec:
         return Transformer.from_crs(self.crs, "EPSG:4326", always_xy=True)
 
     @cached_property
-    def _origin(self) -> tuple[float, float, float, float]:
-        """The projected extent of the whole bbox boundary, not only of its corners: in the azimuthal projection
+    def extent(self) -> tuple[float, float, float, float]:
+        """``(x0, y0, x1, y1)`` in metres: the projected extent of the whole bbox boundary, not only of its
+        corners: in the azimuthal projection
         the bbox's parallels bulge away from the centre (the southern one ~580 m below its corners for Beijing),
         so a grid spanning the corners would leave points inside the bbox off the grid."""
         min_lon, min_lat, max_lon, max_lat = self.bbox
@@ -72,12 +73,12 @@ class GridSpec:
 
     @property
     def n_cols(self) -> int:
-        x0, _, x1, _ = self._origin
+        x0, _, x1, _ = self.extent
         return max(1, int(np.ceil((x1 - x0) / self.cell_size_m)))
 
     @property
     def n_rows(self) -> int:
-        _, y0, _, y1 = self._origin
+        _, y0, _, y1 = self.extent
         return max(1, int(np.ceil((y1 - y0) / self.cell_size_m)))
 
     @property
@@ -94,7 +95,7 @@ class GridSpec:
 
     def cell_of(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Cell index ``row * n_cols + col`` of projected points; -1 for points outside the grid."""
-        x0, y0, _, _ = self._origin
+        x0, y0, _, _ = self.extent
         col = np.floor((np.asarray(x) - x0) / self.cell_size_m).astype(np.int64)
         row = np.floor((np.asarray(y) - y0) / self.cell_size_m).astype(np.int64)
         inside = (col >= 0) & (col < self.n_cols) & (row >= 0) & (row < self.n_rows)
@@ -103,7 +104,7 @@ class GridSpec:
     def cell_centre(self, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lon/lat of the centres of the given cells."""
         cell = np.asarray(cell, dtype=np.int64)
-        x0, y0, _, _ = self._origin
+        x0, y0, _, _ = self.extent
         x = x0 + (cell % self.n_cols + 0.5) * self.cell_size_m
         y = y0 + (cell // self.n_cols + 0.5) * self.cell_size_m
         return self.unproject(x, y)

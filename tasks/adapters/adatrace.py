@@ -33,14 +33,6 @@ def _count_within(features: dict, feature: str, query: np.ndarray, centre: np.nd
     return adatrace.count_within(features[feature], query, centre, tol)
 
 
-def public_extent(grid: GridSpec) -> tuple[float, float, float, float]:
-    """The flow grid's bbox in its local metric CRS (a public parameter of the release)."""
-    min_lon, min_lat, max_lon, max_lat = grid.bbox
-    xs, ys = grid.project(np.array([min_lon, max_lon, min_lon, max_lon]),
-                          np.array([min_lat, min_lat, max_lat, max_lat]))
-    return float(np.min(xs)), float(np.min(ys)), float(np.max(xs)), float(np.max(ys))
-
-
 class DaskOracle:
     """:class:`mechanisms.adatrace.RawOracle` whose answers are computed next to the raw partitions; only the
     answers (indices, minima, counts) come back to the driver."""
@@ -85,7 +77,7 @@ class AdaTraceAdapter:
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: adatrace.AdaTraceParams,
             rng: np.random.Generator) -> Protected:
-        extent = public_extent(grid)
+        extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
         trajs = client.map(_trajectories, prepared, pure=False)
         top = adatrace.top_grid(extent, params)
         true_top = np.sum(client.gather(client.map(adatrace.top_density, trajs, grid=top, pure=False)), axis=0)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tasks.adapters.adatrace import AdaTraceAdapter, public_extent
+from tasks.adapters.adatrace import AdaTraceAdapter
 from tasks.protect import adapter
 from trajpub.errors import ParameterError
 
@@ -30,7 +30,7 @@ def _check_contract(out, grid, prepared):
     assert (pts["cell"] >= 0).all()
     assert (pts["cell"].to_numpy() == grid.cell_of(pts["x"].to_numpy(), pts["y"].to_numpy())).all()
     # inside the public extent (the bbox's corners projected; its corners reach slightly past the lon/lat box)
-    x0, y0, x1, y1 = public_extent(grid)
+    x0, y0, x1, y1 = grid.extent
     assert pts["x"].between(x0, x1).all() and pts["y"].between(y0, y1).all()
     min_lon, min_lat, max_lon, max_lat = grid.bbox
     assert pts["lon"].between(min_lon - 0.05, max_lon + 0.05).all()
@@ -60,7 +60,7 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     # the top level is the survey's 6 x 6 over the public extent, every walk at most max_length cells (or the
     # hop distance between its end leaves when longer)
     assert meta["grid"]["top_level"] == 6
-    assert meta["grid"]["extent"] == pytest.approx(list(public_extent(grid)))
+    assert meta["grid"]["extent"] == pytest.approx(list(grid.extent))
     assert out.points.groupby("traj_id").size().max() <= max(params.max_length, 60)
 
 
