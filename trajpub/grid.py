@@ -61,9 +61,8 @@ class GridSpec:
     @cached_property
     def extent(self) -> tuple[float, float, float, float]:
         """``(x0, y0, x1, y1)`` in metres: the projected extent of the whole bbox boundary, not only of its
-        corners: in the azimuthal projection
-        the bbox's parallels bulge away from the centre (the southern one ~580 m below its corners for Beijing),
-        so a grid spanning the corners would leave points inside the bbox off the grid."""
+        corners. In the azimuthal projection the bbox's parallels bulge away from the centre (the southern one
+        ~580 m below its corners for Beijing): a grid spanning the corners would leave points of the bbox off it."""
         min_lon, min_lat, max_lon, max_lat = self.bbox
         lons, lats = np.linspace(min_lon, max_lon, BOUNDARY_SAMPLES), np.linspace(min_lat, max_lat, BOUNDARY_SAMPLES)
         edge_lon = np.concatenate([lons, lons, np.full_like(lats, min_lon), np.full_like(lats, max_lon)])
