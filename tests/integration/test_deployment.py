@@ -90,8 +90,12 @@ def yaml_deployments():
     worker = subprocess.Popen([prefect, "worker", "start", "--pool", "trajpub"], cwd=PROJECT_ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield
-    worker.terminate()
-    worker.wait(timeout=60)
+    worker.terminate()  # the worker waits for the flow runs it started; kill it if they take too long
+    try:
+        worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        worker.wait(timeout=30)
 
 
 def test_prefect_yaml_deployments_have_cron_schedules_and_time_zones(yaml_deployments):
@@ -128,3 +132,11 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
     for r in rows:  # end the waiting runs
         done = cli("reject", str(r.release_id), "--steward", "Ada Steward", "--comment", "backfill test")
         assert done.returncode == 0, done.stderr
+
+    def finished():  # the worker's flow processes end before the worker is stopped
+        with get_client(sync_client=True) as client:
+            states = [client.read_flow_run(uuid.UUID(i)).state for i in run_ids]
+        return states if all(s is not None and s.is_final() for s in states) else None
+
+    states = wait_until(finished, 180, "both backfilled flow runs to finish after the rejection")
+    assert [s.type.value for s in states] == ["COMPLETED"] * 2
