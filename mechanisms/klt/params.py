@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from mechanisms.glove.params import ON_LEFTOVER, UNITS, GloveParams
+from mechanisms.glove.params import GloveParams
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
@@ -43,21 +43,15 @@ class KltParams:
     grow_regions: str = "every_merge"
 
     def __post_init__(self) -> None:
-        _P.require_int(self.k, "k", 2)
+        try:
+            self.glove()  # the k phase's parameters, checked by GLOVE's own rules
+        except ParameterError as exc:
+            raise ParameterError(exc.message, _P.where(exc.where.split(".", 1)[1])) from None
         _P.require_int(self.l, "l", 1)
         _P.require_real(self.t, "t", 0.0, open_low=False)
-        _P.require_choice(self.unit, "unit", UNITS)
-        _P.require_real(self.space_scale_m, "space_scale_m", 0.0)
-        _P.require_real(self.time_scale_s, "time_scale_s", 0.0)
-        _P.require_real(self.space_weight, "space_weight", 0.0, 1.0, open_low=False)
-        _P.require_optional_int(self.candidates, "candidates", 1)
-        _P.require_choice(self.on_leftover, "on_leftover", ON_LEFTOVER)
         _P.require_real(self.poi_cell_deg, "poi_cell_deg", 0.0, 1.0)
         _P.require_int(self.max_expand_cells, "max_expand_cells", 0)
         _P.require_choice(self.grow_regions, "grow_regions", GROW_REGIONS)
-        if self.candidates is not None and self.candidates < self.k - 1:
-            raise ParameterError(f"candidates ({self.candidates}) must be >= k - 1 ({self.k - 1}) or null",
-                                 _P.where("candidates"))
 
     @classmethod
     def from_dict(cls, d: dict) -> KltParams:
