@@ -36,3 +36,14 @@ class Guarantee:
         lines = [self.statement]
         lines += [f"Caveat: {c}" for c in self.caveats]
         return "\n".join(lines)
+
+
+def object_level_caveat(epsilon: float, max_records_per_object: int | None) -> str:
+    """The caveat of a mechanism that is epsilon-DP per trajectory record: an object with several records is
+    protected at (records per object) x epsilon by group privacy (Dwork and Roth 2014, Thm 2.2)."""
+    head = ("One object (a person, a vehicle) that contributes several trajectory records is protected only at "
+            "(max records per object) x epsilon by group privacy")
+    if max_records_per_object is None:
+        return head + "; the number of records per object is not capped here, so the object-level guarantee is unbounded."
+    return (head + f": with at most {max_records_per_object} records per object (a cap the pipeline enforces before "
+            f"this mechanism), that is epsilon = {max_records_per_object * epsilon:g} per object.")

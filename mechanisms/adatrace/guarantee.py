@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.adatrace.params import AdaTraceParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -52,16 +52,7 @@ def guarantee(params: AdaTraceParams) -> Guarantee:
             " Synthesis reads only the synopsis and fresh randomness, so the released synthetic trajectories are "
             "epsilon-differentially private as well (post-processing). Attack resilience is off.")
         proven = True
-    cap = params.max_records_per_object
-    if cap is None:
-        object_level = ("One object (a person, a vehicle) that contributes several trajectory records is protected "
-                        "only at (records per object) x epsilon by group privacy; the number of records per object "
-                        "is not capped here, so the object-level guarantee is unbounded.")
-    else:
-        object_level = ("One object (a person, a vehicle) that contributes several trajectory records is protected "
-                        f"only at (records per object) x epsilon by group privacy: with at most {cap} records per "
-                        f"object (a cap the pipeline enforces before this mechanism), that is epsilon = "
-                        f"{cap * eps:g} per object.")
+    object_level = object_level_caveat(eps, params.max_records_per_object)
     caveats = [
         object_level,
         ("The extent of the grid, its top level, the length cap and the other parameters are public and fixed "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.dpt.params import DptParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 
 def guarantee(params: DptParams) -> Guarantee:
@@ -22,19 +22,7 @@ def guarantee(params: DptParams) -> Guarantee:
         f"use the L1 sensitivity of a record truncated to {m} moves. Model selection, the synthesis and the "
         "number of synthetic trajectories read only these noisy values."
     )
-    cap = params.max_records_per_object
-    if cap is None:
-        object_level = (
-            "One object (a person, a vehicle) that contributes several trajectory records is protected only "
-            "at (max records per object) x epsilon by group privacy; the number of records per object is not "
-            "capped here, so the object-level guarantee is unbounded."
-        )
-    else:
-        object_level = (
-            "One object (a person, a vehicle) that contributes several trajectory records is protected only "
-            f"at (max records per object) x epsilon by group privacy: with at most {cap} records per object "
-            f"(a cap the pipeline enforces before this mechanism), that is epsilon = {cap * eps:g} per object."
-        )
+    object_level = object_level_caveat(eps, params.max_records_per_object)
     caveats = (
         object_level,
         (

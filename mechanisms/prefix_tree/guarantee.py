@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.prefix_tree.params import PrefixTreeParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -26,19 +26,7 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
         f"on each of its h = {h} levels (Laplace noise of scale {params.laplace_scale:g}, threshold "
         f"{params.theta:.4g}); the consistency step and the release read only the noisy tree."
     )
-    cap = params.max_records_per_object
-    if cap is None:
-        object_level = (
-            "One object (a person, a vehicle) that contributes several trajectory records is protected only "
-            "at (max records per object) x epsilon by group privacy; the number of records per object is not "
-            "capped here, so the object-level guarantee is unbounded."
-        )
-    else:
-        object_level = (
-            "One object (a person, a vehicle) that contributes several trajectory records is protected only "
-            f"at (max records per object) x epsilon by group privacy: with at most {cap} records per object "
-            f"(a cap the pipeline enforces before this mechanism), that is epsilon = {cap * eps:g} per object."
-        )
+    object_level = object_level_caveat(params.epsilon, params.max_records_per_object)
     caveats = [
         object_level,
         (
