@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -22,6 +23,23 @@ from trajpub import config
 TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
 BEIJING = [115.4, 39.4, 117.6, 41.1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_dask():
+    """One Dask cluster for the whole integration session, given to every flow the tests start as
+    ``TRAJPUB_DASK_ADDRESS`` (the way a deployment runs on an existing cluster): a flow run then skips starting two
+    worker processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about
+    the flow's own cluster pass ``own_cluster=True`` to :func:`start_release`."""
+    from distributed import Client
+
+    from tasks.dask_cluster import local_cluster
+
+    with local_cluster(2) as cluster, Client(cluster) as client:
+        client.run(importlib.import_module, "great_expectations")
+        os.environ["TRAJPUB_DASK_ADDRESS"] = cluster.scheduler_address
+        yield cluster.scheduler_address
+        os.environ.pop("TRAJPUB_DASK_ADDRESS", None)
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -51,11 +69,16 @@ class RunningRelease:
         return "".join(self.lines)
 
 
-def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
+def start_release(spec: dict, tmp_path: Path, *extra: str, own_cluster: bool = False) -> RunningRelease:
+    """``trajpub release run`` on ``spec`` in a subprocess, on the session's shared Dask cluster (:func:`warm_dask`)
+    or, with ``own_cluster``, on the LocalCluster the flow starts itself as its children."""
     path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
+    if own_cluster:
+        env.pop("TRAJPUB_DASK_ADDRESS", None)
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+                            stderr=subprocess.STDOUT, text=True, env=env)
     run = RunningRelease(proc)
 
     def read() -> None:

@@ -90,9 +90,9 @@ def yaml_deployments():
     worker = subprocess.Popen([prefect, "worker", "start", "--pool", "trajpub"], cwd=PROJECT_ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield
-    worker.terminate()  # the worker waits for the flow runs it started; kill it if they take too long
+    worker.terminate()  # its flow runs have ended (the backfill test waits for them); a slow shutdown is killed
     try:
-        worker.wait(timeout=60)
+        worker.wait(timeout=10)
     except subprocess.TimeoutExpired:
         worker.kill()
         worker.wait(timeout=30)

@@ -126,7 +126,7 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
 
 def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("worker")
-    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, own_cluster=True)
 
     def workers() -> list[psutil.Process]:
         found = []
