@@ -34,9 +34,7 @@ import numpy as np
 import pandas as pd
 from distributed import Client
 
-from audits import ATTACKS
-from audits.gate import GatePolicy
-from bench.audit_runtime import ATTACK_PARAMS
+from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from mechanisms.mixzone import MixzoneParams
@@ -82,12 +80,10 @@ class Model:
     setup: Callable[[GridSpec], Any] | None = None
 
     def parsed(self) -> Any:
+        """The adapter's parameters (built once per model: a setup may build a road network)."""
         if self.mechanism == RAW:
             return None
         return self.setup(self.grid) if self.setup else adapter(self.mechanism).parse_params(dict(self.params))
-
-    def cap(self) -> int | None:
-        return None if self.mechanism == RAW else adapter(self.mechanism).max_records_per_object(self.parsed())
 
 
 def central_beijing_network(grid: GridSpec) -> RoadNetwork:
@@ -123,11 +119,6 @@ MODELS = [
 ]
 
 
-def policy() -> GatePolicy:
-    """Every registered attack; the ceilings do not matter (no gate decision is taken)."""
-    return GatePolicy(max_risk={name: 1.0 for name in ATTACKS}, attack_params=ATTACK_PARAMS, timeout_s=600.0)
-
-
 def partitions(clean: pd.DataFrame, n_taxis: int, cap: int | None, grid: GridSpec) -> list[pd.DataFrame]:
     """The first ``n_taxis`` taxis prepared on ``grid`` (records capped at ``cap`` per object), in two partitions
     by object as the flow's ingest splits them."""
@@ -139,12 +130,12 @@ def partitions(clean: pd.DataFrame, n_taxis: int, cap: int | None, grid: GridSpe
     return [prepared[half == p].reset_index(drop=True) for p in (0, 1)]
 
 
-def protect(client: Client, model: Model, parts: list[pd.DataFrame], seed: int) -> tuple[Protected, float, str]:
+def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame],
+            seed: int) -> tuple[Protected, float, str]:
     """The adapter's run on the scattered partitions: (candidate, wall seconds, release kind)."""
     if model.mechanism == RAW:
         return Protected(pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
     mech = adapter(model.mechanism)
-    params = model.parsed()
     futures = client.scatter(parts)
     started = time.perf_counter()
     candidate = mech.run(client, futures, model.grid, params, np.random.default_rng(seed))
@@ -249,11 +240,12 @@ def main(argv: list[str] | None = None) -> None:
     results = {"machine": machine(), "commit": commit, "models": []}
     with local_cluster(2, memory_limit="9GB") as cluster, Client(cluster) as client:
         for model in models:
-            cap = model.cap()
+            params = model.parsed()
+            cap = None if model.mechanism == RAW else adapter(model.mechanism).max_records_per_object(params)
             scaling = {}
             for n in (SCALING_TAXIS if not args.no_scaling else SCALING_TAXIS[-1:]):
                 parts = partitions(clean, n, cap, model.grid)
-                candidate, wall, kind = protect(client, model, parts, args.seed)
+                candidate, wall, kind = protect(client, model, params, parts, args.seed)
                 scaling[str(n)] = wall
                 print(f"{model.label}: {n} taxis {wall:.1f} s", flush=True)
             raw = pd.concat(parts, ignore_index=True)

@@ -62,10 +62,11 @@ TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 @pytest.fixture(scope="session")
 def dask_client():
     """A real two-worker process cluster (no database, no Prefect): what the release flow's protect task uses."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=40) as cluster, Client(cluster) as client:
+    from tasks.dask_cluster import local_cluster
+
+    with local_cluster(2) as cluster, Client(cluster) as client:
         yield client
 
 
