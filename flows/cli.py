@@ -226,7 +226,7 @@ def release_show(release_id: int) -> None:
             " round(risk::numeric, 4) AS risk, threshold, passed, error FROM governance.audit_results"
             " WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
         decision = governance.approval(conn, release_id)
-        charged = [e for e in governance.ledger(conn, rel["dataset"]) if e["release_id"] == release_id]
+        budget = governance.budget_lines(conn, rel)
         events = lineage.events(conn, release_id)
     g = rel["guarantee"] or {}
     click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
@@ -242,12 +242,17 @@ def release_show(release_id: int) -> None:
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
     click.echo("\naudits:\n" + _table(audits, ["attack", "success", "ci_low", "ci_high", "baseline", "risk",
                                                "threshold", "passed", "error"]))
+    from tasks.report import mechanism_rows
+
+    run = mechanism_rows((rel["summary"] or {}).get("mechanism", {}))
+    if run:
+        click.echo("\nmechanism run (steward only, never in lineage):\n"
+                   + "\n".join(f"  {name}: {value}" for name, value in run))
     if (rel["summary"] or {}).get("utility"):
         click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
-    click.echo("budget charged: " + (", ".join(f"ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
-                                     or "-"))
+    click.echo("\nprivacy budget:\n" + "\n".join(f"  {line}" for line in budget))
     click.echo("\nlineage events:")
     for e in events:
         ev = e["event"]
@@ -538,27 +543,66 @@ def budget_show(dataset: str | None) -> None:
         if dataset and not datasets:
             raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
         for ds in datasets:
-            (cap, spent), (delta_cap, delta_spent) = governance.budgets(conn, ds)
-            click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left); "
-                       f"δ spent {delta_spent:g} of cap {delta_cap:g}")
-            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "epsilon",
-                                                            "delta", "privacy_unit", "max_records_per_object",
-                                                            "charged_at", "status"]))
+            click.echo(f"{ds} (unit of protection: one {governance.dataset_unit(conn, ds)}):")
+            for account in governance.accounts(conn, ds).values():
+                click.echo(f"  {account.describe()}")
+            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "account",
+                                                            "unit_epsilon", "unit_delta", "unit", "epsilon",
+                                                            "privacy_unit", "conversion", "charged_at", "status"]))
 
 
 @budget.command("cap")
 @click.argument("dataset")
 @click.argument("epsilon", type=float)
-@click.option("--delta", type=float, help="The δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
-def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
-    """Set a dataset's ε cap, and optionally its δ cap (the owner's decision)."""
+@click.option("--delta", type=float, help="The ε-DP δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
+@click.option("--account", type=click.Choice(["epsilon-DP", "epsilon-LDP", "Pufferfish"]), default="epsilon-DP",
+              show_default=True, help="The model whose cap this is: models are never summed under one cap.")
+def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str) -> None:
+    """Set a dataset's ε cap of one model (per its unit of protection), and optionally the ε-DP δ cap."""
+    from tasks.governance import CAP_COLUMNS
+
     if not epsilon > 0:
         raise TrajpubError("the cap must be positive", "budget cap EPSILON")
-    if delta is not None and not 0 <= delta < 1:
-        raise TrajpubError("the δ cap must be in [0, 1)", "budget cap --delta")
-    _set_dataset_policy(dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
+    if delta is not None and (account != "epsilon-DP" or not 0 <= delta < 1):
+        raise TrajpubError("the δ cap is an ε-DP cap in [0, 1)", "budget cap --delta")
+    _set_dataset_policy(dataset, f"{CAP_COLUMNS[account]} = :e" + (", delta_cap = :dl" if delta is not None else ""),
                         {"e": epsilon, "dl": delta})
-    click.echo(f"{dataset}: ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None else ""))
+    click.echo(f"{dataset}: {account} ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None
+                                                                  else ""))
+
+
+@budget.command("unit")
+@click.argument("dataset")
+@click.argument("unit", type=click.Choice(["object", "record"]))
+def budget_unit(dataset: str, unit: str) -> None:
+    """Declare what DATASET protects: one object (a person, a vehicle; the default) or one trajectory record.
+    Only before its first charge: a ledger is kept in one unit."""
+    import sqlalchemy as sa
+
+    from tasks import governance
+    from trajpub.spec import validate_dataset_name
+
+    validate_dataset_name(dataset)
+    with _engine().begin() as conn:
+        governance.accounts(conn, dataset, lock=True)  # a charge locks the same row: no charge can slip between
+        charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
+                               {"d": dataset}).scalar()
+        if charged:
+            raise TrajpubError(f"dataset '{dataset}' already has {charged} ledger entries in its unit; the unit "
+                               "cannot change under them", "budget unit")
+        conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u WHERE dataset = :d"),
+                     {"u": unit, "d": dataset})
+    click.echo(f"{dataset}: unit of protection set to one {unit}")
+
+
+@main.command()
+@click.argument("dataset")
+@click.argument("days", type=click.IntRange(min=0))
+def retention(dataset: str, days: int) -> None:
+    """Keep the candidate points and private owner keys of DATASET's ended releases DAYS days in staging
+    (0, the default: delete them when the release ends). Audit figures and review reports are always kept."""
+    _set_dataset_policy(dataset, "staging_retention_days = :n", {"n": days})
+    click.echo(f"{dataset}: staging kept {days} day(s) after a release ends")
 
 
 @main.command("four-eyes")

@@ -52,7 +52,7 @@ def plan(spec: ReleaseSpec, params) -> int:
     guarantee = protect.adapter(spec.mechanism).guarantee(params)
 
     def record(conn) -> int:
-        governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0, guarantee.delta)
+        governance.check_budget(conn, spec.dataset, guarantee)
         release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
@@ -104,8 +104,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
     guarantee = mech.guarantee(params)
 
     def charge(conn) -> None:  # before the mechanism touches the data, whether or not it is published
-        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
-                                 guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
+        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee)
         governance.merge_summary(conn, release_id, {"prepare": stats})
 
     transaction(charge, "charge the budget", say=print)
@@ -219,6 +218,9 @@ def recover_interrupted(dataset: str | None = None) -> list[int]:
                 detail = f"flow run state unknown ({type(exc).__name__})"
             governance.mark_interrupted(conn, rel, detail)
             print(f"release {rel['release_id']} was interrupted while '{rel['status']}'; marked failed")
+        purged = governance.purge_expired_staging(conn)
+        if purged:
+            print(f"staging purged for ended releases past their retention: {purged}")
         return found
 
     return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]

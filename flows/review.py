@@ -23,7 +23,6 @@ class StewardDecision(RunInput):
 def review_markdown(conn: sa.Connection, release_id: int) -> str:
     """The review report: guarantee in plain words, budget, audit results against thresholds, utility."""
     rel = governance.get_release(conn, release_id)
-    cap, spent = governance.budget(conn, rel["dataset"])
     g = rel["guarantee"] or {}
     s = rel["summary"] or {}
     page = report.report_path(release_id)
@@ -35,10 +34,10 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
               f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
     lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
-    lines += ["", "## Privacy budget", "",
-              (f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
-               f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
-               f"{cap - spent:g} left."), "", "## Linkage attacks", "",
+    budget = governance.budget_lines(conn, rel)
+    lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
+    lines += [f"- {line}" for line in budget[2:]]
+    lines += ["", "## Linkage attacks", "",
               "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
                           {"r": release_id}).mappings():

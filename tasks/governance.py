@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 from tasks import lineage
 from tasks.db import alive_lock_key, lock_is_held
 from trajpub.errors import PolicyError, TrajpubError
+from trajpub.guarantee import ACCOUNTS, Charge, Guarantee
 
 # planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
 # → withdrawn; any non-final status → failed (with the reason).
@@ -55,6 +57,39 @@ def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None
         " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
                          " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
+    if to in FINAL:
+        retention = conn.execute(sa.text(
+            "SELECT d.staging_retention_days FROM governance.datasets d JOIN governance.releases r USING (dataset)"
+            " WHERE r.release_id = :r"), {"r": release_id}).scalar()
+        if retention == 0:
+            purge_staging(conn, release_id)
+
+
+STAGING_TABLES = ("staging.candidate_points", "staging.candidate_owners", "staging.candidate_fragments")
+
+
+def purge_staging(conn: sa.Connection, release_id: int) -> None:
+    """Delete an ended release's candidate points, fragments and private owner keys (issue 14: nothing of a
+    person's data stays in staging once the release is decided). Its audit figures, review report, ledger and
+    lineage stay in governance; publication has copied what it publishes before its final transition."""
+    for table in STAGING_TABLES:
+        conn.execute(sa.text(f"DELETE FROM {table} WHERE release_id = :r"), {"r": release_id})
+    conn.execute(sa.text("UPDATE governance.releases SET staging_purged_at = now() WHERE release_id = :r"),
+                 {"r": release_id})
+
+
+def purge_expired_staging(conn: sa.Connection) -> list[int]:
+    """Purge the staging rows of every release that ended longer ago than its dataset's
+    ``staging_retention_days`` (a steward's setting, ``trajpub retention``); returns their ids."""
+    due = [r[0] for r in conn.execute(sa.text(
+        "SELECT r.release_id FROM governance.releases r JOIN governance.datasets d USING (dataset)"
+        " WHERE r.status = ANY(:final) AND r.staging_purged_at IS NULL"
+        " AND (SELECT max(t.at) FROM governance.release_transitions t WHERE t.release_id = r.release_id)"
+        "     < now() - make_interval(days => d.staging_retention_days)"
+        " ORDER BY r.release_id"), {"final": sorted(FINAL)})]
+    for release_id in due:
+        purge_staging(conn, release_id)
+    return due
 
 
 def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
@@ -100,54 +135,159 @@ def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 
         " ORDER BY release_id DESC LIMIT :n"), {"d": dataset, "n": limit}).mappings()]
 
 
-def budget(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[float, float]:
-    """(cap, spent) of a dataset's ε budget; ``lock`` holds the dataset row until commit."""
-    (cap, spent), _ = budgets(conn, dataset, lock)
-    return cap, spent
+#: The cap column of ``governance.datasets`` of each account that has one (heuristic guarantees are counted,
+#: not capped: they spend no ε). δ is capped only for ε-DP (``delta_cap``); the other accounts refuse a δ.
+CAP_COLUMNS = {"epsilon-DP": "epsilon_cap", "epsilon-LDP": "ldp_epsilon_cap", "Pufferfish": "pufferfish_epsilon_cap"}
 
 
-def budgets(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[tuple[float, float],
-                                                                           tuple[float, float]]:
-    """((ε cap, ε spent), (δ cap, δ spent)) of a dataset; ``lock`` holds the dataset row until commit."""
-    caps = conn.execute(sa.text("SELECT epsilon_cap, delta_cap FROM governance.datasets WHERE dataset = :d"
-                                + (" FOR UPDATE" if lock else "")), {"d": dataset}).first()
-    if caps is None:
+@dataclass(frozen=True)
+class Account:
+    """One currency of a dataset's ledger in the dataset's unit: its cap (None: counted, not capped), what its
+    charges add up to (sequential composition), and the releases whose charge could not be converted."""
+
+    account: str
+    unit: str
+    cap: float | None
+    spent: float
+    delta_cap: float
+    delta_spent: float
+    releases: int
+    unconvertible: tuple[int, ...]
+
+    @property
+    def left(self) -> float | None:
+        return None if self.cap is None else self.cap - self.spent
+
+    def describe(self) -> str:
+        """One line for a steward: spent, cap and left, per unit."""
+        if self.cap is None:
+            return f"{self.account}: {self.releases} release(s), no epsilon (not DP; counted, not capped)"
+        text = (f"{self.account}: epsilon {self.spent:g} per {self.unit} spent of cap {self.cap:g} "
+                f"({self.left:g} left) over {self.releases} release(s)")
+        if self.account == "epsilon-DP":
+            text += f"; delta {self.delta_spent:g} of cap {self.delta_cap:g}"
+        if self.unconvertible:
+            text += (f"; UNCONVERTIBLE charges of releases {', '.join(map(str, self.unconvertible))}: "
+                     "this account refuses new charges")
+        return text
+
+
+def dataset_unit(conn: sa.Connection, dataset: str) -> str:
+    """The dataset's declared unit of protection (``object`` or ``record``)."""
+    unit = conn.execute(sa.text("SELECT privacy_unit FROM governance.datasets WHERE dataset = :d"),
+                        {"d": dataset}).scalar()
+    if unit is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    eps, delta = conn.execute(sa.text("SELECT coalesce(sum(epsilon), 0), coalesce(sum(delta), 0) FROM "
-                                      "governance.budget_ledger WHERE dataset = :d"), {"d": dataset}).one()
-    return (float(caps[0]), float(eps)), (float(caps[1]), float(delta))
+    return unit
 
 
-def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float = 0.0, lock: bool = False) -> None:
-    """Refuse a release whose ε or δ would pass the dataset's cap (sequential composition of the ledger:
-    the ε and the δ of every charged run add up)."""
-    (cap, spent), (delta_cap, delta_spent) = budgets(conn, dataset, lock=lock)
-    if spent + epsilon > cap + 1e-12:
-        raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
-                          f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
-    if delta > 0 and delta_spent + delta > delta_cap * (1 + 1e-12):
-        raise PolicyError(f"this release needs delta {delta:g} but dataset '{dataset}' has only "
-                          f"{max(delta_cap - delta_spent, 0):g} of its delta cap {delta_cap:g} left",
+def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str, Account]:
+    """Every account of a dataset's ledger (:data:`trajpub.guarantee.ACCOUNTS`), in the dataset's unit;
+    ``lock`` holds the dataset row until commit."""
+    row = conn.execute(sa.text(
+        "SELECT privacy_unit, epsilon_cap, delta_cap, ldp_epsilon_cap, pufferfish_epsilon_cap FROM"
+        " governance.datasets WHERE dataset = :d" + (" FOR UPDATE" if lock else "")), {"d": dataset}).mappings().first()
+    if row is None:
+        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+    sums = {r.account: r for r in conn.execute(sa.text(
+        "SELECT account, coalesce(sum(unit_epsilon), 0) AS eps, coalesce(sum(unit_delta), 0) AS delta, count(*) AS n,"
+        " array_agg(release_id ORDER BY release_id) FILTER (WHERE unit_epsilon IS NULL AND account <> 'heuristic')"
+        " AS unconvertible FROM governance.budget_ledger WHERE dataset = :d GROUP BY account"), {"d": dataset})}
+    out = {}
+    for name in ACCOUNTS:
+        s = sums.get(name)
+        cap = row[CAP_COLUMNS[name]] if name in CAP_COLUMNS else None
+        out[name] = Account(name, row["privacy_unit"], None if cap is None else float(cap),
+                            float(s.eps) if s else 0.0, float(row["delta_cap"]) if name == "epsilon-DP" else 0.0,
+                            float(s.delta) if s else 0.0, int(s.n) if s else 0,
+                            tuple(s.unconvertible or ()) if s else ())
+    return out
+
+
+def charge_of(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Charge:
+    """What ``guarantee`` costs in the dataset's unit (its privacy map applied to the declared unit)."""
+    return guarantee.charge(dataset_unit(conn, dataset))
+
+
+def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee, lock: bool = False) -> Charge:
+    """The release's charge in the dataset's unit; refuses one that is unbounded (no cap on records per object),
+    or would pass its account's ε or δ cap (sequential composition within one account: its charges add up;
+    accounts are never summed), or falls in an account holding unconvertible charges."""
+    charge = charge_of(conn, dataset, guarantee)
+    if not charge.bounded:
+        raise PolicyError(f"this release is {guarantee.model} per {guarantee.privacy_unit} and nothing caps the "
+                          f"records of one {charge.unit}, so its epsilon per {charge.unit} is unbounded; set "
+                          f"max_records_per_object, or declare the dataset's unit 'record' "
+                          f"(trajpub budget unit {dataset} record)", "governance.budget_ledger")
+    if charge.epsilon is None:
+        return charge
+    acc = accounts(conn, dataset, lock=lock)[charge.account]
+    if acc.unconvertible:
+        raise PolicyError(f"the {charge.account} account of dataset '{dataset}' holds charges that cannot be "
+                          f"converted to epsilon per {charge.unit} (releases "
+                          f"{', '.join(map(str, acc.unconvertible))}), so what is left of its cap is unknown",
                           "governance.budget_ledger")
+    if acc.spent + charge.epsilon > acc.cap + 1e-12:
+        raise PolicyError(f"this release needs {charge.account} epsilon {charge.epsilon:g} per {charge.unit} "
+                          f"({charge.how}) but dataset '{dataset}' has only {acc.left:g} of its cap {acc.cap:g} "
+                          "left", "governance.budget_ledger")
+    if charge.delta > 0 and (charge.account != "epsilon-DP"
+                             or acc.delta_spent + charge.delta > acc.delta_cap * (1 + 1e-12)):
+        raise PolicyError(f"this release needs delta {charge.delta:g} per {charge.unit} but dataset '{dataset}' "
+                          f"has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its {charge.account} delta cap "
+                          f"{acc.delta_cap:g} left", "governance.budget_ledger")
+    return charge
 
 
-def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
-                  delta: float, privacy_unit: str, max_records_per_object: int | None = None) -> None:
-    """Charge the ledger under a row lock on the dataset, so that two releases cannot overspend together
-    (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the raw data, published or not)."""
-    check_budget(conn, dataset, epsilon, delta, lock=True)
+def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, guarantee: Guarantee) -> Charge:
+    """Charge the ledger in the dataset's unit under a row lock on the dataset, so that two releases cannot
+    overspend together (sequential composition: spent = Σ ε (and Σ δ) per account of every run on the raw data,
+    published or not). The mechanism's own ε and unit are kept beside the charge."""
+    charge = check_budget(conn, dataset, guarantee, lock=True)
     conn.execute(sa.text(
         "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
-        " max_records_per_object) VALUES (:d, :r, :m, :e, :dl, :u, :k) ON CONFLICT (release_id) DO NOTHING"),
-        {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit,
-         "k": max_records_per_object})
+        " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, :m, :e, :dl,"
+        " :u, :k, :acc, :unit, :ue, :ud, :how) ON CONFLICT (release_id) DO NOTHING"),
+        {"d": dataset, "r": release_id, "m": mechanism, "e": guarantee.epsilon or 0.0, "dl": guarantee.delta,
+         "u": guarantee.privacy_unit, "k": guarantee.privacy_map.records_per_object, "acc": charge.account,
+         "unit": charge.unit, "ue": charge.epsilon, "ud": charge.delta, "how": charge.how})
+    return charge
 
 
 def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
-        "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.epsilon, l.delta, l.privacy_unit,"
-        " l.max_records_per_object, l.charged_at, r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
+        "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.account, l.unit, l.unit_epsilon, l.unit_delta,"
+        " l.epsilon, l.delta, l.privacy_unit, l.max_records_per_object, l.conversion, l.charged_at, r.status"
+        " FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
+
+
+def release_charge(conn: sa.Connection, release_id: int) -> dict | None:
+    """The ledger row of a release (None before it is charged)."""
+    row = conn.execute(sa.text("SELECT * FROM governance.budget_ledger WHERE release_id = :r"),
+                       {"r": release_id}).mappings().first()
+    return dict(row) if row else None
+
+
+def budget_lines(conn: sa.Connection, release: dict) -> list[str]:
+    """The review's budget section, in the dataset's unit: the unit, this release's charge and how it was
+    derived from the mechanism's own ε, and every account (never summed across models)."""
+    unit = dataset_unit(conn, release["dataset"])
+    g = release.get("guarantee") or {}
+    lines = [f"Unit of protection of dataset '{release['dataset']}': one {unit}"
+             + (" (a person, a vehicle: all its records together)." if unit == "object" else
+                " (one trajectory record; an object with several records is protected less).")]
+    c = release_charge(conn, release["release_id"])
+    if c is None:
+        lines.append(f"Not charged yet; the mechanism states epsilon {g.get('epsilon')} per {g.get('privacy_unit')}.")
+    elif c["unit_epsilon"] is None:
+        lines.append(f"This release is charged no epsilon ({c['account']}: {c['conversion']}).")
+    else:
+        lines.append(f"This release spends {c['account']} epsilon {c['unit_epsilon']:g} per {c['unit']} "
+                     f"({c['conversion']}); the mechanism's own figure is epsilon {c['epsilon']:g} per "
+                     f"{c['privacy_unit']}.")
+    lines += [a.describe() for a in accounts(conn, release["dataset"]).values()]
+    return lines
 
 
 def check_four_eyes(conn: sa.Connection, release_id: int, steward: str) -> None:

@@ -18,6 +18,15 @@ from trajpub import config
 
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent"
 FORBIDDEN_KEYS = {"seed", "random_seed", "rng"}
+#: The run metadata a lineage event may carry: what the published table itself shows. Everything else a mechanism
+#: reports (input counts, suppressions, data-dependent or empirical epsilons) is a statistic of the raw data and
+#: stays in the release's governance summary, for the steward (issue 14).
+PUBLIC_METADATA = ("mechanism", "params", "released_records", "released_points", "released_fragments")
+
+
+def public_metadata(metadata: dict) -> dict:
+    """The part of a mechanism's run metadata that lineage may carry (:data:`PUBLIC_METADATA`)."""
+    return {k: metadata[k] for k in PUBLIC_METADATA if k in metadata}
 
 
 @functools.lru_cache(maxsize=1)

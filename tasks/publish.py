@@ -170,19 +170,21 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         governance.merge_summary(conn, release_id, {"published": counts})
         governance.transition(conn, release_id, "published",
                               f"published.{main}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        # verdicts, not figures: success rates, raw counts and sizes stay in governance (issue 14)
         audits = [dict(r) for r in conn.execute(sa.text(
-            "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed "
-            "FROM governance.audit_results WHERE release_id = :r"), {"r": release_id}).mappings()]
-        validation = conn.execute(sa.text("SELECT suite, success, n_rows, n_quarantined FROM "
-                                          "governance.validation_results WHERE release_id = :r"),
-                                  {"r": release_id}).mappings().first()
+            "SELECT DISTINCT attack, threshold, bool_and(passed) OVER (PARTITION BY attack) AS passed "
+            "FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+        validation = conn.execute(sa.text("SELECT suite, success FROM governance.validation_results "
+                                          "WHERE release_id = :r"), {"r": release_id}).mappings().first()
+        snapshot = {k: v for k, v in summary.get("snapshot", {}).items()
+                    if k in ("dataset", "window_start", "window_end", "content_hash")}
         lineage.emit(conn, release_id, "COMPLETE", run_id=run_id, dataset=rel["dataset"],
-                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": summary.get("snapshot", {})}}],
+                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": snapshot}}],
                      outputs=[{"name": f"trajpub.published.{main}",
                                "facets": {"rows": counts, "product": product,
                                           "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
-                                           "metadata": summary.get("mechanism", {})},
+                                           "metadata": lineage.public_metadata(summary.get("mechanism", {}))},
                              "guarantee": rel["guarantee"],
                              "validation": dict(validation) if validation else None,
                              "audit": json.loads(json.dumps(audits, default=str)),

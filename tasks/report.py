@@ -123,9 +123,30 @@ def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
-def render(rel: dict, cap: float, spent: float, results: list[dict], decision: dict, utility: dict,
+def mechanism_rows(metadata: dict) -> list[list]:
+    """The mechanism's run figures, data-dependent and empirical epsilons first (Pufferfish: a measured ε above
+    the charged one is the steward's to weigh), then the rest; parameters are in the guarantee."""
+    rows = [[f"{key}: {e.get('kind', key)}", ", ".join(f"{part} {_fmt(e.get(f'epsilon_{part}'), '.4g')}"
+                                                      for part in ("x", "y", "total"))]
+            for key in ("analytic_epsilon", "empirical_epsilon") if isinstance(e := metadata.get(key), dict)]
+    rows += [[k, json.dumps(v, default=str)[:300]] for k, v in metadata.items()
+             if k not in ("params", "analytic_epsilon", "empirical_epsilon")]
+    return rows
+
+
+def _map_words(guarantee: dict) -> str:
+    """The guarantee's privacy map in words (:class:`trajpub.guarantee.PrivacyMap`)."""
+    m = guarantee.get("privacy_map") or {}
+    k = m.get("records_per_object")
+    return {"per_object": f"{m.get('account')}, per object as stated",
+            "group_privacy": f"{m.get('account')}, group privacy over "
+                             + (f"at most {k} records per object" if k else "an unbounded number of records"),
+            "not_dp": "not DP (heuristic)"}.get(m.get("rule"), "-")
+
+
+def render(rel: dict, budget: list[str], results: list[dict], decision: dict, utility: dict,
            raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
-    """The page. ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
+    """The page. ``budget`` is :func:`tasks.governance.budget_lines`; ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
     attack that errored has ``success_rate`` None and its error in ``evidence``."""
     g = rel.get("guarantee") or {}
     rid = rel["release_id"]
@@ -153,15 +174,17 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
         f"</code>).</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
-        _table(["model", "privacy unit", "proven", "ε", "δ"],
-               [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta")]]),
+        _table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
+               [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta"), _map_words(g)]]),
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in g.get("caveats", [])) + "</ul>",
-        "<h2>Privacy budget</h2>",
-        (f"<p>This release spends ε = {eps}. Dataset <code>{html.escape(rel['dataset'])}</code>: {spent:g} of "
-        f"{cap:g} spent (this release included), <b>{cap - spent:g} left</b>.</p>"),
+        "<h2>Privacy budget (this release included)</h2>",
+        f"<p><b>{html.escape(budget[0])}</b> {html.escape(budget[1])}</p>",
+        "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in budget[2:]) + "</ul>",
         "<h2>Linkage attacks</h2>",
         _table(["attack", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
+        "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
+        _table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
     ]
     parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
     parts.append("<h2>Attack evidence</h2>")
@@ -189,10 +212,10 @@ def store(conn: sa.Connection, release_id: int, page: str) -> Path:
 def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame, result) -> Path:
     """Render the review page of a release from its governance record and the audit's frames; store it."""
     rel = governance.get_release(conn, release_id)
-    cap, spent = governance.budget(conn, rel["dataset"])
     results = [dict(r) for r in conn.execute(sa.text(
         "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error, evidence"
         " FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
-    page = render(rel, cap, spent, results, decision, (rel["summary"] or {}).get("utility", {}), raw,
+    page = render(rel, governance.budget_lines(conn, rel), results, decision,
+                  (rel["summary"] or {}).get("utility", {}), raw,
                   result.points if result.product == "trajectories" else None, result.fragments)
     return store(conn, release_id, page)

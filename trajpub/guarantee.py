@@ -2,7 +2,81 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+
+from trajpub.errors import ParameterError
+
+#: The ledger's currencies: each has its own cap and is never summed with another (issue 14). Pufferfish and
+#: heuristic guarantees are counted and shown apart from DP; heuristic ones spend no ε.
+ACCOUNTS = ("epsilon-DP", "epsilon-LDP", "Pufferfish", "heuristic")
+#: What a dataset protects, declared in ``governance.datasets.privacy_unit``: one object (a person, a vehicle:
+#: all its records together) or one trajectory record.
+UNITS = ("object", "record")
+#: How a guarantee stated for its own unit becomes a guarantee for the dataset's unit.
+RULES = ("per_object", "group_privacy", "not_dp")
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A guarantee in the dataset's unit, as the ledger charges it: ``epsilon`` is None for a heuristic
+    guarantee and infinite when nothing bounds an object's contribution; ``how`` says how it was derived."""
+
+    account: str
+    unit: str
+    epsilon: float | None
+    delta: float
+    how: str
+
+    @property
+    def bounded(self) -> bool:
+        return self.epsilon is None or math.isfinite(self.epsilon)
+
+
+@dataclass(frozen=True)
+class PrivacyMap:
+    """From a mechanism's own privacy parameters (ε, δ per its ``privacy_unit``) to the dataset's unit.
+
+    ``account``: the ledger currency (:data:`ACCOUNTS`). ``rule`` (:data:`RULES`):
+    - ``per_object``: the mechanism already protects one object (all its records); a guarantee for an object is
+      also one for each of its records, so ε and δ carry over to either unit.
+    - ``group_privacy``: the guarantee is per trajectory record and the pipeline caps an object at
+      ``records_per_object`` = k records before the mechanism (bounded contribution), so one object is a group
+      of at most k records: (ε, δ) per record gives (kε, k·e^((k−1)ε)·δ) per object (Dwork and Roth 2014,
+      Thm 2.2 for δ = 0; Vadhan 2017, Lemma 2.2 with δ). Without a cap (k None) the object-level ε is unbounded.
+    - ``not_dp``: a heuristic guarantee (syntactic anonymity, a baseline): no ε in any unit.
+    """
+
+    account: str
+    rule: str
+    records_per_object: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.account not in ACCOUNTS or self.rule not in RULES:
+            raise ValueError(f"unknown privacy map {self.account!r}/{self.rule!r}")
+        if (self.rule == "not_dp") != (self.account == "heuristic"):
+            raise ValueError("a heuristic guarantee, and only one, maps as 'not DP'")
+
+    def to_unit(self, epsilon: float | None, delta: float, unit: str) -> Charge:
+        """The guarantee (ε, δ in the mechanism's own unit) for the dataset's ``unit``."""
+        if unit not in UNITS:
+            raise ParameterError(f"unknown unit of protection {unit!r}; one of {', '.join(UNITS)}", "privacy unit")
+        if self.rule == "not_dp" or epsilon is None:
+            return Charge("heuristic", unit, None, 0.0, "not DP: a heuristic guarantee spends no epsilon")
+        if self.rule == "per_object" or unit == "record":
+            return Charge(self.account, unit, epsilon, delta, f"the mechanism's own epsilon ({self.rule}, {unit})")
+        k = self.records_per_object
+        if k is None:
+            return Charge(self.account, unit, math.inf, delta,
+                          "group privacy over an unbounded number of records per object: unbounded")
+        return Charge(self.account, unit, k * epsilon, k * math.exp((k - 1) * epsilon) * delta if delta else 0.0,
+                      f"group privacy: {k} records per object x epsilon {epsilon:g}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+NOT_DP = PrivacyMap("heuristic", "not_dp")
 
 
 @dataclass(frozen=True)
@@ -15,6 +89,7 @@ class Guarantee:
     epsilon / delta: the budget this release spends (None for non-DP models).
     proven: whether the guarantee is a theorem (True) or a heuristic claim (False).
     statement: the guarantee in plain words.
+    privacy_map: how ε and δ become ε and δ for the dataset's unit of protection (the ledger charges that).
     caveats: what the guarantee does not cover.
     """
 
@@ -22,6 +97,7 @@ class Guarantee:
     privacy_unit: str
     statement: str
     proven: bool
+    privacy_map: PrivacyMap
     neighbouring: str | None = None
     epsilon: float | None = None
     delta: float = 0.0
@@ -31,6 +107,10 @@ class Guarantee:
         d = asdict(self)
         d["caveats"] = list(self.caveats)
         return d
+
+    def charge(self, unit: str) -> Charge:
+        """This guarantee in the dataset's ``unit`` (:data:`UNITS`)."""
+        return self.privacy_map.to_unit(self.epsilon, self.delta, unit)
 
     def plain_text(self) -> str:
         lines = [self.statement]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.adatrace.params import AdaTraceParams
-from trajpub.guarantee import Guarantee, object_level_caveat
+from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -80,6 +80,7 @@ def guarantee(params: AdaTraceParams) -> Guarantee:
         privacy_unit="one trajectory record",
         statement=statement,
         proven=proven,
+        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
         neighbouring=_NEIGHBOURING[params.neighbouring],
         epsilon=eps,
         caveats=tuple(caveats),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.dpt.params import DptParams
-from trajpub.guarantee import Guarantee, object_level_caveat
+from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
 
 
 def guarantee(params: DptParams) -> Guarantee:
@@ -51,6 +51,7 @@ def guarantee(params: DptParams) -> Guarantee:
         privacy_unit="one trajectory record",
         statement=statement,
         proven=True,
+        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
         neighbouring="add/remove one trajectory record",
         epsilon=eps,
         caveats=caveats,

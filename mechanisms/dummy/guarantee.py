@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mechanisms.dummy.params import DummyParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 #: Where the candidate locations come from: a public road network, a synthetic one (experiments), a network
 #: derived from the private trajectories, or no network (sub-cell centres).
@@ -70,6 +70,7 @@ def guarantee(params: DummyParams, road_network_source: str = "none") -> Guarant
         privacy_unit="one trajectory",
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=None,
         epsilon=None,
         caveats=tuple(caveats),

@@ -7,7 +7,7 @@ heuristic); spec ``seed-000-fastpub.md`` §2, §4, §6.17.
 from __future__ import annotations
 
 from mechanisms.fastpub.params import FastPubParams, noise_factor, theorem4_bound
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee, PrivacyMap
 
 _UNIT = "one client = one trajectory"
 
@@ -80,7 +80,7 @@ def guarantee(params: FastPubParams) -> Guarantee:
         ),
     )
     return Guarantee(model="epsilon-LDP", privacy_unit=_UNIT, statement=statement, proven=True,
-                     neighbouring="any two trajectories of one client (local model); replace one trajectory",
+                     privacy_map=_ldp_map(params), neighbouring="any two trajectories of one client (local model); replace one trajectory",
                      epsilon=eps, caveats=caveats)
 
 
@@ -94,7 +94,7 @@ def _triehh(params: FastPubParams) -> Guarantee:
         "in several rounds."
     )
     return Guarantee(model="none (baseline)", privacy_unit=_UNIT, statement=statement, proven=False,
-                     caveats=(_PER_TRAJECTORY, "Not suitable for a release: raw prefixes reach the server."))
+                     privacy_map=NOT_DP, caveats=(_PER_TRAJECTORY, "Not suitable for a release: raw prefixes reach the server."))
 
 
 def _sfp(params: FastPubParams) -> Guarantee:
@@ -106,6 +106,13 @@ def _sfp(params: FastPubParams) -> Guarantee:
         f"(epsilon_B = {params.sfp_piece_epsilon:g}); the two compose to epsilon."
     )
     return Guarantee(model="epsilon-LDP", privacy_unit=_UNIT, statement=statement, proven=True,
-                     neighbouring="any two trajectories of one client (local model); replace one trajectory",
+                     privacy_map=_ldp_map(params), neighbouring="any two trajectories of one client (local model); replace one trajectory",
                      epsilon=params.epsilon,
                      caveats=(_PER_TRAJECTORY, _NO_K_FILTER, _SIMULATION))
+
+
+def _ldp_map(params: FastPubParams) -> PrivacyMap:
+    """Each trajectory is a client spending epsilon: an object with at most ``max_records_per_object``
+    trajectories (kept by the pipeline before the mechanism) spends that many times epsilon (sequential
+    composition of its clients' randomisers)."""
+    return PrivacyMap("epsilon-LDP", "group_privacy", params.max_records_per_object)

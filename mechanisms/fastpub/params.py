@@ -57,6 +57,9 @@ class FastPubParams:
     sfp_word_share: the share of ε spent on the whole trimmed word ([CODE] 0.25); the rest goes to one piece.
     sfp_hash_seed: selects the public hash functions of the sketches. Not a secret: in SFP the hash family is
         part of the protocol, known to every client and to the server.
+
+    max_records_per_object: the pipeline's cap on trajectories (clients) per object, kept before the
+        mechanism; an object then spends at most that many times epsilon (None: unbounded).
     """
 
     k: int | None = None
@@ -75,6 +78,7 @@ class FastPubParams:
     sfp_top: int = 20
     sfp_word_share: float = 0.25
     sfp_hash_seed: int = 0
+    max_records_per_object: int | None = None
 
     def __post_init__(self) -> None:
         _P.require_choice(self.method, "method", METHODS)
@@ -106,6 +110,7 @@ class FastPubParams:
             if value & (value - 1) or value > 2**32:
                 raise ParameterError(f"{name} must be a power of two <= 2**32, got {value!r}", _P.where(name))
         _P.require_int(self.sfp_top, "sfp_top", 1)
+        _P.require_optional_int(self.max_records_per_object, "max_records_per_object", 1)
         _P.require_real(self.sfp_word_share, "sfp_word_share", 0, 1)
         if self.sfp_word_share >= 1:
             raise ParameterError("sfp_word_share must be < 1 (the puzzle pieces need budget too)",

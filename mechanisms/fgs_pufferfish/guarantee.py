@@ -9,7 +9,7 @@ from __future__ import annotations
 from mechanisms.fgs_pufferfish.params import FgsParams
 from mechanisms.fgs_pufferfish.privacy import AnalyticEpsilon, EmpiricalEpsilon
 from mechanisms.fgs_pufferfish.scales import b_c0_for_location_std, noise_scales
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee, PrivacyMap
 
 _SECRETS = (
     "secrets: the temporal correlation of each object's centred daily series; discriminative pairs: the "
@@ -87,6 +87,7 @@ def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: Empiric
         privacy_unit="the temporal correlation of one object",
         statement=statement,
         proven=False,
+        privacy_map=PrivacyMap("Pufferfish", "per_object"),  # each object's series gets its own noise
         neighbouring=_SECRETS,
         epsilon=epsilon,
         caveats=tuple(caveats),
@@ -114,6 +115,7 @@ def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarante
         privacy_unit="the temporal correlation of one object",
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=_SECRETS,
         epsilon=None,
         caveats=(_mean_caveat(params),

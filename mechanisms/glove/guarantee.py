@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from mechanisms.glove.params import GloveParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 
 def privacy_unit(params: GloveParams) -> str:
@@ -62,6 +62,7 @@ def guarantee(params: GloveParams) -> Guarantee:
         privacy_unit=privacy_unit(params),
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=None,
         epsilon=None,
         caveats=tuple(caveats),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mechanisms.glove.guarantee import guarantee as glove_guarantee
 from mechanisms.glove.guarantee import k_statement
 from mechanisms.klt.params import KltParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 
 def guarantee(params: KltParams, poi_source: str) -> Guarantee:
@@ -39,6 +39,7 @@ def guarantee(params: KltParams, poi_source: str) -> Guarantee:
         privacy_unit=base.privacy_unit,
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=None,
         epsilon=None,
         caveats=tuple(caveats),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mechanisms.kpsi_anonymity.params import KPsiParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 #: Where the road network comes from: a public map (OSM, a national road database), a synthetic network
 #: (experiments), a network derived from the private trajectories themselves, or none at all.
@@ -110,6 +110,7 @@ def guarantee(params: KPsiParams, road_network_source: str = "public") -> Guaran
         privacy_unit="one trajectory",
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=("any two locations of the same anonymity set at one timestamp, per axis (not "
                       "neighbouring datasets)"),
         epsilon=None,

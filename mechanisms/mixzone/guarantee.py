@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mechanisms.mixzone.params import MixzoneParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 #: Where the road network that carries the zones comes from (as in the (k-Psi) mechanism).
 ROAD_NETWORK_SOURCES = ("public", "synthetic", "derived_from_private_data")
@@ -65,6 +65,7 @@ def guarantee(params: MixzoneParams, road_network_source: str = "public") -> Gua
         privacy_unit="one trajectory (its fragments)",
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=None,
         epsilon=None,
         caveats=tuple(caveats),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.prefix_tree.params import PrefixTreeParams
-from trajpub.guarantee import Guarantee, object_level_caveat
+from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -47,6 +47,7 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
         privacy_unit="one trajectory record",
         statement=statement,
         proven=True,
+        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
         neighbouring=_NEIGHBOURING[params.neighbouring],
         epsilon=eps,
         caveats=tuple(caveats),

@@ -8,7 +8,7 @@ protection it suggests does not.
 from __future__ import annotations
 
 from mechanisms.w4m.params import W4MParams
-from trajpub.guarantee import Guarantee
+from trajpub.guarantee import NOT_DP, Guarantee
 
 
 def guarantee(params: W4MParams) -> Guarantee:
@@ -65,6 +65,7 @@ def guarantee(params: W4MParams) -> Guarantee:
                                          else ""),
         statement=statement,
         proven=False,
+        privacy_map=NOT_DP,
         neighbouring=None,
         epsilon=None,
         caveats=tuple(caveats),

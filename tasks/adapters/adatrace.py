@@ -99,9 +99,10 @@ class AdaTraceAdapter:
                                                                           dtype="datetime64[ns, UTC]"),
                                "lon": lon, "lat": lat, "x": x, "y": y})
         meta = {"mechanism": "adatrace", "params": params.to_dict(),
-                "input_trajectories": int(counts.n_trajectories),
+                # no true count here (as DPT): the noisy number of input trajectories (Σ noisy trip counts)
+                "noisy_input_trajectories": syn.noisy_count,
                 "released_records": int(pts["traj_id"].nunique()), "released_points": len(pts),
-                "interpolation_dropped_moves": int(counts.dropped_moves), **result.report}
+                **result.report}
         return Protected(points, _json_safe(meta))
 
 

@@ -69,7 +69,7 @@ class FastPubAdapter:
         return fastpub.guarantee(params)
 
     def max_records_per_object(self, params: fastpub.FastPubParams) -> int | None:
-        return None
+        return params.max_records_per_object
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fastpub.FastPubParams,
             rng: np.random.Generator) -> Protected:

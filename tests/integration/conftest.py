@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -146,12 +147,86 @@ def tdrive_subset(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def loaded_tdrive(engine, tdrive_subset):
-    """A function that loads the subset into a fresh dataset and returns its name."""
+    """A function that loads the subset into a fresh dataset and returns its name. Its ε-DP cap is 100 per
+    object: :func:`base_spec`'s prefix tree costs 4 per record x 7 records = 28 per object, and several tests
+    release twice from one dataset."""
     from tasks.load import load_source
 
     def load(prefix: str = "flow") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:8]}"
         load_source(engine, "tdrive", tdrive_subset, name)
+        with engine.begin() as conn:
+            conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 100 WHERE dataset = :d"), {"d": name})
         return name
 
     return load
+
+
+def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
+    """Exact statistics of a release's raw data, as governance holds them: snapshot and validation counts, the
+    prepared counts, the raw points' bbox, and the mechanism's empirical epsilons (FGS)."""
+    with engine.connect() as conn:
+        rel = conn.execute(sa.text("SELECT dataset, snapshot_points, summary FROM governance.releases "
+                                   "WHERE release_id = :r"), {"r": release_id}).mappings().one()
+        n_rows, n_quarantined = conn.execute(sa.text(
+            "SELECT n_rows, n_quarantined FROM governance.validation_results WHERE release_id = :r"),
+            {"r": release_id}).one()
+        bbox = conn.execute(sa.text("SELECT min(ST_X(geom)), min(ST_Y(geom)), max(ST_X(geom)), max(ST_Y(geom))"
+                                    " FROM raw.points WHERE dataset = :d"), {"d": rel["dataset"]}).one()
+    summary = rel["summary"]
+    stats = {"snapshot_points": rel["snapshot_points"], "validation_rows": n_rows,
+             "snapshot_objects": summary["snapshot"]["n_objects"],
+             **{f"prepared_{k}": summary["prepare"][k] for k in ("points_in", "points", "trajectories", "objects")},
+             **{f"bbox_{i}": v for i, v in enumerate(bbox)}}
+    if n_quarantined:
+        stats["quarantined"] = n_quarantined
+    empirical = summary.get("mechanism", {}).get("empirical_epsilon") or {}
+    stats |= {f"empirical_{k}": v for k, v in empirical.items() if k.startswith("epsilon_") and v is not None}
+    return stats
+
+
+IDENTIFIERS = {"release_id", "runId", "eventTime", "event_time", "approved_at", "published_at", "content_hash",
+               "version", "code_version", "window_start", "window_end", "decided_at"}
+
+
+def _numbers(value, key: str = "") -> list[float]:
+    """Every number a consumer reads in ``value`` (JSON leaves, and numbers written in its texts); identifiers and
+    timestamps excepted."""
+    if key in IDENTIFIERS:
+        return []
+    if isinstance(value, dict):
+        return [n for k, v in value.items() for n in _numbers(v, k)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v, key)]
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    return [float(m) for m in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", str(value))]
+
+
+def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) -> None:
+    """Issue 14: what a consumer reads about a release (as ``trajpub_consumer``: ``published.release_lineage``,
+    the comments and columns of every published table and view; and the release's lineage events, which are meant
+    for export) holds no exact raw count, bbox coordinate or empirical epsilon of governance."""
+    forbidden = raw_statistics(engine, release_id)
+    with engine.begin() as conn:
+        events = [r[0] for r in conn.execute(sa.text("SELECT event FROM governance.lineage_events WHERE "
+                                                     "release_id = :r"), {"r": release_id})]
+        conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+        lineage_rows = [dict(r) for r in conn.execute(sa.text(
+            "SELECT * FROM published.release_lineage WHERE release_id = :r"), {"r": release_id}).mappings()]
+        tables = [dict(r) for r in conn.execute(sa.text(
+            "SELECT c.relname, obj_description(c.oid, 'pg_class') AS comment,"
+            " (SELECT array_agg(attname) FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0) AS columns"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'published'"
+            " AND c.relkind IN ('r', 'v') AND has_table_privilege(c.oid, 'SELECT')")).mappings()]
+    assert lineage_rows, "the consumer sees no lineage of the release"
+    readable = {"lineage events": events, "published.release_lineage": json.loads(json.dumps(lineage_rows,
+                                                                                             default=str)),
+                "published tables": tables}
+    for where, value in readable.items():
+        numbers = _numbers(value)
+        for name, v in forbidden.items():
+            hits = [n for n in numbers if abs(n - v) <= 1e-9 * max(1.0, abs(v))]
+            assert not hits, f"{name} = {v} is readable in {where}"

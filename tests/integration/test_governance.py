@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from tasks import governance
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
 from trajpub.errors import PolicyError
+from trajpub.guarantee import Guarantee, PrivacyMap
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +28,13 @@ def bare_dataset(engine, dataset_name):
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
                      {"d": dataset_name})
     return dataset_name
+
+
+def guarantee(epsilon: float, delta: float = 0.0, account: str = "epsilon-DP", rule: str = "per_object",
+              records_per_object: int | None = None) -> Guarantee:
+    return Guarantee(model=account, privacy_unit="one object" if rule == "per_object" else "one trajectory record",
+                     statement="test", proven=True, epsilon=epsilon, delta=delta,
+                     privacy_map=PrivacyMap(account, rule, records_per_object))
 
 
 def new_release(engine, dataset: str, requested_by: str = "requester") -> int:
@@ -48,8 +56,7 @@ def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
             barrier.wait()
             try:
                 with conn.begin():
-                    governance.charge_budget(conn, rid, bare_dataset, "prefix_tree", 1.0, 0.0,
-                                             "one trajectory record", 7)
+                    governance.charge_budget(conn, rid, bare_dataset, "prefix_tree", guarantee(1.0))
                 outcomes[rid] = "charged"
             except PolicyError:
                 outcomes[rid] = "refused"
@@ -60,21 +67,59 @@ def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
     for t in threads:
         t.join(timeout=120)
     assert sorted(outcomes.values()).count("charged") == 5 and len(outcomes) == 20
-    (spent, n, cap_k), = q(engine, "SELECT sum(epsilon), count(*), min(max_records_per_object) FROM "
-                                   "governance.budget_ledger WHERE dataset = :d", d=bare_dataset)
-    assert (spent, n, cap_k) == (5.0, 5, 7)
+    (spent, n, unit), = q(engine, "SELECT sum(unit_epsilon), count(*), min(unit) FROM "
+                                  "governance.budget_ledger WHERE dataset = :d", d=bare_dataset)
+    assert (spent, n, unit) == (5.0, 5, "object")
 
 
 def test_delta_is_composed_and_capped(engine, bare_dataset):
     rid = new_release(engine, bare_dataset)
     with engine.begin() as conn, pytest.raises(PolicyError, match="delta cap 0"):
-        governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
+        governance.charge_budget(conn, rid, bare_dataset, "m", guarantee(1.0, 1e-6))
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE governance.datasets SET delta_cap = 1.5e-6 WHERE dataset = :d"),
                      {"d": bare_dataset})
-        governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
+        governance.charge_budget(conn, rid, bare_dataset, "m", guarantee(1.0, 1e-6))
     with engine.begin() as conn, pytest.raises(PolicyError, match="needs delta 1e-06"):
-        governance.charge_budget(conn, new_release(engine, bare_dataset), bare_dataset, "m", 1.0, 1e-6, "obj")
+        governance.charge_budget(conn, new_release(engine, bare_dataset), bare_dataset, "m",
+                                 guarantee(1.0, 1e-6))
+
+
+def test_the_ledger_charges_per_object_and_never_sums_models(engine, bare_dataset):
+    """ε = 0.5 per record with 7 records per object costs 3.5 per object (group privacy); ε-LDP and Pufferfish
+    have their own caps (10 by default); a heuristic guarantee is counted without ε."""
+    rids = [new_release(engine, bare_dataset) for _ in range(5)]  # before the charges lock the dataset row
+    with engine.begin() as conn:
+        per_record = governance.charge_budget(conn, rids[0], bare_dataset, "prefix_tree",
+                                              guarantee(0.5, rule="group_privacy", records_per_object=7))
+        for rid, account in zip(rids[1:3], ("epsilon-LDP", "Pufferfish"), strict=True):
+            governance.charge_budget(conn, rid, bare_dataset, "m", guarantee(5.0, account=account))
+        governance.charge_budget(conn, rids[3], bare_dataset, "w4m",
+                                 Guarantee(model="heuristic", privacy_unit="one trajectory", statement="t",
+                                           proven=False, privacy_map=PrivacyMap("heuristic", "not_dp")))
+    assert (per_record.epsilon, per_record.unit) == (3.5, "object")
+    with engine.connect() as conn:
+        acc = governance.accounts(conn, bare_dataset)
+    assert {k: (a.spent, a.releases) for k, a in acc.items()} == {
+        "epsilon-DP": (3.5, 1), "epsilon-LDP": (5.0, 1), "Pufferfish": (5.0, 1), "heuristic": (0.0, 1)}
+    # 3.5 + 7 x 0.5 = 7 > 5.5 per object, though 0.5 + 0.5 per record would fit
+    with engine.begin() as conn, pytest.raises(PolicyError, match="epsilon 3.5 per object .* only 2 of its cap 5.5"):
+        governance.charge_budget(conn, rids[4], bare_dataset, "prefix_tree",
+                                 guarantee(0.5, rule="group_privacy", records_per_object=7))
+    # nothing capping an object's records: unbounded per object, refused; per record it would be 0.5
+    with engine.begin() as conn, pytest.raises(PolicyError, match="unbounded"):
+        governance.check_budget(conn, bare_dataset, guarantee(0.5, rule="group_privacy"))
+    assert cli("budget", "unit", bare_dataset, "record").returncode == 1  # the ledger already has entries
+    shown = cli("budget", "show", "--dataset", bare_dataset)
+    assert "epsilon-DP: epsilon 3.5 per object spent of cap 5.5 (2 left)" in shown.stdout, shown.stdout
+
+
+def test_a_record_unit_dataset_charges_the_mechanisms_own_epsilon(engine, bare_dataset):
+    assert cli("budget", "unit", bare_dataset, "record").returncode == 0
+    rid = new_release(engine, bare_dataset)
+    with engine.begin() as conn:
+        charge = governance.charge_budget(conn, rid, bare_dataset, "prefix_tree", guarantee(0.5, rule="group_privacy"))
+    assert (charge.epsilon, charge.unit) == (0.5, "record")
 
 
 def test_approvals_need_the_steward_role(engine, bare_dataset):
@@ -167,3 +212,57 @@ def test_one_release_per_dataset_computes_at_a_time(engine, loaded_tdrive, tmp_p
     assert patient.proc.wait(timeout=240) == 0, patient.output()
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
              r=patient.release_id) == [("awaiting_approval",)]
+
+
+def stage_rows(engine, rid: int) -> None:
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO staging.candidate_points (release_id, traj_id, seq, geom) VALUES"
+                             " (:r, 1, 0, ST_SetSRID(ST_MakePoint(116.4, 39.9), 4326))"), {"r": rid})
+        conn.execute(sa.text("INSERT INTO staging.candidate_owners (release_id, traj_id, object_id, source_traj_id)"
+                             " VALUES (:r, 1, 'taxi-1', 7)"), {"r": rid})
+        conn.execute(sa.text("INSERT INTO staging.candidate_fragments (release_id, fragment_id, cells,"
+                             " estimated_count, round, geom) VALUES (:r, 1, '{3}', 9.5, 1,"
+                             " ST_SetSRID(ST_MakePoint(116.4, 39.9), 4326))"), {"r": rid})
+        conn.execute(sa.text("INSERT INTO governance.audit_results (release_id, attack, success_rate, ci_low,"
+                             " ci_high, baseline, risk, threshold, passed, evidence) VALUES"
+                             " (:r, 'signature_linkage', 0.5, 0.4, 0.6, 0.1, 0.44, 0.2, false, '{}')"), {"r": rid})
+
+
+def staged(engine, rid: int) -> list[int]:
+    return [q(engine, f"SELECT count(*) FROM {t} WHERE release_id = :r", r=rid)[0][0]
+            for t in governance.STAGING_TABLES]
+
+
+def block(engine, rid: int) -> None:
+    with engine.begin() as conn:
+        for status in ("validated", "protected", "audited", "blocked"):
+            governance.transition(conn, rid, status, "test")
+
+
+def test_an_ended_release_leaves_nothing_in_staging_and_keeps_its_audit(engine, bare_dataset):
+    rid = new_release(engine, bare_dataset)
+    stage_rows(engine, rid)
+    assert staged(engine, rid) == [1, 1, 1]
+    block(engine, rid)
+    assert staged(engine, rid) == [0, 0, 0]
+    assert q(engine, "SELECT risk FROM governance.audit_results WHERE release_id = :r", r=rid) == [(0.44,)]
+    assert q(engine, "SELECT staging_purged_at IS NOT NULL FROM governance.releases WHERE release_id = :r",
+             r=rid) == [(True,)]
+
+
+def test_a_retention_setting_keeps_the_evidence_that_long(engine, bare_dataset):
+    assert cli("retention", bare_dataset, "3").returncode == 0
+    rid = new_release(engine, bare_dataset)
+    stage_rows(engine, rid)
+    block(engine, rid)
+    with engine.begin() as conn:
+        assert rid not in governance.purge_expired_staging(conn)
+    assert staged(engine, rid) == [1, 1, 1]  # blocked, but the steward keeps the evidence 3 days
+    with engine.begin() as conn:  # four days later
+        conn.execute(sa.text("UPDATE governance.release_transitions SET at = at - interval '4 days'"
+                             " WHERE release_id = :r"), {"r": rid})
+        assert rid in governance.purge_expired_staging(conn)
+    assert staged(engine, rid) == [0, 0, 0]
+    assert q(engine, "SELECT count(*) FROM governance.audit_results WHERE release_id = :r", r=rid) == [(1,)]
+    refused = cli("retention", bare_dataset, "-1")
+    assert refused.returncode != 0

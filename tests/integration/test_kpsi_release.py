@@ -82,6 +82,9 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                                r=run.release_id)}
     assert attacks == set(TRUTHFUL)
+    owners = q(engine, "SELECT count(*), count(DISTINCT traj_id) FROM staging.candidate_owners WHERE "
+                       "release_id = :r", r=run.release_id)
+    assert owners == [(200, 200)]  # one real member per set, known only to the private table
     assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
     assert run.proc.wait(timeout=120) == 0
     table = f"published.{dataset}__r{run.release_id}"
@@ -95,9 +98,8 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE table_schema = "
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"set_id", "traj_id", "seq", "t", "geom"}
-    owners = q(engine, "SELECT count(*), count(DISTINCT traj_id) FROM staging.candidate_owners WHERE "
-                       "release_id = :r", r=run.release_id)
-    assert owners == [(200, 200)]  # one real member per set, known only to the private table
+    # published: the private key is deleted with the candidate (retention 0, the default)
+    assert q(engine, "SELECT count(*) FROM staging.candidate_owners WHERE release_id = :r", r=run.release_id) == [(0,)]
     with engine.begin() as conn:
         conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
         assert conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar() == 200 * k * 50

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import (
+    assert_no_raw_statistic_for_consumers,
+    base_spec,
+    cli,
+    start_release,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +74,10 @@ def test_budget_ledger_charged_once_with_the_mechanism_epsilon(engine, published
     rows = q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r", r=rid)
     assert rows == [(4.0, "one trajectory record")]
     shown = cli("budget", "show", "--dataset", dataset)
-    assert shown.returncode == 0 and "spent 4 of cap 10" in shown.stdout
+    # charged per object: 4 per record x at most 7 records per taxi (group privacy)
+    assert q(engine, "SELECT account, unit, unit_epsilon FROM governance.budget_ledger WHERE release_id = :r",
+             r=rid) == [("epsilon-DP", "object", 28.0)]
+    assert shown.returncode == 0 and "epsilon-DP: epsilon 28 per object spent of cap 100" in shown.stdout
 
 
 def test_lineage_start_and_complete_without_seed(engine, published):
@@ -86,6 +95,11 @@ def test_lineage_start_and_complete_without_seed(engine, published):
         assert "seed" not in json.dumps(event)
     shown = cli("release", "show", str(rid))
     assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "PUBLISHED" in shown.stdout
+
+
+def test_no_raw_statistic_reaches_a_consumer(engine, published):
+    _, rid = published
+    assert_no_raw_statistic_for_consumers(engine, rid)
 
 
 def test_publish_again_changes_nothing(engine, published):
@@ -216,6 +230,8 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
                                {"r": run.release_id}).scalar()
     assert n == 48 * n_traj and n_traj == meta["released_records"] and n_untimed == 0  # 48 timed slots a day
     assert charged == 2.0
+    assert meta["empirical_epsilon"]["epsilon_total"] is not None  # the steward's figure, kept in governance
+    assert_no_raw_statistic_for_consumers(engine, run.release_id)
 
 
 def test_review_report_renders_in_chromium_with_every_image(engine, published, tmp_path):
@@ -246,6 +262,11 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
 
     dataset = f"fastpub_{os.getpid()}_{tmp_path.name[-6:]}".lower().replace("-", "_")
     load_source(engine, "tdrive", TDRIVE_CSV, dataset)
+    # each taxi-day is a client at epsilon 10: per object that is unbounded (nothing caps a taxi's days), so this
+    # dataset declares its unit the trajectory record
+    refused = start_release(base_spec(dataset, mechanism="fastpub", params={"k": 5, "epsilon": 10.0}), tmp_path)
+    assert refused.proc.wait(timeout=120) == 1 and "unbounded" in refused.output()
+    assert cli("budget", "unit", dataset, "record").returncode == 0
     spec = base_spec(dataset, mechanism="fastpub", params={"k": 5, "epsilon": 10.0, "l_max": 3},
                      prepare={"cell_size_m": 25000})
     run = start_release(spec, tmp_path)
@@ -266,3 +287,4 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
     assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest_fragments") == [(len(rows),)]
+    assert_no_raw_statistic_for_consumers(engine, run.release_id)

@@ -54,9 +54,12 @@ def test_budget_cap_refuses_before_reading_data(engine, loaded_tdrive, tmp_path)
     assert cli("budget", "cap", dataset, "0.5").returncode == 0
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
-    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")
+    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")  # no cap on records per object
+    assert result.returncode == 1 and "epsilon per object is unbounded" in result.stderr, result.stderr
+    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=0.25", "--param",
+                 "max_records_per_object=3")  # 0.25 per record, 0.75 per object
     assert result.returncode == 1
-    assert "needs epsilon 1 but dataset" in result.stderr and "0.5" in result.stderr
+    assert "needs epsilon-DP epsilon 0.75 per object" in result.stderr and "cap 0.5" in result.stderr
     assert releases_of(engine, dataset) == []
 
 
