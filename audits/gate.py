@@ -40,6 +40,9 @@ class GatePolicy:
     ``max_utility_error``: utility metric name (:data:`audits.utility.UTILITY_METRICS`) -> the largest
     acceptable value; every metric listed must be reported to :func:`evaluate_gate`.
     ``timeout_s``: how long one attack may run; an attack that errors or runs out of time blocks the release.
+    ``resolutions_m``: the grid cell sizes (metres) the adversary tries: every attack that reads grid cells
+    (:data:`audits.registry.GRID_ATTACKS`) runs at each, on a grid over the release's bbox independent of the
+    mechanism's grid, and the gate takes its worst risk; empty: the release's own grid only.
     ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
     ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails, any listed utility
     metric exceeds its ceiling or is missing, or no attack applies).
@@ -63,6 +66,7 @@ class GatePolicy:
     timeout_s: float = 300.0
     version: int = 1
     decision: str = "block_if_any"
+    resolutions_m: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.max_risk:
@@ -96,6 +100,9 @@ class GatePolicy:
         if self.decision not in DECISION_RULES:
             raise ParameterError(f"decision must be one of {', '.join(DECISION_RULES)}, got {self.decision!r}",
                                  "gate policy: decision")
+        if not (isinstance(self.resolutions_m, tuple) and all(_is_number(r) and r > 0 for r in self.resolutions_m)):
+            raise ParameterError(f"resolutions_m must be a list of positive cell sizes in metres, got "
+                                 f"{self.resolutions_m!r}", "gate policy: resolutions_m")
         for name in ("max_risk", "max_utility_error", "attack_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "attack_products",
@@ -112,7 +119,7 @@ class GatePolicy:
         """Read the YAML layout above; unknown keys raise."""
         if not isinstance(policy, Mapping):
             raise ParameterError(f"a gate policy must be a mapping, got {type(policy).__name__}", where)
-        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s"}, where)
+        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s", "resolutions_m"}, where)
         attacks = policy.get("attacks")
         if not isinstance(attacks, Mapping):
             raise ParameterError(f"expected a mapping of name -> {{max_risk: value}}, got {attacks!r}",
@@ -130,7 +137,8 @@ class GatePolicy:
         utility = _entries(policy.get("utility") or {}, "max", f"{where}: utility")
         return cls(max_risk=max_risk, max_utility_error=utility, attack_params=params, attack_products=products,
                    timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
-                   decision=policy.get("decision", "block_if_any"))
+                   decision=policy.get("decision", "block_if_any"),
+                   resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatePolicy:
@@ -158,7 +166,7 @@ class GatePolicy:
             if name in self.attack_products:
                 attacks[name]["products"] = list(self.attack_products[name])
         return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
-                "attacks": attacks,
+                "resolutions_m": list(self.resolutions_m), "attacks": attacks,
                 "utility": {name: {"max": limit} for name, limit in self.max_utility_error.items()}}
 
 

@@ -62,6 +62,11 @@ ATTACKS: Mapping[str, RegisteredAttack] = MappingProxyType({
 })
 """Policy name -> :class:`RegisteredAttack`."""
 
+GRID_ATTACKS = frozenset({TRUTHFUL_NAME, SYNTHETIC_NAME, AP_NAME, *(NAME_PREFIX + kind for kind in KINDS)})
+"""The attacks whose adversary reads locations as grid cells (the ``cell`` column): the gate policy chooses their
+resolutions (``resolutions_m``). Known points and home/work work in metres; membership reads the released
+fragments' own cells."""
+
 
 def attacks_for(release_kind: str) -> list[str]:
     """The names of the attacks that apply to a release kind (``"truthful"``, ``"synthetic"``, ``"aggregate"``)."""

@@ -221,10 +221,10 @@ def release_show(release_id: int) -> None:
             "SELECT at, from_status, to_status, detail FROM governance.release_transitions WHERE release_id = :r"
             " ORDER BY at"), {"r": release_id}).mappings()]
         audits = [dict(r) for r in conn.execute(sa.text(
-            "SELECT attack, round(success_rate::numeric, 4) AS success, round(ci_low::numeric, 4) AS ci_low,"
+            "SELECT attack, resolution_m AS cells_m, round(success_rate::numeric, 4) AS success, round(ci_low::numeric, 4) AS ci_low,"
             " round(ci_high::numeric, 4) AS ci_high, round(baseline::numeric, 5) AS baseline,"
             " round(risk::numeric, 4) AS risk, threshold, passed, error FROM governance.audit_results"
-            " WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+            " WHERE release_id = :r ORDER BY attack, resolution_m"), {"r": release_id}).mappings()]
         decision = governance.approval(conn, release_id)
         budget = governance.budget_lines(conn, rel)
         events = lineage.events(conn, release_id)
@@ -240,7 +240,7 @@ def release_show(release_id: int) -> None:
     for c in g.get("caveats", []):
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
-    click.echo("\naudits:\n" + _table(audits, ["attack", "success", "ci_low", "ci_high", "baseline", "risk",
+    click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n" + _table(audits, ["attack", "cells_m", "success", "ci_low", "ci_high", "baseline", "risk",
                                                "threshold", "passed", "error"]))
     from tasks.report import mechanism_rows
 

@@ -38,13 +38,17 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
     lines += [f"- {line}" for line in budget[2:]]
     lines += ["", "## Linkage attacks", "",
-              "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
-    for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
-                          {"r": release_id}).mappings():
+              "Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate takes "
+              "the worst.", "",
+              "| attack | cells | success | 95% CI | baseline | risk | threshold | verdict |",
+              "|---|---|---|---|---|---|---|---|"]
+    for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r "
+                                  "ORDER BY attack, resolution_m"), {"r": release_id}).mappings():
+        cells = f"{a['resolution_m']:g} m" if a["resolution_m"] else "-"
         if a["error"] is not None:
-            lines.append(f"| {a['attack']} | failed: {a['error']} | | | | {a['threshold']} | BLOCK |")
+            lines.append(f"| {a['attack']} | {cells} | failed: {a['error']} | | | | {a['threshold']} | BLOCK |")
             continue
-        lines.append(f"| {a['attack']} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
+        lines.append(f"| {a['attack']} | {cells} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
                      f"{a['baseline']:.4f} | {a['risk']:.3f} | "
                      f"{'-' if a['threshold'] is None else format(a['threshold'], '.3f')} | "
                      f"{'pass' if a['passed'] else 'BLOCK'} |")

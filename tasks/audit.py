@@ -23,10 +23,11 @@ from distributed import wait as wait_futures
 
 from audits import utility
 from audits.gate import GateDecision, GatePolicy, evaluate_gate
-from audits.registry import build_attack
+from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
 from tasks.adapters.base import Protected
 from trajpub.errors import InputError
+from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences
 from trajpub.spec import ReleaseSpec
 
@@ -37,11 +38,15 @@ POINT_ERROR_RECORDS = 200
 
 @dataclass(frozen=True)
 class AuditOutcome:
+    """``results``: each attack's worst result over the resolutions it ran at (what the gate decides on);
+    ``by_resolution``: every (resolution in metres, result), 0 for an attack that reads no grid of the policy's."""
+
     results: list[AttackResult]
     failures: dict[str, str]
     decision: GateDecision
     policy: GatePolicy
     utility: dict
+    by_resolution: list[tuple[float, AttackResult]]
 
 
 def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
@@ -98,7 +103,7 @@ POLL_S = 0.25  # how often the driver looks for attacks that started or outlived
 
 
 def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
-                release_kind: str) -> tuple[list[AttackResult], dict[str, str]]:
+                release_kind: str, names: list[str] | None = None) -> tuple[list[AttackResult], dict[str, str]]:
     """Every attack of the policy that applies to ``release_kind``, in parallel on the cluster; returns the
     results and the failures (attack -> what went wrong), which the gate turns into blocks.
 
@@ -106,8 +111,9 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
     worker's clock fails, and one still running ``timeout_s`` after it reported its start to the driver (seen
     within :data:`POLL_S`) is cancelled and fails. Attacks queued behind others on a busy cluster are not charged
     for the wait. An attack that has not even started once the attacks could have run one after
-    another within their timeouts (``timeout_s`` x the number of attacks) is reported as not started."""
-    names = policy.attacks_for(release_kind)
+    another within their timeouts (``timeout_s`` x the number of attacks) is reported as not started. ``names``
+    narrows the policy's attacks."""
+    names = policy.attacks_for(release_kind) if names is None else names
     if not names:
         return [], {}
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
@@ -213,15 +219,55 @@ def fragment_utility(raw: pd.DataFrame, fragments: pd.DataFrame) -> dict:
             else float("nan"), "raw_trajectories": len(text)}
 
 
+def at_resolution(frame: pd.DataFrame, grid: GridSpec) -> pd.DataFrame:
+    """``frame`` with its ``cell`` on ``grid`` (from its lon/lat): the adversary's own grid, not the release's."""
+    x, y = grid.project(frame["lon"].to_numpy(float), frame["lat"].to_numpy(float))
+    return frame.assign(cell=grid.cell_of(x, y))
+
+
+def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
+                       release_kind: str, bbox: tuple[float, float, float, float]
+                       ) -> tuple[list[tuple[float, AttackResult]], dict[str, str]]:
+    """The policy's attacks, those that read grid cells (:data:`audits.registry.GRID_ATTACKS`) once per
+    ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the resolution;
+    issue 14), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
+    are sequences of them). Returns every (resolution, result) and the failures (a grid attack's error names its
+    resolution)."""
+    names = policy.attacks_for(release_kind)
+    gridded = [n for n in names if n in GRID_ATTACKS] if policy.resolutions_m and release_kind != "aggregate" else []
+    results, failures = run_attacks(client, policy, raw, release, release_kind,
+                                    [n for n in names if n not in gridded])
+    out = [(0.0, r) for r in results]
+    for size in policy.resolutions_m if gridded else ():
+        grid = GridSpec(bbox, size)
+        found, failed = run_attacks(client, policy, at_resolution(raw, grid), at_resolution(release, grid),
+                                    release_kind, gridded)
+        out += [(float(size), r) for r in found]
+        for name, error in failed.items():
+            failures.setdefault(name, f"at {size:g} m: {error}")
+    return out, failures
+
+
+def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackResult]:
+    """Each attack's result of largest risk over its resolutions (the gate decides on the worst case)."""
+    worst: dict[str, AttackResult] = {}
+    for _, r in results:
+        if r.attack not in worst or r.risk > worst[r.attack].risk:
+            worst[r.attack] = r
+    return list(worst.values())
+
+
 def run(client: Client, raw: pd.DataFrame, candidate: Protected, spec: ReleaseSpec,
         release_kind: str) -> AuditOutcome:
-    """The policy's attacks and the utility figures, then the gate."""
+    """The policy's attacks (at its resolutions) and the utility figures, then the gate on the worst case."""
     policy = policy_for(spec)
     raw_frame, release = attack_frames(raw, candidate)
-    results, failures = run_attacks(client, policy, raw_frame, release, release_kind)
+    by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, spec.grid.bbox)
+    results = worst_per_attack(by_resolution)
     measured = measure_utility(raw, candidate, release, release_kind, spec.seed)
     gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
-    return AuditOutcome(results, failures, evaluate_gate(policy, results, gated, failures), policy, measured)
+    return AuditOutcome(results, failures, evaluate_gate(policy, results, gated, failures), policy, measured,
+                        by_resolution)
 
 
 def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
@@ -229,15 +275,15 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
     and the decision (with the policy it applied) in the release summary."""
     from tasks.governance import merge_summary
 
-    for r in outcome.results:
-        verdict = outcome.decision.per_attack[r.attack]
+    for resolution, r in outcome.by_resolution:
+        threshold = outcome.decision.per_attack[r.attack]["threshold"]
         conn.execute(sa.text(
-            "INSERT INTO governance.audit_results (release_id, attack, success_rate, ci_low, ci_high, baseline,"
-            " risk, threshold, passed, evidence) VALUES (:rel, :a, :s, :lo, :hi, :b, :risk, :th, :ok,"
-            " CAST(:ev AS jsonb))"),
-            {"rel": release_id, "a": r.attack, "s": r.success_rate, "lo": r.ci_low, "hi": r.ci_high,
-             "b": r.baseline, "risk": r.risk, "th": verdict["threshold"], "ok": verdict["status"] != "blocked",
-             "ev": json.dumps(r.to_dict())})
+            "INSERT INTO governance.audit_results (release_id, attack, resolution_m, success_rate, ci_low, ci_high,"
+            " baseline, risk, threshold, passed, evidence) VALUES (:rel, :a, :res, :s, :lo, :hi, :b, :risk, :th,"
+            " :ok, CAST(:ev AS jsonb))"),
+            {"rel": release_id, "a": r.attack, "res": resolution, "s": r.success_rate, "lo": r.ci_low,
+             "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "th": threshold,
+             "ok": threshold is None or r.risk <= threshold, "ev": json.dumps(r.to_dict())})
     for name, error in outcome.failures.items():
         conn.execute(sa.text(
             "INSERT INTO governance.audit_results (release_id, attack, threshold, passed, error, evidence)"

@@ -47,15 +47,15 @@ def _namespace(engine: sa.Engine) -> str:
     return f"postgres://{url.host}:{url.port or 5432}"
 
 
-def _check_no_seed(obj, path: str = "event") -> None:
+def check_no_seed(obj, path: str = "event") -> None:
     if isinstance(obj, dict):
         for k, v in obj.items():
             if k in FORBIDDEN_KEYS:
                 raise ValueError(f"lineage must not carry a random seed ({path}.{k})")
-            _check_no_seed(v, f"{path}.{k}")
+            check_no_seed(v, f"{path}.{k}")
     elif isinstance(obj, list):
         for i, v in enumerate(obj):
-            _check_no_seed(v, f"{path}[{i}]")
+            check_no_seed(v, f"{path}[{i}]")
 
 
 def emit(conn: sa.Connection, release_id: int, event_type: str, *, run_id: str | None, dataset: str,
@@ -74,7 +74,7 @@ def emit(conn: sa.Connection, release_id: int, event_type: str, *, run_id: str |
         "inputs": [{"namespace": namespace, **d} for d in inputs or []],
         "outputs": [{"namespace": namespace, **d} for d in outputs or []],
     }
-    _check_no_seed(event)
+    check_no_seed(event)
     conn.execute(sa.text("INSERT INTO governance.lineage_events (release_id, event_type, event) "
                          "VALUES (:r, :t, CAST(:e AS jsonb))"),
                  {"r": release_id, "t": event_type, "e": json.dumps(event, default=str)})

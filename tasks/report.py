@@ -94,6 +94,11 @@ def distribution_plot(raw: pd.DataFrame, release: pd.DataFrame) -> str:
     return _png(fig)
 
 
+def _label(result: dict) -> str:
+    """An audit row's name: the attack, and the adversary's cell size when it ran on a grid of its own."""
+    return result["attack"] + (f" @ {result['resolution_m']:g} m" if result.get("resolution_m") else "")
+
+
 def attack_plot(results: list[dict]) -> str:
     """Each attack's success rate with its interval, its baseline, and the risk against the threshold."""
     fig, ax = plt.subplots(figsize=(10, 0.6 + 0.55 * max(1, len(results))))
@@ -106,7 +111,7 @@ def attack_plot(results: list[dict]) -> str:
         below, above = max(rate - a["ci_low"], 0.0), max(a["ci_high"] - rate, 0.0)  # rounding: never negative
         ax.errorbar(rate, i, xerr=[[below], [above]], color="k", capsize=3)
         ax.plot([a["baseline"]], [i], "k|", markersize=16)
-    ax.set_yticks(range(len(results)), [a["attack"] for a in results])
+    ax.set_yticks(range(len(results)), [_label(a) for a in results])
     ax.set_xlim(0, 1)
     ax.set_xlabel("success rate (bar, 95% CI); black tick = baseline")
     ax.invert_yaxis()
@@ -159,7 +164,8 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         images.append(("Density: raw points vs released fragments (weighted by estimated count)",
                        density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
     images.append(("Attacks", attack_plot(results)))
-    attack_rows = [[a["attack"], _fmt(a.get("success_rate")) if a.get("error") is None else f"failed: {a['error']}",
+    attack_rows = [[a["attack"], f"{a['resolution_m']:g} m" if a.get("resolution_m") else "-",
+                    _fmt(a.get("success_rate")) if a.get("error") is None else f"failed: {a['error']}",
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
@@ -181,14 +187,16 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"<p><b>{html.escape(budget[0])}</b> {html.escape(budget[1])}</p>",
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in budget[2:]) + "</ul>",
         "<h2>Linkage attacks</h2>",
-        _table(["attack", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
+        "<p>Grid-based attacks run at each cell size of the gate policy (the adversary picks the resolution); "
+        "the gate takes the worst.</p>",
+        _table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
         _table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
     ]
     parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
     parts.append("<h2>Attack evidence</h2>")
-    parts += [f"<details><summary>{html.escape(a['attack'])}</summary><pre>"
+    parts += [f"<details><summary>{html.escape(_label(a))}</summary><pre>"
               f"{html.escape(json.dumps(a.get('evidence', {}), indent=1, default=str)[:20000])}</pre></details>"
               for a in results]
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
@@ -213,8 +221,9 @@ def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.D
     """Render the review page of a release from its governance record and the audit's frames; store it."""
     rel = governance.get_release(conn, release_id)
     results = [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error, evidence"
-        " FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error,"
+        " evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
+        {"r": release_id}).mappings()]
     page = render(rel, governance.budget_lines(conn, rel), results, decision,
                   (rel["summary"] or {}).get("utility", {}), raw,
                   result.points if result.product == "trajectories" else None, result.fragments)

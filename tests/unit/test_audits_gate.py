@@ -21,13 +21,28 @@ def test_default_policy_ships_with_the_package():
     assert policy.max_risk["signature_linkage"] == 0.2
     assert policy.max_risk["signature_linkage_synthetic"] == 0.2
     assert dict(policy.max_utility_error) == {}
+    assert policy.resolutions_m == (250, 500, 1000, 2000)  # the adversary's grids, not the release's
+
+
+def test_the_gate_decides_on_the_worst_resolution():
+    """A truthful release linked 0.195 at 2 km cells and 0.270 at 500 m (issue 14): blocked at 0.2."""
+    from tasks.audit import worst_per_attack
+
+    policy = GatePolicy.from_dict({"resolutions_m": [500, 2000], "attacks": {"signature_linkage": {"max_risk": 0.2}}})
+    coarse, fine = result(19.5, baseline=0.0), result(27.0, baseline=0.0)
+    worst = worst_per_attack([(2000.0, coarse), (500.0, fine)])
+    assert worst == [fine]
+    assert evaluate_gate(policy, worst).blocked and not evaluate_gate(policy, [coarse]).blocked
+    for bad in ([0], [-250], "500", [500, "x"]):
+        with pytest.raises(ParameterError, match="resolutions_m"):
+            GatePolicy.from_dict({"resolutions_m": bad, "attacks": {"signature_linkage": {"max_risk": 0.2}}})
 
 
 def test_yaml_and_dict_round_trip(tmp_path):
     path = tmp_path / "policy.yaml"
     path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  trip_error:\n    max: 0.3\n")
     policy = GatePolicy.from_yaml(path)
-    assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "timeout_s": 300.0,
+    assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "timeout_s": 300.0, "resolutions_m": [],
                                 "attacks": {"signature_linkage": {"max_risk": 0.1}},
                                 "utility": {"trip_error": {"max": 0.3}}}
     assert GatePolicy.from_dict(policy.to_dict()) == policy

@@ -1,0 +1,129 @@
+"""One contract for every registered mechanism (issue 14, item 7), on the real T-Drive sample and real Dask
+workers: the product's shape, the output suite, the guarantee's fields, no seed in what reaches lineage, and a
+positive control: the raw data released unchanged is blocked by the same gate policy the mechanism faces."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.gate import GatePolicy, evaluate_gate
+from mechanisms.mixzone import MixzoneParams
+from tasks import audit, check_output, lineage
+from tasks.adapters.base import Protected
+from tasks.adapters.mixzone import MixzoneSetup
+from tasks.protect import MECHANISMS
+from trajpub.guarantee import ACCOUNTS
+from trajpub.roads import synthetic_grid
+
+SEED = 20261126
+N_TAXIS, MAX_POINTS = 10, 150
+PARAMS = {
+    "prefix_tree": {"epsilon": 1.0, "height": 4, "max_records_per_object": 7},
+    "dpt": {"epsilon": 5.0, "max_records_per_object": 7},
+    "adatrace": {"epsilon": 5.0, "max_records_per_object": 7},
+    "fgs_pufferfish": {"epsilon": 2.0, "n_slots": 48, "day_timezone": "Asia/Shanghai"},
+    "fastpub": {"k": 2, "epsilon": 10.0, "l_max": 2, "max_records_per_object": 7},
+    "kpsi_anonymity": {"k": 3, "road_aware": False},
+    "glove": {"k": 3},
+    "klt": {"k": 3, "pois": {"synthetic": {"n": 40_000, "categories": 6}}},
+    "w4m": {"k": 3, "delta_m": 500.0},
+    "dummy": {},
+}
+
+
+def test_every_registered_mechanism_has_a_contract_case():
+    assert set(PARAMS) | {"mixzone"} == set(MECHANISMS)
+
+
+def setup_of(name: str, grid):
+    if name == "mixzone":  # a road network from the database in a release; a synthetic grid here
+        x0, y0 = grid.project(116.25, 39.80)
+        net = synthetic_grid(25, 25, 800.0, rng=np.random.default_rng(1), origin=(float(x0), float(y0)),
+                             crs=grid.crs)
+        return MixzoneSetup(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic",
+                            network=net)
+    return MECHANISMS[name].parse_params(PARAMS[name])
+
+
+CONTROLS: dict[str, tuple[bool, dict]] = {}  # one positive control per release kind, shared by its mechanisms
+
+
+def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
+    """The default gate policy on the raw data released unchanged, as a release of ``kind``: the truthful and
+    synthetic forms publish every raw point; the aggregate form the exact counts of every 2-cell fragment of a
+    random half of the trajectories (the members), the rest held out."""
+    raw = frames[2]
+    if kind == "aggregate":
+        rng = np.random.default_rng(SEED)
+        trajs = raw["traj_id"].unique()
+        members = set(rng.choice(trajs, len(trajs) // 2, replace=False).tolist())
+        counts: dict[tuple, int] = {}
+        for traj, cells in raw[raw["traj_id"].isin(members)].groupby("traj_id")["cell"]:
+            c = cells.to_numpy()
+            for frag in {(int(a), int(b)) for a, b in itertools.pairwise(c) if a != b}:
+                counts[frag] = counts.get(frag, 0) + 1
+        fragments = pd.DataFrame({"cells": [list(f) for f in counts], "estimated_count": list(counts.values())})
+        owners = pd.DataFrame({"traj_id": sorted(members), "object_id": "", "source_traj_id": sorted(members)})
+        candidate = Protected(pd.DataFrame(), {}, product="fragments", fragments=fragments, owners=owners)
+    else:
+        columns = ["traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"] + (["object_id"] if kind == "truthful"
+                                                                            else [])
+        candidate = Protected(raw[columns].copy(), {})
+    policy = GatePolicy.default()
+    raw_frame, release = audit.attack_frames(raw, candidate)
+    by_resolution, failures = audit.run_at_resolutions(client, policy, raw_frame, release, kind, frames[1].bbox)
+    results = audit.worst_per_attack(by_resolution)
+    decision = evaluate_gate(policy, results, {}, failures)
+    return decision.blocked, {r.attack: r.risk for r in results} | failures
+
+
+@pytest.fixture(scope="module")
+def frames(tdrive_prepared):
+    return tdrive_prepared(N_TAXIS, max_points=MAX_POINTS)
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_mechanism_contract(name, dask_client, frames):
+    futures, grid, _ = frames
+    adapter = MECHANISMS[name]
+    setup = setup_of(name, grid)
+
+    g = adapter.guarantee(setup)  # the guarantee's fields, and its charge in the default unit (the object)
+    assert g.model and g.privacy_unit and g.statement and g.privacy_map.account in ACCOUNTS
+    charge = g.charge("object")
+    assert charge.bounded, f"{name}: the per-object epsilon of the contract's parameters must be bounded"
+    if g.privacy_map.account == "heuristic":
+        assert charge.epsilon is None and not g.proven
+    else:
+        assert g.epsilon > 0 and charge.epsilon >= g.epsilon
+    json.dumps(g.to_dict(), allow_nan=False)
+
+    out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(SEED))
+    assert out.product in ("trajectories", "fragments")
+    if out.product == "fragments":  # the product's shape
+        assert adapter.release_kind == "aggregate" and out.points.empty
+        assert {"fragment_id", "cells", "estimated_count", "round", "lon", "lat"} <= set(out.fragments)
+    else:
+        pts = out.points
+        assert len(pts) and {"traj_id", "seq", "cell", "t", "lon", "lat"} <= set(pts)
+        assert pts.groupby("traj_id")["seq"].apply(lambda s: (np.sort(s.to_numpy()) == np.arange(len(s))).all()).all()
+        assert ("object_id" in pts or out.owners is not None) == (adapter.release_kind == "truthful")
+        pts = check_output.coarsen_times(pts, 60)  # the output suite, as the flow runs it
+        assert check_output.check_points(check_output.published_frame(pts), 60)
+    assert out.owners is None or {"traj_id", "object_id", "source_traj_id"} <= set(out.owners)
+
+    # no seed in the run metadata or in what lineage carries of it, nor the seed's value
+    lineage.check_no_seed(out.metadata)
+    assert str(SEED) not in json.dumps(out.metadata, default=str)
+    assert set(lineage.public_metadata(out.metadata)) <= set(lineage.PUBLIC_METADATA)
+
+    # positive control: the same policy blocks the raw data released unchanged as this mechanism's kind
+    if adapter.release_kind not in CONTROLS:
+        CONTROLS[adapter.release_kind] = control_decision(adapter.release_kind, dask_client, frames)
+    blocked, risks = CONTROLS[adapter.release_kind]
+    assert blocked, f"the default gate policy let the raw data through as a {adapter.release_kind} release: {risks}"
