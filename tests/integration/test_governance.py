@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -266,3 +267,39 @@ def test_a_retention_setting_keeps_the_evidence_that_long(engine, bare_dataset):
     assert q(engine, "SELECT count(*) FROM governance.audit_results WHERE release_id = :r", r=rid) == [(1,)]
     refused = cli("retention", bare_dataset, "-1")
     assert refused.returncode != 0
+
+
+def test_migration_015_converts_old_ledger_rows_honestly(engine, bare_dataset):
+    """The conversion of migration 015, run on rows in the old layout (in a transaction rolled back): per-record
+    ε-DP with a recorded cap → ε x cap per object; per-object Pufferfish as it is; heuristic → no ε; per-record
+    ε-DP without a cap and per-trajectory ε-LDP → unconvertible."""
+    from trajpub.config import SQL_DIR
+
+    sql = (SQL_DIR / "015_unit_of_protection.sql").read_text()
+    start = sql.index("UPDATE governance.budget_ledger l SET")
+    update = sql[start:sql.index(";", start)]
+    old = [("epsilon-DP", 1.0, 7, 1.0), ("epsilon-DP", 1.0, None, 1.0), ("epsilon-LDP", 10.0, None, 10.0),
+           ("epsilon-Pufferfish (analytic, data-dependent)", 2.0, None, 2.0), ("heuristic", 0.0, None, None)]
+    rids = [new_release(engine, bare_dataset) for _ in old]
+    with engine.connect() as conn, conn.begin() as tx:
+        conn.execute(sa.text("ALTER TABLE governance.budget_ledger ALTER COLUMN account DROP NOT NULL,"
+                             " ALTER COLUMN unit DROP NOT NULL, ALTER COLUMN conversion DROP NOT NULL"))
+        conn.execute(sa.text("ALTER TABLE governance.budget_ledger DISABLE TRIGGER ledger_append_only"))
+        for rid, (model, eps, k, stated) in zip(rids, old, strict=True):
+            conn.execute(sa.text("UPDATE governance.releases SET guarantee = CAST(:g AS jsonb) WHERE release_id = :r"),
+                         {"g": json.dumps({"model": model, "epsilon": stated}), "r": rid})
+            conn.execute(sa.text("INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon,"
+                                 " privacy_unit, max_records_per_object) VALUES (:d, :r, 'm', :e, 'one trajectory"
+                                 " record', :k)"), {"d": bare_dataset, "r": rid, "e": eps, "k": k})
+        conn.execute(sa.text(update))
+        rows = conn.execute(sa.text("SELECT account, unit_epsilon, conversion FROM governance.budget_ledger"
+                                    " WHERE release_id = ANY(:r) ORDER BY release_id"), {"r": rids}).all()
+        acc = governance.accounts(conn, bare_dataset)
+        tx.rollback()
+    assert [(a, e) for a, e, _ in rows] == [("epsilon-DP", 7.0), ("epsilon-DP", None), ("epsilon-LDP", None),
+                                            ("Pufferfish", 2.0), ("heuristic", None)]
+    assert [c.split(":")[0] for _, _, c in rows] == ["migrated", "unconvertible", "unconvertible", "migrated",
+                                                     "migrated"]
+    assert acc["epsilon-DP"].unconvertible == (rids[1],) and acc["epsilon-DP"].spent == 7.0
+    with engine.connect() as conn:  # rolled back: nothing of it is left
+        assert governance.accounts(conn, bare_dataset)["epsilon-DP"].releases == 0
