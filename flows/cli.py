@@ -184,14 +184,14 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    from flows.release import parse_spec, release_flow
+    from flows.release import check_policy, parse_spec, release_flow
 
     data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
                                   "window_end": window_end, "requested_by": requested_by,
                                   "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
-    parse_spec(data)  # fail fast, before a flow run exists
+    check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
     outcome = release_flow(spec=data)
     click.echo(json.dumps(outcome))
 
@@ -541,7 +541,7 @@ def budget_show(dataset: str | None) -> None:
             (cap, spent), (delta_cap, delta_spent) = governance.budgets(conn, ds)
             click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left); "
                        f"δ spent {delta_spent:g} of cap {delta_cap:g}")
-            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "epsilon",
+            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "entry_kind", "mechanism", "epsilon",
                                                             "delta", "privacy_unit", "max_records_per_object",
                                                             "charged_at", "status"]))
 
@@ -559,6 +559,61 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
     _set_dataset_policy(dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
                         {"e": epsilon, "dl": delta})
     click.echo(f"{dataset}: ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None else ""))
+
+
+@main.group()
+def policy() -> None:
+    """Gate policies: a steward registers and versions the policy that gates each dataset's releases."""
+
+
+@policy.command("set")
+@click.argument("dataset", callback=_valid_dataset)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", help="Register the file as the next version of this policy name (default: the dataset's "
+                             "name).")
+@click.option("--steward", required=True, help="Your name, recorded with the policy.")
+def policy_set(dataset: str, file: Path, name: str | None, steward: str) -> None:
+    """Register FILE (a gate policy YAML) and make it DATASET's policy from its next release on."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with _engine().begin() as conn:
+        version = policies.register(conn, name or dataset, parsed, steward)
+        policies.set_for_dataset(conn, dataset, name or dataset, version, steward)
+    click.echo(f"{dataset}: gate policy {name or dataset} v{version} (set by {steward})")
+
+
+@policy.command("register")
+@click.argument("name")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--steward", required=True, help="Your name, recorded with the policy.")
+def policy_register(name: str, file: Path, steward: str) -> None:
+    """Register FILE as the next version of policy NAME without setting it for a dataset: a spec may then name
+    it (gate_policy: NAME) for a release of any dataset whose own policy it is at least as strict as."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with _engine().begin() as conn:
+        version = policies.register(conn, name, parsed, steward)
+    click.echo(f"gate policy {name} v{version} registered by {steward}")
+
+
+@policy.command("show")
+@click.argument("dataset", callback=_valid_dataset)
+def policy_show(dataset: str) -> None:
+    """DATASET's current gate policy (YAML) and its history."""
+    import yaml
+
+    from tasks import policies
+
+    with _engine().begin() as conn:  # a dataset without a policy adopts the shipped default here
+        current = policies.current(conn, dataset)
+        past = policies.history(conn, dataset)
+    click.echo(f"# {dataset}: gate policy {current.label}")
+    click.echo(yaml.safe_dump(current.policy.to_dict(), sort_keys=False).rstrip())
+    click.echo("\nhistory:\n" + _table(past, ["policy_name", "policy_version", "set_by", "set_at"]))
 
 
 @main.command("four-eyes")

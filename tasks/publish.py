@@ -183,7 +183,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
                                           "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
                                            "metadata": summary.get("mechanism", {})},
-                             "guarantee": rel["guarantee"],
+                             "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
                              "audit": json.loads(json.dumps(audits, default=str)),
                              "approval": json.loads(json.dumps(decision, default=str))})
