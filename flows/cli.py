@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,37 @@ class Cli(click.Group):
         except TrajpubError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(1)
+
+
+class _WithoutTraceback(logging.Formatter):
+    """Formats a record with another formatter, leaving out its traceback (which stays in the other handlers'
+    copies: the flow run's log in the Prefect server keeps it)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _tracebacks_to_the_log_only() -> None:
+    """Before a command runs a flow: Prefect's console handler prints its log lines without tracebacks (issue 16,
+    finding 8); the flow run's log in the Prefect server keeps them. The CLI then says what failed in one
+    sentence."""
+    from prefect.logging.configuration import ensure_logging_setup
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    ensure_logging_setup()
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    for handler in {h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers}:
+        if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _WithoutTraceback):
+            handler.setFormatter(_WithoutTraceback(handler.formatter))
 
 
 def _engine():
@@ -192,6 +224,7 @@ def release_run(spec_file, dataset, mechanism, params, window_start, window_end,
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
     check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
+    _tracebacks_to_the_log_only()
     outcome = release_flow(spec=data)
     click.echo(json.dumps(outcome))
 
@@ -284,6 +317,7 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     from flows.release import publish_approved_flow
     from tasks import governance
 
+    _tracebacks_to_the_log_only()
     eng = _engine()
     with eng.connect() as conn:
         rel = governance.get_release(conn, release_id)
@@ -359,6 +393,7 @@ def publish_approved(release_id: int) -> None:
     """Publish an approved release whose flow run is no longer waiting (idempotent)."""
     from flows.release import publish_approved_flow
 
+    _tracebacks_to_the_log_only()
     click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
 
 
@@ -383,19 +418,24 @@ def recover(dataset: str | None) -> None:
     approved releases whose publication was interrupted. Safe to run at any time."""
     import sqlalchemy as sa
 
-    from flows.release import publish_approved_flow, recover_interrupted
+    from flows.release import finish_approved, recover_interrupted
 
+    _tracebacks_to_the_log_only()
     failed = recover_interrupted(dataset)
     with _engine().connect() as conn:
         approved = list(conn.execute(sa.text(
             "SELECT release_id FROM governance.releases WHERE status = 'approved' AND"
             " (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"), {"d": dataset}).scalars())
-    for rid in approved:
-        outcome = publish_approved_flow(release_id=rid)
-        click.echo(f"release {rid} was approved but not published; now {outcome['status']}: {outcome['table']}")
+    outcomes = [finish_approved(rid) for rid in approved]
+    for o in outcomes:
+        click.echo(f"release {o['release_id']} was approved but not published; now "
+                   + (f"published: {o['table']}" if o["status"] == "published" else f"failed: {o['reason']}"))
+    n_published = sum(o["status"] == "published" for o in outcomes)
     click.echo(f"recovered: {len(failed)} interrupted release(s) marked failed"
                + (f" ({', '.join(map(str, failed))})" if failed else "")
-               + f", {len(approved)} approved release(s) published")
+               + f", {n_published} approved release(s) published"
+               + (f", {len(outcomes) - n_published} could not be published and failed" if
+                  len(outcomes) > n_published else ""))
 
 
 @main.command("backfill")

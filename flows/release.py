@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import httpx
 import numpy as np
+import sqlalchemy as sa
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -32,7 +33,7 @@ from tasks import (
     validate,
 )
 from tasks.dask_cluster import dask_client, n_workers
-from tasks.db import alive_lock_key, release_slot, session_lock, transaction, with_retries
+from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
 from trajpub.errors import TrajpubError
 from trajpub.spec import ReleaseSpec
@@ -274,3 +275,25 @@ def publish_approved_flow(release_id: int) -> dict:
     table = publish.publish(eng, release_id, flow_run.get_id())
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
+
+
+def finish_approved(release_id: int) -> dict:
+    """Publish an approved release (:func:`publish_approved_flow`) or, when publication fails for a reason other
+    than a transient database error, mark it failed saying why, so that no release stays approved forever."""
+    try:
+        return publish_approved_flow(release_id=release_id)
+    except (TrajpubError, sa.exc.DBAPIError) as exc:
+        if is_transient(exc):
+            raise TrajpubError(f"release {release_id} could not be published now (the database did not answer); "
+                               "it stays approved: run `trajpub recover` again", "publish") from None
+        reason = f"publication failed: {one_line(exc)}"
+        with db_engine().begin() as conn:
+            dataset = governance.get_release(conn, release_id)["dataset"]
+        fail(release_id, dataset, TrajpubError(reason))
+        return {"release_id": release_id, "status": "failed", "reason": reason}
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error (a database error's own message, without the statement)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
