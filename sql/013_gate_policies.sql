@@ -41,7 +41,8 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = governance, pg_temp AS $$
 DECLARE
     v integer;
 BEGIN
-    PERFORM 1 FROM governance.datasets WHERE dataset = p_dataset FOR UPDATE;
+    -- one adoption per dataset at a time (not the dataset's row lock, which the budget reservation holds)
+    PERFORM pg_advisory_xact_lock(hashtext('trajpub.gate_policy.' || p_dataset));
     IF EXISTS (SELECT 1 FROM governance.dataset_policies WHERE dataset = p_dataset) THEN
         RETURN NULL;
     END IF;
@@ -73,8 +74,10 @@ ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS reason text;
 ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_release_id_key;
 ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_epsilon_check;
 ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_delta_check;
+ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_sign_check;
 ALTER TABLE governance.budget_ledger ADD CONSTRAINT budget_ledger_sign_check CHECK (
     (entry_kind = 'charge' AND epsilon >= 0 AND delta >= 0) OR (entry_kind = 'release' AND epsilon <= 0 AND delta <= 0));
+ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_one_entry_kind;
 ALTER TABLE governance.budget_ledger ADD CONSTRAINT budget_ledger_one_entry_kind UNIQUE (release_id, entry_kind);
 -- a reservation is released only for a release whose mechanism never ran, and by no more than it reserved
 CREATE OR REPLACE FUNCTION governance.check_ledger_release() RETURNS trigger LANGUAGE plpgsql

@@ -115,9 +115,10 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     assert sum("latitude outside the release bbox" in r for r in reasons) == outside.sum()
     assert len(reasons) == result["n_quarantined"] == result["n_integrity"] + result["n_duplicate"]
     assert published_tables(engine, dataset) == 0
-    with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
-                            {"r": rid}).scalar() == 0  # refused before the mechanism ran: nothing charged
+    with engine.connect() as conn:  # reserved at plan, given back: refused before the mechanism ran
+        ledger = conn.execute(sa.text("SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r"
+                                      " ORDER BY entry_id"), {"r": rid}).all()
+    assert [tuple(r) for r in ledger] == [("charge", 4.0), ("release", -4.0)]
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
