@@ -37,9 +37,9 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     budget = governance.budget_lines(conn, rel)
     lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
     lines += [f"- {line}" for line in budget[2:]]
-    lines += ["", "## Linkage attacks", "",
-              "Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate takes "
-              "the worst.", "",
+    lines += ["", "## Linkage attacks", "", f"Gated by policy **{report.policy_label(s)}**.", "",
+              ("Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate "
+               "takes the worst."), "",
               "| attack | cells | success | 95% CI | baseline | risk | threshold | verdict |",
               "|---|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r "

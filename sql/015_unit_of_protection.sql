@@ -21,11 +21,14 @@ ALTER TABLE governance.datasets ADD COLUMN IF NOT EXISTS staging_retention_days 
 ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS account text
     CHECK (account IN ('epsilon-DP', 'epsilon-LDP', 'Pufferfish', 'heuristic'));
 ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS unit text CHECK (unit IN ('object', 'record'));
-ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS unit_epsilon double precision
-    CHECK (unit_epsilon IS NULL OR unit_epsilon >= 0);
-ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS unit_delta double precision
-    CHECK (unit_delta IS NULL OR unit_delta >= 0);
+ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS unit_epsilon double precision;
+ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS unit_delta double precision;
 ALTER TABLE governance.budget_ledger ADD COLUMN IF NOT EXISTS conversion text;
+-- a charge is positive, a given-back reservation (entry_kind 'release', migration 013) negative
+ALTER TABLE governance.budget_ledger DROP CONSTRAINT IF EXISTS budget_ledger_unit_sign_check;
+ALTER TABLE governance.budget_ledger ADD CONSTRAINT budget_ledger_unit_sign_check CHECK (
+    (entry_kind = 'charge' AND coalesce(unit_epsilon, 0) >= 0 AND coalesce(unit_delta, 0) >= 0) OR
+    (entry_kind = 'release' AND coalesce(unit_epsilon, 0) <= 0 AND coalesce(unit_delta, 0) <= 0));
 
 -- Existing rows, converted once and honestly (the append-only trigger is lifted for this statement only):
 -- per-record epsilon-DP x the records-per-object cap recorded with the charge (group privacy, delta = 0 for
@@ -50,7 +53,7 @@ UPDATE governance.budget_ledger l SET
     unit_delta = CASE WHEN r.guarantee->>'epsilon' IS NULL THEN 0
         WHEN r.guarantee->>'model' LIKE '%Pufferfish%' THEN l.delta
         WHEN r.guarantee->>'model' LIKE 'epsilon-DP%' AND l.max_records_per_object IS NOT NULL AND l.delta = 0
-            THEN 0 ELSE NULL END,
+            THEN l.delta ELSE NULL END,
     conversion = CASE
         WHEN r.guarantee->>'epsilon' IS NULL THEN 'migrated: not DP (a heuristic guarantee spends no epsilon)'
         WHEN r.guarantee->>'model' LIKE '%Pufferfish%' THEN 'migrated: per-object Pufferfish epsilon as charged'

@@ -1,5 +1,5 @@
 """Audit + gate: attack the candidate release with the raw data as background knowledge, measure utility,
-and decide whether the gate blocks it (policy YAML, ``audits/policies/default.yaml`` by default).
+and decide whether the gate blocks it (the dataset's registered policy, :mod:`tasks.policies`).
 
 The policy names the attacks; those that apply to the release's kind (truthful, synthetic, aggregate; see
 :mod:`audits.registry`) run in parallel as Dask tasks on the cluster that holds the data. The gate fails closed:
@@ -13,7 +13,6 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,7 +28,6 @@ from tasks.adapters.base import Protected
 from trajpub.errors import InputError
 from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences
-from trajpub.spec import ReleaseSpec
 
 RAW_COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
 N_QUERIES = 1000
@@ -53,14 +51,6 @@ def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
     """The auditor's background knowledge: every prepared raw point (it stays out of any published table)."""
     parts = client.gather(client.map(lambda df: df[RAW_COLUMNS], prepared))
     return pd.concat(parts, ignore_index=True)
-
-
-def policy_for(spec: ReleaseSpec) -> GatePolicy:
-    if spec.gate_policy is None:
-        return GatePolicy.default()
-    if isinstance(spec.gate_policy, str):
-        return GatePolicy.from_yaml(Path(spec.gate_policy))
-    return GatePolicy.from_dict(spec.gate_policy)
 
 
 def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -257,14 +247,14 @@ def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackRe
     return list(worst.values())
 
 
-def run(client: Client, raw: pd.DataFrame, candidate: Protected, spec: ReleaseSpec,
-        release_kind: str) -> AuditOutcome:
-    """The policy's attacks (at its resolutions) and the utility figures, then the gate on the worst case."""
-    policy = policy_for(spec)
+def run(client: Client, raw: pd.DataFrame, candidate: Protected, policy: GatePolicy, release_kind: str,
+        seed: int | None = None, *, bbox: tuple[float, float, float, float]) -> AuditOutcome:
+    """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) at its
+    resolutions over the release's ``bbox``, and the utility figures, then the gate on the worst case."""
     raw_frame, release = attack_frames(raw, candidate)
-    by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, spec.grid.bbox)
+    by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, bbox)
     results = worst_per_attack(by_resolution)
-    measured = measure_utility(raw, candidate, release, release_kind, spec.seed)
+    measured = measure_utility(raw, candidate, release, release_kind, seed)
     gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
     return AuditOutcome(results, failures, evaluate_gate(policy, results, gated, failures), policy, measured,
                         by_resolution)

@@ -190,9 +190,12 @@ def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str,
     if row is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
     sums = {r.account: r for r in conn.execute(sa.text(
-        "SELECT account, coalesce(sum(unit_epsilon), 0) AS eps, coalesce(sum(unit_delta), 0) AS delta, count(*) AS n,"
-        " array_agg(release_id ORDER BY release_id) FILTER (WHERE unit_epsilon IS NULL AND account <> 'heuristic')"
-        " AS unconvertible FROM governance.budget_ledger WHERE dataset = :d GROUP BY account"), {"d": dataset})}
+        "SELECT account, coalesce(sum(unit_epsilon), 0) AS eps, coalesce(sum(unit_delta), 0) AS delta,"
+        " count(*) FILTER (WHERE entry_kind = 'charge') - count(*) FILTER (WHERE entry_kind = 'release') AS n,"
+        " array_agg(release_id ORDER BY release_id) FILTER (WHERE unit_epsilon IS NULL AND account <> 'heuristic'"
+        "   AND entry_kind = 'charge' AND NOT EXISTS (SELECT 1 FROM governance.budget_ledger g WHERE"
+        "   g.release_id = l.release_id AND g.entry_kind = 'release')) AS unconvertible"
+        " FROM governance.budget_ledger l WHERE dataset = :d GROUP BY account"), {"d": dataset})}
     out = {}
     for name in ACCOUNTS:
         s = sums.get(name)
@@ -242,23 +245,44 @@ def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee, lock: 
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, guarantee: Guarantee) -> Charge:
     """Charge the ledger in the dataset's unit under a row lock on the dataset, so that two releases cannot
     overspend together (sequential composition: spent = Σ ε (and Σ δ) per account of every run on the raw data,
-    published or not). The mechanism's own ε and unit are kept beside the charge."""
+    published or not). The mechanism's own ε and unit are kept beside the charge. The flow charges at plan,
+    before any data is read: a reservation, given back by :func:`release_reservation` if the release fails
+    before its mechanism runs."""
     charge = check_budget(conn, dataset, guarantee, lock=True)
     conn.execute(sa.text(
         "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
         " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, :m, :e, :dl,"
-        " :u, :k, :acc, :unit, :ue, :ud, :how) ON CONFLICT (release_id) DO NOTHING"),
+        " :u, :k, :acc, :unit, :ue, :ud, :how) ON CONFLICT (release_id, entry_kind) DO NOTHING"),
         {"d": dataset, "r": release_id, "m": mechanism, "e": guarantee.epsilon or 0.0, "dl": guarantee.delta,
          "u": guarantee.privacy_unit, "k": guarantee.privacy_map.records_per_object, "acc": charge.account,
          "unit": charge.unit, "ue": charge.epsilon, "ud": charge.delta, "how": charge.how})
     return charge
 
 
+def mark_mechanism_started(conn: sa.Connection, release_id: int) -> None:
+    """Record that the mechanism is about to be given the data: from now on the reserved budget is spent."""
+    conn.execute(sa.text("UPDATE governance.releases SET mechanism_started_at = clock_timestamp() "
+                         "WHERE release_id = :r AND mechanism_started_at IS NULL"), {"r": release_id})
+
+
+def release_reservation(conn: sa.Connection, release_id: int, reason: str) -> bool:
+    """Give back the budget a release reserved at plan when its mechanism never ran: a compensating ledger row
+    (the ledger is append-only; the database refuses it once the mechanism started). Returns whether it did."""
+    return conn.execute(sa.text(
+        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
+        " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion, entry_kind, reason)"
+        " SELECT l.dataset, l.release_id, l.mechanism, -l.epsilon, -l.delta, l.privacy_unit, l.max_records_per_object,"
+        " l.account, l.unit, -l.unit_epsilon, -l.unit_delta, l.conversion, 'release', :why FROM governance.budget_ledger l"
+        " JOIN governance.releases r USING (release_id) WHERE l.release_id = :r AND l.entry_kind = 'charge'"
+        " AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
+        {"r": release_id, "why": reason}).rowcount > 0
+
+
 def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
-        "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.account, l.unit, l.unit_epsilon, l.unit_delta,"
-        " l.epsilon, l.delta, l.privacy_unit, l.max_records_per_object, l.conversion, l.charged_at, r.status"
-        " FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
+        "SELECT l.entry_id, l.dataset, l.release_id, l.entry_kind, l.mechanism, l.account, l.unit, l.unit_epsilon,"
+        " l.unit_delta, l.epsilon, l.delta, l.privacy_unit, l.max_records_per_object, l.conversion, l.charged_at,"
+        " r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
 
 
@@ -346,9 +370,10 @@ def interrupted_releases(conn: sa.Connection, dataset: str | None = None) -> lis
 
 def mark_interrupted(conn: sa.Connection, release: dict, detail: str = "") -> None:
     """Record that a release's flow process ended during ``release['status']``: status failed, lineage FAIL.
-    Its ledger charge (if any) stays: the mechanism may have run."""
+    Its reserved budget is given back only if its mechanism never started."""
     reason = (f"interrupted while '{release['status']}': the flow process (flow run {release['flow_run_id']}) "
               f"ended without recording an outcome{'; ' + detail if detail else ''}")
     transition(conn, release["release_id"], "failed", reason)
+    release_reservation(conn, release["release_id"], reason)
     lineage.emit(conn, release["release_id"], "FAIL", run_id=str(release["flow_run_id"]),
                  dataset=release["dataset"], facets={"error": {"message": reason, "type": "Interrupted"}})

@@ -128,6 +128,12 @@ def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def policy_label(summary: dict) -> str:
+    """The gate policy a release was gated by: its name and registered version (:mod:`tasks.policies`)."""
+    p = summary.get("gate_policy") or {}
+    return f"{p['name']} v{p['version']}" if p else "(not recorded)"
+
+
 def mechanism_rows(metadata: dict) -> list[list]:
     """The mechanism's run figures, data-dependent and empirical epsilons first (Pufferfish: a measured ε above
     the charged one is the steward's to weigh), then the rest; parameters are in the guarantee."""
@@ -187,8 +193,8 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"<p><b>{html.escape(budget[0])}</b> {html.escape(budget[1])}</p>",
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in budget[2:]) + "</ul>",
         "<h2>Linkage attacks</h2>",
-        "<p>Grid-based attacks run at each cell size of the gate policy (the adversary picks the resolution); "
-        "the gate takes the worst.</p>",
+        (f"<p>Gated by policy <b>{html.escape(policy_label(rel.get('summary') or {}))}</b>. Grid-based attacks "
+         "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst.</p>"),
         _table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
