@@ -19,6 +19,8 @@ def _fgs_prepare(df: pd.DataFrame, grid: GridSpec, params: fgs.FgsParams) -> lis
 
 
 def _fgs_correlations(objects: list[tuple], params: fgs.FgsParams) -> np.ndarray:
+    if not objects:  # a partition without an object of enough valid days (the driver skips empty parts)
+        return np.empty((0, 2, 0))
     return np.array([fgs.object_correlation(days, params) for _, _, days in objects]).reshape(
         len(objects), 2, -1)
 
