@@ -212,7 +212,8 @@ def _numbers(value, key: str = "") -> list[float]:
         return []
     if isinstance(value, int | float):
         return [float(value)]
-    return [float(m) for m in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", str(value))]
+    # numbers standing alone in a text (not the digits of a name such as pub_1a2b__r36 or a hash)
+    return [float(m) for m in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w])", str(value))]
 
 
 def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) -> None:
