@@ -11,7 +11,7 @@ A record is written in the model's reference system (DPT's discretisation, :func
 one system of ``cell_size_m`` cells): repeats collapsed, jumps filled by a straight line of neighbouring cells, so
 every move is one of 8 directions. The statistics:
 
-- ``length``: moves per record, clipped to ``max_moves`` (bins 0..max_moves);
+- ``length``: moves per record, clipped to ``max_moves``, in the ``length_edges`` bins;
 - ``start``: the record's first model cell;
 - ``density``: the model cell of every raw point (points, not visits: a waiting vehicle weighs where it waits);
 - ``moves``: (cell, direction) of each of the record's first ``max_moves`` moves (first-order Markov counts);
@@ -57,6 +57,11 @@ def per_object_histogram(objects: np.ndarray, keys: np.ndarray, size: int) -> np
     return np.bincount(keys, weights=weight, minlength=size)
 
 
+def length_bin(moves: np.ndarray, edges: tuple[int, ...]) -> np.ndarray:
+    """Bin of each number of moves: ``edges[b] <= moves < edges[b + 1]``, the last bin = ``moves >= edges[-1]``."""
+    return np.searchsorted(np.asarray(edges), moves, side="right") - 1
+
+
 def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParams) -> ObjTraceCounts:
     """The bounded statistics of one partition: ``points`` has ``object_id, traj_id, seq, t, x, y`` and holds
     every point of each of its objects."""
@@ -89,7 +94,7 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParam
     n_records = pd.Series(owner).value_counts().to_numpy()
     return ObjTraceCounts(
         records=float(np.minimum(n_records, params.max_records_per_object).sum()),
-        length=per_object_histogram(owner, np.minimum(moves_full, params.max_moves), params.max_moves + 1),
+        length=per_object_histogram(owner, length_bin(moves_full, params.length_edges), len(params.length_edges)),
         start=per_object_histogram(owner, disc.cells[disc.offsets[:-1]], n_cells),
         density=per_object_histogram(df["object_id"].astype(str).to_numpy(), df["mcell"].to_numpy(), n_cells),
         moves=moves,

@@ -30,7 +30,10 @@ class ObjTraceParams:
     cell_size_m: side of the model's square cells over the release grid's public bbox (same projection). Moves
         are between neighbouring model cells (DPT's reference system at this cell size).
     region_size_m: side of the cells of the start-time regions (the hour-of-day histogram is per region).
-    max_moves: a record keeps its first ``max_moves`` moves; the length histogram has bins 0..max_moves.
+    smoothing_levels: cell histograms (density, start) fall back to blocks of up to 2**levels cells where the
+        noise drowns single cells (:func:`~.model.adaptive_weights`).
+    length_edges: edges (moves per record, increasing integers from 0) of the length histogram; a record keeps
+        its first ``max_moves`` = the last edge moves, and the last bin holds exactly that many.
     max_records_per_object: an object adds at most this many records to the noisy record count (the number of
         synthetic records); its other statistics are normalised (L1 norm 1), so this is the only count cap.
     pace_edges_s: edges (seconds per move, increasing, from 0) of the pace histogram; the last bin is open.
@@ -48,7 +51,8 @@ class ObjTraceParams:
     epsilon: float = 5.0
     cell_size_m: float = 4000.0
     region_size_m: float = 32000.0
-    max_moves: int = 120
+    smoothing_levels: int = 3
+    length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120)
     max_records_per_object: int = 32
     pace_edges_s: tuple[float, ...] = (0, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
     direction_decay: float = 0.8
@@ -62,7 +66,12 @@ class ObjTraceParams:
         _P.require_real(self.epsilon, "epsilon", 0)
         _P.require_real(self.cell_size_m, "cell_size_m", 0)
         _P.require_real(self.region_size_m, "region_size_m", 0)
-        _P.require_int(self.max_moves, "max_moves", 1)
+        _P.require_int(self.smoothing_levels, "smoothing_levels", 0)
+        lengths = tuple(self.length_edges)
+        if len(lengths) < 2 or lengths[0] != 0 or any(not isinstance(e, int) or isinstance(e, bool) for e in lengths) \
+                or any(b <= a for a, b in zip(lengths, lengths[1:], strict=False)):
+            raise ParameterError("length_edges must be increasing integers starting at 0", _P.where("length_edges"))
+        object.__setattr__(self, "length_edges", lengths)
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
         edges = tuple(float(e) for e in self.pace_edges_s)
         if len(edges) < 2 or edges[0] != 0 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
@@ -92,6 +101,11 @@ class ObjTraceParams:
     def to_dict(self) -> dict:
         """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
         return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+
+    @property
+    def max_moves(self) -> int:
+        """The per-record truncation: the last length edge."""
+        return self.length_edges[-1]
 
     def budget(self) -> dict[str, float]:
         """ε of each part of :data:`PARTS`; the last part gets ε minus the others, so the parts sum to ε."""

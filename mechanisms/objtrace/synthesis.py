@@ -25,7 +25,7 @@ import numpy as np
 from mechanisms.dpt import Hierarchy, direction_weights
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import centre_xy
-from mechanisms.objtrace.model import NoisyModel, sparse_weights
+from mechanisms.objtrace.model import NoisyModel, adaptive_weights
 from mechanisms.objtrace.params import HOURS
 
 
@@ -46,12 +46,19 @@ def draw(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(len(p), size=n, p=p)
 
 
+def cell_weights(model: NoisyModel, part: str) -> np.ndarray:
+    """The adaptive-resolution histogram (:func:`~.model.adaptive_weights`) of a per-cell part."""
+    grid = model.geometry.model
+    return adaptive_weights(model.noisy[part], grid.n_cols, grid.n_rows, model.params.scale(part),
+                            model.params.smoothing_levels)
+
+
 def move_weights(model: NoisyModel) -> np.ndarray:
     """(n_cells, 8) weights of the moves of the module docstring (without the turn factor); 0 off the grid."""
     params, grid = model.params, model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
     n = grid.n_cells
-    density = sparse_weights(model.noisy["density"], params.scale("density"))
+    density = cell_weights(model, "density")
     cand = np.tile(np.arange(N_DIRECTIONS), n)
     neighbour, inside = hier.move(0, np.repeat(np.arange(n), N_DIRECTIONS), cand)
     rho = np.where(inside, density[np.maximum(neighbour, 0)], 0.0).reshape(n, N_DIRECTIONS)
@@ -62,11 +69,17 @@ def move_weights(model: NoisyModel) -> np.ndarray:
 
 
 def walk(model: NoisyModel, starts: np.ndarray, n_moves: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Cells (n, max(n_moves) + 1) of the walks; entries past a record's end are -1. A walk with no allowed
-    move ends where it is (``n_moves`` is lowered in place)."""
+    """Cells (n, max(n_moves) + 1) of the walks; entries past a record's end are -1. From a cell none of whose
+    neighbours is in the density's support every move inside the grid is allowed (uniform, direction-weighted);
+    a walk with no move at all (a one-cell grid) ends where it is (``n_moves`` is lowered in place)."""
     grid = model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
     weights = move_weights(model)
+    n_cells = grid.n_cells
+    inside = hier.move(0, np.repeat(np.arange(n_cells), N_DIRECTIONS),
+                       np.tile(np.arange(N_DIRECTIONS), n_cells))[1].reshape(n_cells, N_DIRECTIONS)
+    isolated = weights.sum(axis=1) <= 0
+    weights[isolated] = inside[isolated]  # no allowed neighbour (a start off the density's support): any move
     n, steps = len(starts), int(n_moves.max()) if len(n_moves) else 0
     cells = np.full((n, steps + 1), -1, dtype=np.int64)
     cells[:, 0] = starts
@@ -115,8 +128,10 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     """``n_synthetic`` records, or the noisy record count rounded (at least 0)."""
     params = model.params
     n = params.n_synthetic if params.n_synthetic is not None else max(int(round(model.noisy["records"][0])), 0)
-    n_moves = draw(model.noisy["length"], n, rng)
-    starts = draw(sparse_weights(model.noisy["start"], params.scale("start")), n, rng)
+    edges = np.asarray(params.length_edges)
+    b = draw(model.noisy["length"], n, rng)
+    n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
+    starts = draw(cell_weights(model, "start"), n, rng)
     cells = walk(model, starts, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept,
