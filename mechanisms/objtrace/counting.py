@@ -13,6 +13,8 @@ every move is one of 8 directions. The statistics:
 
 - ``length``: moves per record, clipped to ``max_moves``, in the ``length_edges`` bins;
 - ``start``: the record's first model cell;
+- ``end``: the displacement (d_col, d_row) from the record's first to its last model cell, clipped to
+  [-D, D]² (D = ``max_displacement``), key ``(d_row + D) * (2D + 1) + d_col + D``;
 - ``density``: the model cell of every raw point (points, not visits: a waiting vehicle weighs where it waits);
 - ``moves``: (cell, direction) of each of the record's first ``max_moves`` moves (first-order Markov counts);
 - ``hour``: (start region, UTC hour of the record's first point);
@@ -39,6 +41,7 @@ class ObjTraceCounts:
     records: float
     length: np.ndarray
     start: np.ndarray
+    end: np.ndarray
     density: np.ndarray
     moves: np.ndarray
     hour: np.ndarray
@@ -60,6 +63,13 @@ def per_object_histogram(objects: np.ndarray, keys: np.ndarray, size: int) -> np
 def length_bin(moves: np.ndarray, edges: tuple[int, ...]) -> np.ndarray:
     """Bin of each number of moves: ``edges[b] <= moves < edges[b + 1]``, the last bin = ``moves >= edges[-1]``."""
     return np.searchsorted(np.asarray(edges), moves, side="right") - 1
+
+
+def displacement_key(start: np.ndarray, end: np.ndarray, n_cols: int, d_max: int) -> np.ndarray:
+    """Key of the displacement from ``start`` to ``end`` cells (row-major, ``n_cols`` columns), clipped."""
+    d_col = np.clip(end % n_cols - start % n_cols, -d_max, d_max)
+    d_row = np.clip(end // n_cols - start // n_cols, -d_max, d_max)
+    return (d_row + d_max) * (2 * d_max + 1) + d_col + d_max
 
 
 def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParams) -> ObjTraceCounts:
@@ -96,6 +106,9 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParam
         records=float(np.minimum(n_records, params.max_records_per_object).sum()),
         length=per_object_histogram(owner, length_bin(moves_full, params.length_edges), len(params.length_edges)),
         start=per_object_histogram(owner, disc.cells[disc.offsets[:-1]], n_cells),
+        end=per_object_histogram(owner, displacement_key(disc.cells[disc.offsets[:-1]],
+                                                         disc.cells[disc.offsets[1:] - 1], geometry.model.n_cols,
+                                                         params.max_displacement), (2 * params.max_displacement + 1) ** 2),
         density=per_object_histogram(df["object_id"].astype(str).to_numpy(), df["mcell"].to_numpy(), n_cells),
         moves=moves,
         hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),

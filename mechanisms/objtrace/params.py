@@ -18,7 +18,7 @@ from trajpub.params import Scope
 _P = Scope("objtrace")
 
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
-PARTS = ("records", "length", "start", "density", "moves", "hour", "pace")
+PARTS = ("records", "length", "start", "end", "density", "moves", "hour", "pace")
 HOURS = 24
 
 
@@ -32,6 +32,8 @@ class ObjTraceParams:
     region_size_m: side of the cells of the start-time regions (the hour-of-day histogram is per region).
     smoothing_levels: cell histograms (density, start) fall back to blocks of up to 2**levels cells where the
         noise drowns single cells (:func:`~.model.adaptive_weights`).
+    max_displacement: D: the end of a record relative to its start, in model cells, is histogrammed over
+        [-D, D]² (farther ends are clipped to the border), the start/end calibration of the walk.
     length_edges: edges (moves per record, increasing integers from 0) of the length histogram; a record keeps
         its first ``max_moves`` = the last edge moves, and the last bin holds exactly that many.
     max_records_per_object: an object adds at most this many records to the noisy record count (the number of
@@ -52,13 +54,14 @@ class ObjTraceParams:
     cell_size_m: float = 4000.0
     region_size_m: float = 32000.0
     smoothing_levels: int = 3
+    max_displacement: int = 8
     length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120)
     max_records_per_object: int = 32
     pace_edges_s: tuple[float, ...] = (0, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
     direction_decay: float = 0.8
     prior_weight: float = 1.0
     snr: float = 2.0
-    shares: tuple[float, ...] = (0.05, 0.05, 0.15, 0.2, 0.4, 0.1, 0.05)
+    shares: tuple[float, ...] = (0.05, 0.1, 0.15, 0.15, 0.15, 0.25, 0.1, 0.05)
     n_synthetic: int | None = None
     reference_date: str = "2008-02-04"
 
@@ -67,6 +70,7 @@ class ObjTraceParams:
         _P.require_real(self.cell_size_m, "cell_size_m", 0)
         _P.require_real(self.region_size_m, "region_size_m", 0)
         _P.require_int(self.smoothing_levels, "smoothing_levels", 0)
+        _P.require_int(self.max_displacement, "max_displacement", 0)
         lengths = tuple(self.length_edges)
         if len(lengths) < 2 or lengths[0] != 0 or any(not isinstance(e, int) or isinstance(e, bool) for e in lengths) \
                 or any(b <= a for a, b in zip(lengths, lengths[1:], strict=False)):

@@ -25,7 +25,7 @@ import numpy as np
 from mechanisms.dpt import Hierarchy, direction_weights
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import centre_xy
-from mechanisms.objtrace.model import NoisyModel, adaptive_weights
+from mechanisms.objtrace.model import NoisyModel, adaptive_weights, sparse_weights
 from mechanisms.objtrace.params import HOURS
 
 
@@ -68,33 +68,59 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     return (counts + prior) * (rho > 0)
 
 
-def walk(model: NoisyModel, starts: np.ndarray, n_moves: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Cells (n, max(n_moves) + 1) of the walks; entries past a record's end are -1. From a cell none of whose
-    neighbours is in the density's support every move inside the grid is allowed (uniform, direction-weighted);
-    a walk with no move at all (a one-cell grid) ends where it is (``n_moves`` is lowered in place)."""
+def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
+         rng: np.random.Generator) -> np.ndarray:
+    """Cells (n, max(n_moves) + 1) of walks from ``starts`` that reach ``ends`` in exactly ``n_moves`` moves
+    (the caller makes ``n_moves`` feasible: :func:`feasible_moves`); entries past a record's end are -1.
+
+    A move is allowed when its cell is at Chebyshev distance <= r from the end, r the moves left after it (and
+    exactly 1 when r = 1: a walk cannot stay); among the allowed moves the weights of :func:`move_weights`
+    decide, or, when all of them are 0, every allowed move inside the grid is equally likely (direction-weighted).
+    """
     grid = model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
     weights = move_weights(model)
-    n_cells = grid.n_cells
-    inside = hier.move(0, np.repeat(np.arange(n_cells), N_DIRECTIONS),
-                       np.tile(np.arange(N_DIRECTIONS), n_cells))[1].reshape(n_cells, N_DIRECTIONS)
-    isolated = weights.sum(axis=1) <= 0
-    weights[isolated] = inside[isolated]  # no allowed neighbour (a start off the density's support): any move
     n, steps = len(starts), int(n_moves.max()) if len(n_moves) else 0
     cells = np.full((n, steps + 1), -1, dtype=np.int64)
     cells[:, 0] = starts
     previous = np.full(n, -1, dtype=np.int64)
+    end_col, end_row = ends % grid.n_cols, ends // grid.n_cols
     for t in range(1, steps + 1):
         rows = np.flatnonzero(n_moves >= t)
-        w = weights[cells[rows, t - 1]] * direction_weights(previous[rows], model.params.direction_decay)
+        cur = np.repeat(cells[rows, t - 1], N_DIRECTIONS)
+        nxt, inside = hier.move(0, cur, np.tile(np.arange(N_DIRECTIONS), len(rows)))
+        nxt, inside = nxt.reshape(-1, N_DIRECTIONS), inside.reshape(-1, N_DIRECTIONS)
+        left = (n_moves[rows] - t)[:, None]
+        dist = np.maximum(np.abs(nxt % grid.n_cols - end_col[rows, None]),
+                          np.abs(nxt // grid.n_cols - end_row[rows, None]))
+        allowed = inside & (dist <= left) & ((left != 1) | (dist == 1))
+        steer = direction_weights(previous[rows], model.params.direction_decay) * allowed
+        w = weights[cells[rows, t - 1]] * steer
+        empty = w.sum(axis=1) <= 0
+        w[empty] = steer[empty]
         cum = np.cumsum(w, axis=1)
-        stuck = cum[:, -1] <= 0
-        n_moves[rows[stuck]] = t - 1
-        rows, cum = rows[~stuck], cum[~stuck]
         d = np.minimum((cum <= (rng.random(len(rows)) * cum[:, -1])[:, None]).sum(axis=1), N_DIRECTIONS - 1)
-        cells[rows, t] = hier.move(0, cells[rows, t - 1], d)[0]
+        cells[rows, t] = nxt[np.arange(len(rows)), d]
         previous[rows] = d
     return cells
+
+
+def feasible_moves(starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray, n_cols: int) -> np.ndarray:
+    """The fewest moves >= ``n_moves`` that lead from start to end: at least their Chebyshev distance, and not
+    exactly 1 for a record that ends where it starts (it would have to stay; it takes 2)."""
+    dist = np.maximum(np.abs(ends % n_cols - starts % n_cols), np.abs(ends // n_cols - starts // n_cols))
+    out = np.maximum(n_moves, dist)
+    return np.where((dist == 0) & (out == 1), 2, out)
+
+
+def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each record's end: its start plus a displacement from the noisy displacement histogram (thresholded as
+    :func:`~.model.sparse_weights`), clipped to the grid."""
+    grid, d_max = model.geometry.model, model.params.max_displacement
+    key = draw(sparse_weights(model.noisy["end"], model.params.scale("end")), len(starts), rng)
+    col = np.clip(starts % grid.n_cols + key % (2 * d_max + 1) - d_max, 0, grid.n_cols - 1)
+    row = np.clip(starts // grid.n_cols + key // (2 * d_max + 1) - d_max, 0, grid.n_rows - 1)
+    return row * grid.n_cols + col
 
 
 def start_seconds(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -132,7 +158,9 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
     starts = draw(cell_weights(model, "start"), n, rng)
-    cells = walk(model, starts, n_moves, rng)
+    ends = end_cells(model, starts, rng)
+    n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
+    cells = walk(model, starts, ends, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept,
                      start_seconds(model, starts, rng), paces(model, n, rng))
