@@ -8,6 +8,8 @@ count, where an object contributes at most ``max_records_per_object``. So the La
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, fields
 
 import pandas as pd
@@ -20,6 +22,17 @@ _P = Scope("objtrace")
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
 PARTS = ("records", "length", "start", "end", "density", "moves", "hour", "pace")
 HOURS = 24
+
+
+def _edges(values: object, field: str, integers: bool) -> tuple:
+    """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers)."""
+    kind = (int,) if integers else (int, float)
+    edges = tuple(values) if isinstance(values, list | tuple) else ()
+    ok = len(edges) >= 2 and all(isinstance(e, kind) and not isinstance(e, bool) and math.isfinite(e) for e in edges)
+    if not (ok and edges[0] == 0 and all(b > a for a, b in itertools.pairwise(edges))):
+        raise ParameterError(f"{field} must be at least two increasing {'integers' if integers else 'numbers'} "
+                             f"starting at 0, got {values!r}", _P.where(field))
+    return edges if integers else tuple(float(e) for e in edges)
 
 
 @dataclass(frozen=True)
@@ -71,16 +84,9 @@ class ObjTraceParams:
         _P.require_real(self.region_size_m, "region_size_m", 0)
         _P.require_int(self.smoothing_levels, "smoothing_levels", 0)
         _P.require_int(self.max_displacement, "max_displacement", 0)
-        lengths = tuple(self.length_edges)
-        if len(lengths) < 2 or lengths[0] != 0 or any(not isinstance(e, int) or isinstance(e, bool) for e in lengths) \
-                or any(b <= a for a, b in zip(lengths, lengths[1:], strict=False)):
-            raise ParameterError("length_edges must be increasing integers starting at 0", _P.where("length_edges"))
-        object.__setattr__(self, "length_edges", lengths)
+        object.__setattr__(self, "length_edges", _edges(self.length_edges, "length_edges", integers=True))
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-        edges = tuple(float(e) for e in self.pace_edges_s)
-        if len(edges) < 2 or edges[0] != 0 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
-            raise ParameterError("pace_edges_s must be increasing seconds starting at 0", _P.where("pace_edges_s"))
-        object.__setattr__(self, "pace_edges_s", edges)
+        object.__setattr__(self, "pace_edges_s", _edges(self.pace_edges_s, "pace_edges_s", integers=False))
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
         _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
         _P.require_real(self.snr, "snr", 0, open_low=False)

@@ -153,7 +153,7 @@ def paces(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
 def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthetic:
     """``n_synthetic`` records, or the noisy record count rounded (at least 0)."""
     params = model.params
-    n = params.n_synthetic if params.n_synthetic is not None else max(int(round(model.noisy["records"][0])), 0)
+    n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
     edges = np.asarray(params.length_edges)
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
