@@ -1,5 +1,5 @@
-"""Released points of synthetic records: positions uniform within their model cell, timestamps from each
-record's start and pace (post-processing)."""
+"""Released points of synthetic records: positions uniform within their model cell and the public bbox,
+timestamps from each record's start and pace (post-processing)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,28 @@ import pandas as pd
 from mechanisms.objtrace.geometry import Geometry, centre_xy
 from mechanisms.objtrace.synthesis import Synthetic
 from trajpub.grid import GridSpec
+
+
+def positions(cells: np.ndarray, geometry: Geometry, grid: GridSpec, rng: np.random.Generator,
+              tries: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``x, y, lon, lat`` uniform within each model cell and inside the public bbox: a position outside the bbox
+    (border cells of the projected grid overhang it) is redrawn up to ``tries`` times, then put at the cell's
+    centre (inside the bbox: walks use :attr:`Geometry.usable` cells only)."""
+    cx, cy = centre_xy(geometry.model, cells)
+    half = geometry.model.cell_size_m / 2
+    x, y = np.empty(len(cells)), np.empty(len(cells))
+    todo = np.arange(len(cells))
+    min_lon, min_lat, max_lon, max_lat = grid.bbox
+    for _ in range(tries):
+        x[todo] = cx[todo] + rng.uniform(-half, half, len(todo))
+        y[todo] = cy[todo] + rng.uniform(-half, half, len(todo))
+        lon, lat = grid.unproject(x[todo], y[todo])
+        todo = todo[~((lon >= min_lon) & (lon <= max_lon) & (lat >= min_lat) & (lat <= max_lat))]
+        if len(todo) == 0:
+            break
+    x[todo], y[todo] = cx[todo], cy[todo]
+    lon, lat = grid.unproject(x, y)
+    return x, y, np.asarray(lon), np.asarray(lat)
 
 
 def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_date: str,
@@ -21,11 +43,7 @@ def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_da
     n_points = np.where(single, 2, lengths)
     traj = np.repeat(np.arange(len(lengths)), n_points)
     seq = np.arange(len(cells)) - np.repeat(np.r_[0, np.cumsum(n_points)[:-1]], n_points)
-    cx, cy = centre_xy(geometry.model, cells)
-    half = geometry.model.cell_size_m / 2
-    x = cx + rng.uniform(-half, half, len(cells))
-    y = cy + rng.uniform(-half, half, len(cells))
-    lon, lat = grid.unproject(x, y) if len(cells) else (np.empty(0), np.empty(0))
+    x, y, lon, lat = positions(cells, geometry, grid, rng)
     day = pd.Timestamp(reference_date, tz="UTC")
     seconds = synth.start_s[traj] + seq * synth.pace_s[traj]
     return pd.DataFrame({

@@ -65,7 +65,7 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     total = rho.sum(axis=1, keepdims=True)
     prior = params.prior_weight * params.scale("moves") * N_DIRECTIONS * rho / np.where(total > 0, total, 1.0)
     counts = np.clip(model.noisy["moves"].reshape(n, N_DIRECTIONS), 0, None)
-    return (counts + prior) * (rho > 0)
+    return (counts + prior) * (rho > 0) * model.geometry.usable[np.maximum(neighbour, 0)].reshape(n, N_DIRECTIONS)
 
 
 def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
@@ -93,7 +93,10 @@ def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.nd
         left = (n_moves[rows] - t)[:, None]
         dist = np.maximum(np.abs(nxt % grid.n_cols - end_col[rows, None]),
                           np.abs(nxt // grid.n_cols - end_row[rows, None]))
-        allowed = inside & (dist <= left) & ((left != 1) | (dist == 1))
+        feasible = inside & (dist <= left) & ((left != 1) | (dist == 1))
+        allowed = feasible & model.geometry.usable[np.maximum(nxt, 0)]
+        blocked = ~allowed.any(axis=1)
+        allowed[blocked] = feasible[blocked]  # the only way to the end crosses an unusable corner cell
         steer = direction_weights(previous[rows], model.params.direction_decay) * allowed
         w = weights[cells[rows, t - 1]] * steer
         empty = w.sum(axis=1) <= 0
@@ -115,12 +118,13 @@ def feasible_moves(starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray, n_
 
 def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Each record's end: its start plus a displacement from the noisy displacement histogram (thresholded as
-    :func:`~.model.sparse_weights`), clipped to the grid."""
+    :func:`~.model.sparse_weights`), clipped to the grid; the start itself when that cell is not usable."""
     grid, d_max = model.geometry.model, model.params.max_displacement
     key = draw(sparse_weights(model.noisy["end"], model.params.scale("end")), len(starts), rng)
     col = np.clip(starts % grid.n_cols + key % (2 * d_max + 1) - d_max, 0, grid.n_cols - 1)
     row = np.clip(starts // grid.n_cols + key // (2 * d_max + 1) - d_max, 0, grid.n_rows - 1)
-    return row * grid.n_cols + col
+    ends = row * grid.n_cols + col
+    return np.where(model.geometry.usable[ends], ends, starts)
 
 
 def start_seconds(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -157,7 +161,7 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     edges = np.asarray(params.length_edges)
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
-    starts = draw(cell_weights(model, "start"), n, rng)
+    starts = draw(cell_weights(model, "start") * model.geometry.usable, n, rng)
     ends = end_cells(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
     cells = walk(model, starts, ends, n_moves, rng)
