@@ -20,7 +20,9 @@ from trajpub.params import Scope
 _P = Scope("objtrace")
 
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
-PARTS = ("records", "length", "start", "end", "density", "moves", "hour", "pace")
+PARTS = ("records", "length", "end", "density", "moves", "hour", "pace")
+SPATIAL_PARTS = ("density",)
+"""The per-cell parts, released as quadtrees (:mod:`.quadtree`)."""
 HOURS = 24
 
 
@@ -43,8 +45,8 @@ class ObjTraceParams:
     cell_size_m: side of the model's square cells over the release grid's public bbox (same projection). Moves
         are between neighbouring model cells (DPT's reference system at this cell size).
     region_size_m: side of the cells of the start-time regions (the hour-of-day histogram is per region).
-    smoothing_levels: cell histograms (density, start) fall back to blocks of up to 2**levels cells where the
-        noise drowns single cells (:func:`~.model.adaptive_weights`).
+    quadtree_levels: K: the point density is released at levels 0..K, blocks of 2**k x 2**k
+        model cells, each level with ε_part / (K + 1) (:mod:`.quadtree`).
     max_displacement: D: the end of a record relative to its start, in model cells, is histogrammed over
         [-D, D]² (farther ends are clipped to the border), the start/end calibration of the walk.
     length_edges: edges (moves per record, increasing integers from 0) of the length histogram; a record keeps
@@ -66,15 +68,15 @@ class ObjTraceParams:
     epsilon: float = 5.0
     cell_size_m: float = 4000.0
     region_size_m: float = 32000.0
-    smoothing_levels: int = 3
+    quadtree_levels: int = 3
     max_displacement: int = 8
     length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120)
-    max_records_per_object: int = 32
+    max_records_per_object: int = 24
     pace_edges_s: tuple[float, ...] = (0, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
     direction_decay: float = 0.8
     prior_weight: float = 1.0
     snr: float = 2.0
-    shares: tuple[float, ...] = (0.05, 0.1, 0.15, 0.15, 0.15, 0.25, 0.1, 0.05)
+    shares: tuple[float, ...] = (0.1, 0.1, 0.2, 0.3, 0.15, 0.1, 0.05)
     n_synthetic: int | None = None
     reference_date: str = "2008-02-04"
 
@@ -82,7 +84,7 @@ class ObjTraceParams:
         _P.require_real(self.epsilon, "epsilon", 0)
         _P.require_real(self.cell_size_m, "cell_size_m", 0)
         _P.require_real(self.region_size_m, "region_size_m", 0)
-        _P.require_int(self.smoothing_levels, "smoothing_levels", 0)
+        _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
         _P.require_int(self.max_displacement, "max_displacement", 0)
         object.__setattr__(self, "length_edges", _edges(self.length_edges, "length_edges", integers=True))
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
@@ -128,5 +130,7 @@ class ObjTraceParams:
         return float(self.max_records_per_object) if part == "records" else 1.0
 
     def scale(self, part: str) -> float:
-        """Laplace scale of part ``part``: sensitivity / ε_part."""
-        return self.sensitivity(part) / self.budget()[part]
+        """Laplace scale of part ``part``: sensitivity / ε_part, times the number of quadtree levels for a spatial
+        part (each level has sensitivity 1 and ε_part / (K + 1))."""
+        levels = self.quadtree_levels + 1 if part in SPATIAL_PARTS else 1
+        return levels * self.sensitivity(part) / self.budget()[part]

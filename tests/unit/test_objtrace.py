@@ -42,7 +42,7 @@ def test_params_refuse_bad_values_with_the_field() -> None:
         with pytest.raises(ParameterError) as err:
             ObjTraceAdapter().parse_params(bad)
         assert err.value.where.startswith("objtrace.")
-    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 8})
+    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 4 + [0.5 / 3] * 3})
     assert objtrace.ObjTraceParams.from_dict(params.to_dict()) == params
 
 
@@ -67,7 +67,7 @@ def test_an_object_with_45_records_contributes_at_most_one_unit_per_histogram_an
 def test_noise_scales_are_sensitivity_over_the_epsilon_part() -> None:
     params = objtrace.ObjTraceParams(epsilon=2.0, max_records_per_object=20)
     geometry = objtrace.geometry_of(GridSpec(BBOX, 2000.0), params)
-    shapes = {"records": 1, "length": len(params.length_edges), "start": geometry.model.n_cells,
+    shapes = {"records": 1, "length": len(params.length_edges),
               "end": (2 * params.max_displacement + 1) ** 2, "density": geometry.model.n_cells,
               "moves": geometry.model.n_cells * 8, "hour": geometry.region.n_cells * 24,
               "pace": len(params.pace_edges_s)}
@@ -78,6 +78,8 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_part() -> None:
     budget = params.budget()
     for part in objtrace.PARTS:
         expected = (20.0 if part == "records" else 1.0) / budget[part]
+        if part in objtrace.params.SPATIAL_PARTS:  # a quadtree: every level with ε_part / (K + 1)
+            expected *= params.quadtree_levels + 1
         assert params.scale(part) == expected
         noise = np.concatenate([d[part] for d in draws])
         # E|Laplace(b)| = b, sd(|X|) = b: the mean of n >= 400 draws is within 5 b / sqrt(n) of b
