@@ -14,9 +14,11 @@ from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
 from tasks import check_output
 from tasks.adapters.objtrace import ObjTraceAdapter
+from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.segment import keep_trajectories, segment, to_grid
+from trajpub.spec import ReleaseSpec, read_spec_file
 
 BBOX = (115.4, 39.4, 117.6, 41.1)
 HISTOGRAMS = [p for p in objtrace.PARTS if p != "records"]
@@ -135,3 +137,10 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
         np.testing.assert_allclose(getattr(merged, f.name), getattr(whole, f.name), atol=1e-9)
     metrics = trajectory_metrics(frame, out.points, grid.bbox, 0)
     assert metrics["outside_bbox_share"] == 0.0 and metrics["start_hour_jsd"] is not None
+
+
+def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
+    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
+    mech = ObjTraceAdapter()
+    g = mech.guarantee(mech.parse_params(spec.params))
+    assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
