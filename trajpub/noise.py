@@ -21,7 +21,7 @@ which no seed can reproduce).
 Real-valued queries (densities, weighted counts) go through :func:`laplace_real`, which snaps the values to
 the noise grid first and pays for the rounding in the scale, so the stated ε stays exact. The exponential
 mechanism (:func:`exponential_mechanism`) samples by exact rejection with Bernoulli(exp(−γ)) coins on a
-fixed-point γ.
+fixed-point γ; randomised response uses :func:`bernoulli`.
 """
 
 from __future__ import annotations
@@ -106,6 +106,15 @@ def geometric(scale: float, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` integers Y ≥ 0 with P(Y = y) ∝ exp(−y/t), t = ``scale`` rounded up (CKS 2020, Alg. 2 lines
     1–7): the tail of a discrete Laplace beyond a threshold, by memorylessness."""
     return _geometric(*_dyadic_ceil(scale), size, rng)
+
+
+def bernoulli(p: float, shape, rng: np.random.Generator) -> np.ndarray:
+    """Exact Bernoulli(p') coins with p' = ⌈p·2⁵³⌉/2⁵³ ≥ p (a uniform integer below 2⁵³ compared with an integer
+    threshold). For randomised response with flip probability η < 1/2 (Warner 1965; ε = ln((1 − η)/η)),
+    rounding η up can only lower the privacy loss, so the stated ε holds exactly."""
+    if not 0.0 <= p <= 1.0:
+        raise ParameterError(f"a probability must lie in [0, 1], got {p!r}", "noise.bernoulli")
+    return rng.integers(0, 2 ** 53, shape) < math.ceil(Fraction(p) * 2 ** 53)
 
 
 def exponential_mechanism(scores: np.ndarray, epsilon: float, sensitivity: float,
