@@ -28,6 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from audits.dp_audit import AuditOutcome, audit_pair
+from trajpub.errors import ParameterError
+
 RECORDS = 3  # records of the "max contribution" object
 N_OBJECTS = 20
 
@@ -320,3 +323,35 @@ def all_scenarios() -> list[Scenario]:
     """Every mechanism's scenarios."""
     return (prefix_tree_scenarios() + dpt_scenarios() + adatrace_scenarios() + fastpub_scenarios()
             + fgs_scenarios() + kpsi_scenarios())
+
+
+@dataclass(frozen=True)
+class AuditedClaim:
+    """One scenario run at ``run_epsilon`` and audited against the claim the mechanism makes at ``epsilon``
+    (in the scenario's unit, and for the whole object)."""
+
+    scenario: Scenario
+    epsilon: float
+    run_epsilon: float
+    claim: float
+    object_claim: float
+    outcome: AuditOutcome
+
+
+def audit_mechanism(mechanism: str, epsilon: float, *, run_epsilon: float | None = None, tight_only: bool = False,
+                    selection_runs: int = 2000, runs: int = 10_000, seed: int = 0) -> list[AuditedClaim]:
+    """Every scenario of ``mechanism`` audited against its claim at ``epsilon`` (the small datasets of this
+    module, not a release's data). ``run_epsilon`` (default ``epsilon``) is the ε the mechanism really runs
+    at: 2·``epsilon`` is the negative control, meaningful on the ``tight`` scenarios. For the non-DP claims
+    (``fgs_pufferfish``, ``kpsi_anonymity``) this is the empirical lower bound a review can print next to the
+    claimed ε."""
+    chosen = [s for s in all_scenarios() if s.mechanism == mechanism and (s.tight or not tight_only)]
+    if not chosen and not tight_only:
+        raise ParameterError(f"no audit scenario for mechanism {mechanism!r}", "dp_scenarios.audit_mechanism")
+    run_eps = epsilon if run_epsilon is None else run_epsilon
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in chosen:
+        outcome = audit_pair(lambda which, n, r, s=s: s.run(which, n, run_eps, r), selection_runs, runs, rng)
+        out.append(AuditedClaim(s, epsilon, run_eps, epsilon * s.claim_factor, epsilon * s.object_factor, outcome))
+    return out

@@ -1,7 +1,7 @@
 """The large empirical DP audit of every privacy claim: ``python -m bench.dp_audit [--only NAME ...]``.
 
-For every scenario of :mod:`audits.dp_scenarios`: the mechanism at ε = 1 audited against its claim, and for the
-tight scenarios a negative control (the mechanism run at 2ε, i.e. half the noise its claim needs, audited
+For every mechanism of :mod:`audits.dp_scenarios`: each scenario at ε = 1 audited against its claim, and for
+the tight scenarios a negative control (the mechanism run at 2ε, i.e. half the noise its claim needs, audited
 against ε) that must be caught. ``--selection`` runs per dataset pick the event, ``--runs`` fresh runs per
 dataset bound ε (:mod:`audits.dp_audit`). Writes ``bench/dp_audit/<mechanism>.json``; the curated record is
 ``bench/DP_AUDIT_RESULTS.md``.
@@ -14,26 +14,21 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
-from audits.dp_audit import audit_pair
-from audits.dp_scenarios import Scenario, all_scenarios
+from audits.dp_scenarios import AuditedClaim, all_scenarios, audit_mechanism
 from bench.fgs_pufferfish import machine
 
 OUT = Path(__file__).resolve().parent / "dp_audit"
 EPSILON = 1.0
 
 
-def audit_scenario(s: Scenario, epsilon: float, claim: float, selection: int, runs: int, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    out = audit_pair(lambda which, n, r: s.run(which, n, epsilon, r), selection, runs, rng)
-    return {"mechanism": s.mechanism, "neighbours": s.neighbours, "model": s.model, "unit": s.unit,
-            "run_epsilon": epsilon, "claim": claim, "object_claim": s.object_factor * claim / s.claim_factor,
-            "lower_bound": out.lower_bound, "runs": out.runs, "selection_runs": out.selection_runs,
-            "p_first": out.p_first, "p_second": out.p_second,
-            "event": {"threshold": out.event.threshold, "above": out.event.above, "first": out.event.first},
-            "seconds": round(time.perf_counter() - t0, 1)}
+def row(a: AuditedClaim, control: bool, seconds: float) -> dict:
+    o = a.outcome
+    return {"mechanism": a.scenario.mechanism, "neighbours": a.scenario.neighbours, "model": a.scenario.model,
+            "unit": a.scenario.unit, "run_epsilon": a.run_epsilon, "claim": a.claim, "object_claim": a.object_claim,
+            "control": control, "lower_bound": o.lower_bound, "runs": o.runs, "selection_runs": o.selection_runs,
+            "p_first": o.p_first, "p_second": o.p_second,
+            "event": {"threshold": o.event.threshold, "above": o.event.above, "first": o.event.first},
+            "seconds": round(seconds, 1)}
 
 
 def main() -> None:
@@ -44,20 +39,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2024)
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
-    by_mechanism: dict[str, list[dict]] = {}
-    for i, s in enumerate(all_scenarios()):
-        if args.only and s.mechanism not in args.only:
-            continue
-        claim = EPSILON * s.claim_factor
-        rows = by_mechanism.setdefault(s.mechanism, [])
-        rows.append({**audit_scenario(s, EPSILON, claim, args.selection, args.runs, args.seed + 2 * i),
-                     "control": False})
-        if s.tight:
-            rows.append({**audit_scenario(s, 2 * EPSILON, claim, args.selection, args.runs, args.seed + 2 * i + 1),
-                         "control": True})
-        for r in rows[-2 if s.tight else -1:]:
-            print(json.dumps(r), flush=True)
-    for name, rows in by_mechanism.items():
+    names = dict.fromkeys(s.mechanism for s in all_scenarios())
+    for i, name in enumerate(n for n in names if not args.only or n in args.only):
+        rows = []
+        for control in (False, True):
+            t0 = time.perf_counter()
+            audited = audit_mechanism(name, EPSILON, run_epsilon=2 * EPSILON if control else EPSILON,
+                                      tight_only=control, selection_runs=args.selection, runs=args.runs,
+                                      seed=args.seed + 2 * i + control)
+            rows += [row(a, control, (time.perf_counter() - t0) / len(audited)) for a in audited]
+            for r in rows[-len(audited):] if audited else []:
+                print(json.dumps(r), flush=True)
         (OUT / f"{name}.json").write_text(json.dumps({"machine": machine(), "selection": args.selection,
                                                       "runs": args.runs, "rows": rows}, indent=1))
 

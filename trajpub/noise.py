@@ -26,6 +26,7 @@ fixed-point γ; randomised response uses :func:`bernoulli`.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -57,6 +58,7 @@ def laplace(scale: float, shape, rng: np.random.Generator) -> np.ndarray:
     return g * discrete_laplace(t, shape, rng)
 
 
+@functools.lru_cache(maxsize=1024)
 def laplace_grid(scale: float) -> tuple[float, Fraction]:
     """(g, t) of :func:`laplace` noise of ``scale``: the grid g = :func:`step` and the exact (rounded-up)
     discrete Laplace parameter t ≥ scale/g, for code that needs the noise's exact law (tail probabilities)."""
@@ -153,6 +155,7 @@ def _check_scale(x) -> None:
         raise ParameterError(f"noise parameters must be positive and finite, got {x!r}", "noise")
 
 
+@functools.lru_cache(maxsize=1024)
 def _dyadic_ceil(scale: float | Fraction) -> tuple[int, int]:
     """(num, den), den a power of two, with num/den ≥ ``scale`` and about 40 significant bits."""
     _check_scale(scale)
@@ -164,19 +167,26 @@ def _dyadic_ceil(scale: float | Fraction) -> tuple[int, int]:
     return num, den
 
 
-def _bernoulli_exp_fraction(a: np.ndarray, b: np.ndarray | int, rng: np.random.Generator) -> np.ndarray:
+def _uniform(high: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` exact uniform integers in [0, high) (numpy's unsigned bounded sampler, the fastest path)."""
+    return rng.integers(0, high, size, dtype=np.uint64).astype(np.int64)
+
+
+def _bernoulli_exp_fraction(a: np.ndarray, b: int, rng: np.random.Generator) -> np.ndarray:
     """Exact Bernoulli(exp(−a/b)) for integers 0 ≤ a ≤ b (CKS 2020, Alg. 1): K counts successive
-    Bernoulli(γ/K) successes; the result is 1 iff the first failure comes at an odd K."""
+    Bernoulli(γ/K) successes; the result is 1 iff the first failure comes at an odd K. All coins still
+    running at round K share that K, so each round is one draw of uniform integers below b·K."""
     a = np.asarray(a, dtype=np.int64)
-    b = np.broadcast_to(np.asarray(b, dtype=np.int64), a.shape)
     k = np.ones(a.shape, dtype=np.int64)
     active = np.flatnonzero(a > 0)
+    round_k = 1
     while active.size:
-        if int(b[active].max()) * int(k[active].max()) >= _MAX_INT:
+        if b * round_k >= _MAX_INT:
             raise ParameterError("Bernoulli(exp(-γ)) denominator overflow", "noise")
-        success = rng.integers(0, b[active] * k[active]) < a[active]
-        k[active[success]] += 1
+        success = _uniform(b * round_k, active.size, rng) < a[active]
         active = active[success]
+        round_k += 1
+        k[active] = round_k
     return k % 2 == 1
 
 
@@ -198,13 +208,14 @@ def _bernoulli_exp(numerator: np.ndarray, den: int, rng: np.random.Generator) ->
 def _geometric(num: int, den: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """CKS 2020 Alg. 2 lines 1–7: U uniform on {0..num−1} accepted with exp(−U/num), V ~ Geometric(1 − e⁻¹)
     from Bernoulli(exp(−1)) coins, X = U + num·V, Y = ⌊X/den⌋: P(Y = y) ∝ exp(−y·den/num)."""
-    u = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
-    while todo.size:
-        cand = rng.integers(0, num, todo.size)
-        ok = _bernoulli_exp_fraction(cand, num, rng)
-        u[todo[ok]] = cand[ok]
-        todo = todo[~ok]
+    accepted: list[np.ndarray] = []
+    missing = size
+    while missing > 0:  # i.i.d. proposals, the first ``size`` accepted ones kept (acceptance 1 − e⁻¹ ≈ 0.63)
+        cand = _uniform(num, 2 * missing + 16, rng)
+        cand = cand[_bernoulli_exp_fraction(cand, num, rng)][:missing]
+        accepted.append(cand)
+        missing -= cand.size
+    u = np.concatenate(accepted) if accepted else np.empty(0, np.int64)
     v = np.zeros(size, dtype=np.int64)
     live = np.arange(size)
     while live.size:
