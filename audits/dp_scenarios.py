@@ -58,6 +58,15 @@ def _batched(n: int, per_call: int, call: Callable[[int], np.ndarray]) -> np.nda
     return np.concatenate(out) if out else np.empty(0)
 
 
+def _record_level(mechanism: str, outlier: Run, duplicate: Run, most: Run) -> list[Scenario]:
+    """The three pairs of a record-level ε-DP mechanism; only the single-record ones are tight."""
+    unit = "one trajectory record"
+    return [Scenario(mechanism, "outlier", "epsilon-DP", unit, 1, 1, outlier, True),
+            Scenario(mechanism, "duplicate", "epsilon-DP", unit, 1, 1, duplicate, True),
+            Scenario(mechanism, f"max contribution ({RECORDS} records)", "epsilon-DP", unit, 1, RECORDS, most,
+                     False)]
+
+
 # -- prefix tree (Chen, Fung, Desai 2012) -------------------------------------------------------------------
 
 _PT_LOCATIONS, _PT_OUTLIER, _PT_BATCH = 8, 7, 2000
@@ -98,14 +107,8 @@ def _prefix_tree_run(extra: list[list[int]], label: int) -> Run:
 
 def prefix_tree_scenarios() -> list[Scenario]:
     dup = _pt_base()[0]
-    unit = "one trajectory record"
-    return [
-        Scenario("prefix_tree", "outlier", "epsilon-DP", unit, 1, 1, _prefix_tree_run([[_PT_OUTLIER]], _PT_OUTLIER),
-                 True),
-        Scenario("prefix_tree", "duplicate", "epsilon-DP", unit, 1, 1, _prefix_tree_run([dup], dup[0]), True),
-        Scenario("prefix_tree", f"max contribution ({RECORDS} records)", "epsilon-DP", unit, 1, RECORDS,
-                 _prefix_tree_run([[_PT_OUTLIER]] * RECORDS, _PT_OUTLIER), False),
-    ]
+    return _record_level("prefix_tree", _prefix_tree_run([[_PT_OUTLIER]], _PT_OUTLIER),
+                         _prefix_tree_run([dup], dup[0]), _prefix_tree_run([[_PT_OUTLIER]] * RECORDS, _PT_OUTLIER))
 
 
 # -- DPT (He et al. 2015) -----------------------------------------------------------------------------------
@@ -157,13 +160,7 @@ def _dpt_run(extra_kind: str) -> Run:
 
 
 def dpt_scenarios() -> list[Scenario]:
-    unit = "one trajectory record"
-    return [
-        Scenario("dpt", "outlier", "epsilon-DP", unit, 1, 1, _dpt_run("outlier"), True),
-        Scenario("dpt", "duplicate", "epsilon-DP", unit, 1, 1, _dpt_run("duplicate"), True),
-        Scenario("dpt", f"max contribution ({RECORDS} records)", "epsilon-DP", unit, 1, RECORDS, _dpt_run("max"),
-                 False),
-    ]
+    return _record_level("dpt", _dpt_run("outlier"), _dpt_run("duplicate"), _dpt_run("max"))
 
 
 # -- AdaTrace (Gursoy et al. 2018) --------------------------------------------------------------------------
@@ -229,13 +226,7 @@ def _adatrace_run(extra_kind: str) -> Run:
 
 
 def adatrace_scenarios() -> list[Scenario]:
-    unit = "one trajectory record"
-    return [
-        Scenario("adatrace", "outlier", "epsilon-DP", unit, 1, 1, _adatrace_run("outlier"), True),
-        Scenario("adatrace", "duplicate", "epsilon-DP", unit, 1, 1, _adatrace_run("duplicate"), True),
-        Scenario("adatrace", f"max contribution ({RECORDS} records)", "epsilon-DP", unit, 1, RECORDS,
-                 _adatrace_run("max"), False),
-    ]
+    return _record_level("adatrace", _adatrace_run("outlier"), _adatrace_run("duplicate"), _adatrace_run("max"))
 
 
 # -- FASTPub's local randomiser (Alg. 1, RESPOND) -----------------------------------------------------------

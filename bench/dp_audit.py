@@ -31,13 +31,36 @@ def row(a: AuditedClaim, control: bool, seconds: float) -> dict:
             "seconds": round(seconds, 1)}
 
 
+def table() -> str:
+    """The markdown table of every ``bench/dp_audit/*.json``."""
+    lines = [("| mechanism | neighbours | model, unit | run at ε | claim (unit) | claim (object) | audited lower "
+             "bound | runs (select + fresh) | p₁ / p₂ | verdict |"), "|---" * 10 + "|"]
+    for path in sorted(OUT.glob("*.json")):
+        for r in json.loads(path.read_text())["rows"]:
+            refuted = r["lower_bound"] > r["claim"]
+            if r["control"]:
+                verdict = "negative control caught" if refuted else "negative control NOT caught"
+            elif r["model"] in ("epsilon-DP", "epsilon-LDP"):
+                verdict = "claim refuted" if refuted else "consistent with claim"
+            else:
+                verdict = "not DP: bound printed"
+            lines.append(f"| {r['mechanism']} | {r['neighbours']} | {r['model']}, {r['unit']} | {r['run_epsilon']:g} "
+                         f"| {r['claim']:g} | {r['object_claim']:g} | {r['lower_bound']:.3f} | {r['selection_runs']} + "
+                         f"{r['runs']} | {r['p_first']:.4f} / {r['p_second']:.4f} | {verdict} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--table", action="store_true", help="print the markdown table of the stored results")
     ap.add_argument("--only", nargs="*", help="mechanism names (default: all)")
     ap.add_argument("--selection", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=2024)
     args = ap.parse_args()
+    if args.table:
+        print(table())
+        return
     OUT.mkdir(exist_ok=True)
     names = dict.fromkeys(s.mechanism for s in all_scenarios())
     for i, name in enumerate(n for n in names if not args.only or n in args.only):

@@ -54,6 +54,7 @@ def laplace(scale: float, shape, rng: np.random.Generator) -> np.ndarray:
     """Laplace-like noise of ``shape``: g·K with K discrete Laplace of scale ``scale``/g on the grid g =
     :func:`step` (variance 2·scale² up to a relative 2⁻⁴⁸). Exact ε = Δ/scale when added to an integer-valued
     query of L1 sensitivity Δ (Dwork et al. 2006 calibration, sampled as in the module docstring)."""
+    _check_scale(scale)  # before the cache, which would take True for 1.0
     g, t = laplace_grid(scale)
     return g * discrete_laplace(t, shape, rng)
 
@@ -91,6 +92,7 @@ def laplace_real(values: np.ndarray, sensitivity: float, epsilon: float,
 def discrete_laplace(scale: float | Fraction, shape, rng: np.random.Generator) -> np.ndarray:
     """Integers K with P(K = k) ∝ exp(−|k|/t), t = ``scale`` rounded up to ~40 significant bits
     (Canonne, Kamath, Steinke 2020, Alg. 2: a geometric magnitude and a fair sign, rejecting −0)."""
+    _check_scale(scale)
     num, den = _dyadic_ceil(scale)
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, dtype=np.int64)
@@ -107,6 +109,7 @@ def discrete_laplace(scale: float | Fraction, shape, rng: np.random.Generator) -
 def geometric(scale: float, size: int, rng: np.random.Generator) -> np.ndarray:
     """``size`` integers Y ≥ 0 with P(Y = y) ∝ exp(−y/t), t = ``scale`` rounded up (CKS 2020, Alg. 2 lines
     1–7): the tail of a discrete Laplace beyond a threshold, by memorylessness."""
+    _check_scale(scale)
     return _geometric(*_dyadic_ceil(scale), size, rng)
 
 
