@@ -41,7 +41,9 @@ def table() -> str:
             if r["control"]:
                 verdict = "negative control caught" if refuted else "negative control NOT caught"
             elif r["model"] in ("epsilon-DP", "epsilon-LDP"):
-                verdict = "claim refuted" if refuted else "consistent with claim"
+                verdict = "consistent with claim" if not refuted else (
+                    "above the per-record ε, within the object's ε (group privacy)"
+                    if r["lower_bound"] <= r["object_claim"] else "claim refuted")
             else:
                 verdict = "not DP: bound printed"
             lines.append(f"| {r['mechanism']} | {r['neighbours']} | {r['model']}, {r['unit']} | {r['run_epsilon']:g} "
