@@ -1,9 +1,8 @@
 """Neighbouring datasets and output statistics for auditing each mechanism's privacy claim with
 :mod:`audits.dp_audit`.
 
-Every scenario runs the mechanism's own public entry point (``sanitize``/``synthesize``/``respond``/
-``release_object``) on a small dataset (tens of objects, a small grid) and on a neighbour that differs in one
-object, chosen adversarially:
+Every scenario runs the mechanism's own code (its DP step, below) on a small dataset (tens of objects, a small
+grid) and on a neighbour that differs in one object, chosen adversarially:
 
 - "outlier": the extra object goes where no other object goes (its count moves from 0 to 1);
 - "duplicate": the extra object repeats an existing one (a count moves from c to c + 1);
@@ -45,8 +44,7 @@ class Scenario:
     mechanism: str
     neighbours: str
     model: str  # "epsilon-DP", "epsilon-LDP", "Pufferfish", "(k-Psi)"
-    unit: str  # the unit the claim is stated in
-    claim_factor: float  # the claim in ``unit`` for a pair at the mechanism's ε: ε·claim_factor
+    unit: str  # the unit the claim is stated in: the claim for this pair is the mechanism's ε
     object_factor: float  # the object-level claim for this pair: ε·object_factor (group privacy)
     run: Run
     tight: bool  # the negative control (run at 2ε) should be caught
@@ -61,9 +59,9 @@ def _batched(n: int, per_call: int, call: Callable[[int], np.ndarray]) -> np.nda
 def _record_level(mechanism: str, outlier: Run, duplicate: Run, most: Run) -> list[Scenario]:
     """The three pairs of a record-level ε-DP mechanism; only the single-record ones are tight."""
     unit = "one trajectory record"
-    return [Scenario(mechanism, "outlier", "epsilon-DP", unit, 1, 1, outlier, True),
-            Scenario(mechanism, "duplicate", "epsilon-DP", unit, 1, 1, duplicate, True),
-            Scenario(mechanism, f"max contribution ({RECORDS} records)", "epsilon-DP", unit, 1, RECORDS, most,
+    return [Scenario(mechanism, "outlier", "epsilon-DP", unit, 1, outlier, True),
+            Scenario(mechanism, "duplicate", "epsilon-DP", unit, 1, duplicate, True),
+            Scenario(mechanism, f"max contribution ({RECORDS} records)", "epsilon-DP", unit, RECORDS, most,
                      False)]
 
 
@@ -249,7 +247,7 @@ def _fastpub_run() -> Run:
 
 def fastpub_scenarios() -> list[Scenario]:
     return [Scenario("fastpub", "two trajectories of one client, all answers differ", "epsilon-LDP",
-                     "one client's trajectory", 1, 1, _fastpub_run(), True)]
+                     "one client's trajectory", 1, _fastpub_run(), True)]
 
 
 # -- FGS-Pufferfish (Ou et al. 2018): not DP; its secrets are two objects' temporal correlations -------------
@@ -283,9 +281,9 @@ def _fgs_run(statistic: str) -> Run:
 def fgs_scenarios() -> list[Scenario]:
     unit = "the temporal correlation of one object"
     return [Scenario("fgs_pufferfish", "the two objects (secret pair), lag-1 correlation statistic", "Pufferfish",
-                     unit, 1, 1, _fgs_run("correlation"), False),
+                     unit, 1, _fgs_run("correlation"), False),
             Scenario("fgs_pufferfish", "the two objects (secret pair), published-mean statistic", "Pufferfish",
-                     unit, 1, 1, _fgs_run("mean"), False)]
+                     unit, 1, _fgs_run("mean"), False)]
 
 
 # -- (k-Psi)-anonymity (Chen, Li, Zhang 2020): not DP; ε per location of its Laplace perturbation ------------
@@ -307,7 +305,7 @@ def _kpsi_run() -> Run:
 
 def kpsi_scenarios() -> list[Scenario]:
     return [Scenario("kpsi_anonymity", "the real location moved 100 m inside its disc", "(k-Psi)",
-                     "one location", 1, 1, _kpsi_run(), False)]
+                     "one location", 1, _kpsi_run(), False)]
 
 
 def all_scenarios() -> list[Scenario]:
@@ -344,5 +342,5 @@ def audit_mechanism(mechanism: str, epsilon: float, *, run_epsilon: float | None
     out = []
     for s in chosen:
         outcome = audit_pair(lambda which, n, r, s=s: s.run(which, n, run_eps, r), selection_runs, runs, rng)
-        out.append(AuditedClaim(s, epsilon, run_eps, epsilon * s.claim_factor, epsilon * s.object_factor, outcome))
+        out.append(AuditedClaim(s, epsilon, run_eps, epsilon, epsilon * s.object_factor, outcome))
     return out
