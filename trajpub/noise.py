@@ -52,7 +52,7 @@ def step(scale: float) -> float:
 
 def laplace(scale: float, shape, rng: np.random.Generator) -> np.ndarray:
     """Laplace-like noise of ``shape``: g·K with K discrete Laplace of scale ``scale``/g on the grid g =
-    :func:`step` (variance 2·scale² up to a relative 2⁻⁴⁸). Exact ε = Δ/scale when added to an integer-valued
+    :func:`step` (variance 2·scale² up to a relative 2⁻³⁹, from rounding t up). Exact ε = Δ/scale when added to an integer-valued
     query of L1 sensitivity Δ (Dwork et al. 2006 calibration, sampled as in the module docstring)."""
     _check_scale(scale)  # before the cache, which would take True for 1.0
     g, t = laplace_grid(scale)

@@ -76,3 +76,12 @@ def test_the_mechanism_meets_its_claim_and_a_2x_lie_is_caught(name):
     liar = audit_pair(at(2 * EPS), selection, runs, np.random.default_rng(12))
     assert honest.lower_bound <= EPS, honest
     assert liar.lower_bound > EPS, liar
+
+
+def test_an_object_with_three_records_is_protected_at_three_epsilon_not_epsilon():
+    # Record-level DP: an object holding 3 records on one path moves that count by 3, so its privacy loss is
+    # 3ε by group privacy (Dwork & Roth 2014, Thm 2.2), which the audit sees above ε and never above 3ε.
+    scenario = dp_scenarios.prefix_tree_scenarios()[2]
+    assert scenario.object_factor == 3 and not scenario.tight
+    out = audit_pair(lambda which, n, rng: scenario.run(which, n, EPS, rng), 1000, 6000, np.random.default_rng(13))
+    assert EPS < out.lower_bound <= 3 * EPS, out
