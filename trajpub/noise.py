@@ -160,9 +160,10 @@ def _check_scale(x) -> None:
 
 @functools.lru_cache(maxsize=1024)
 def _dyadic_ceil(scale: float | Fraction) -> tuple[int, int]:
-    """(num, den), den a power of two, with num/den ≥ ``scale`` and about 40 significant bits."""
+    """(num, den), den a power of two, with num/den ≥ ``scale`` and about 40 significant bits. Scales below
+    2⁻²⁰ (noise that is 0 except with probability ~e^(−2²⁰)) are raised to 2⁻²⁰: more noise, never less."""
     _check_scale(scale)
-    s = Fraction(scale)
+    s = max(Fraction(scale), Fraction(1, 2 ** 20))
     den = 2 ** max(0, _T_BITS - math.floor(math.log2(s)) - 1)
     num = math.ceil(s * den)
     if num * 64 >= _MAX_INT:

@@ -99,3 +99,10 @@ def test_a_seed_reproduces_the_draws_and_different_seeds_do_not():
 def test_bad_scales_are_refused(bad):
     with pytest.raises(ParameterError):
         noise.laplace(bad, 3, np.random.default_rng(0))
+
+
+def test_a_vanishing_scale_is_raised_not_refused():
+    # ε = 10^12 (a test's "no noise"): t is raised to 2^-20, where P(K != 0) = 2e^(-2^20)/(1 + e^(-2^20)) = 0
+    rng = np.random.default_rng(9)
+    assert not noise.discrete_laplace(1e-12, 1000, rng).any()
+    assert np.array_equal(noise.laplace_real(np.array([1.0, 2.5]), 1.0, 1e12, rng), [1.0, 2.5])
