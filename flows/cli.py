@@ -276,6 +276,19 @@ def review_report(release_id: int, out: Path | None) -> None:
     click.echo(str(path))
 
 
+@main.command("export")
+@click.argument("release_id", type=int)
+@click.option("--format", "fmt", required=True, type=click.Choice(["geoparquet", "gpkg", "flatgeobuf"]))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (not overwritten).")
+def export(release_id: int, fmt: str, out: Path) -> None:
+    """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
+    (read as the consumer role); prints the files written."""
+    from tasks.export import export_release
+
+    for layer, path in export_release(_engine(), release_id, fmt, out).items():
+        click.echo(f"{layer}: {path}")
+
+
 # --- steward --------------------------------------------------------------------------------------------------
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
     from prefect.client.orchestration import get_client

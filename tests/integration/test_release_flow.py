@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.exports import check_exports
 
 pytestmark = pytest.mark.integration
 
@@ -218,6 +219,25 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
     assert charged == 2.0
 
 
+def test_export_round_trips_in_every_format_and_only_when_published(engine, published, tmp_path):
+    """Issue 19: points and LineStrings in GeoParquet, GeoPackage and FlatGeobuf with the release card, read as
+    the consumer role; a release that is not published is refused."""
+    from tasks.export import export_release
+    from trajpub.errors import TrajpubError
+
+    dataset, release_id = published
+    table = f"published.{dataset}__r{release_id}"
+    check_exports(engine, release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    (unpublished,) = q(engine, "SELECT max(release_id) + 1 FROM governance.releases")[0]
+    with pytest.raises(TrajpubError, match=f"release {unpublished} is not published"):
+        export_release(engine, unpublished, "gpkg", tmp_path / "nothing.gpkg")
+    assert not (tmp_path / "nothing.gpkg").exists()
+    first, again = (cli("export", str(release_id), "--format", "gpkg", "--out", str(tmp_path / "cli.gpkg"))
+                    for _ in range(2))
+    assert first.returncode == 0 and f"trajectories: {tmp_path / 'cli.gpkg'}" in first.stdout, first.stderr
+    assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
+
+
 def test_review_report_renders_in_chromium_with_every_image(engine, published, tmp_path):
     from tests.integration.browser import chromium_page
 
@@ -266,3 +286,4 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
     assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest_fragments") == [(len(rows),)]
+    check_exports(engine, run.release_id, tmp_path, {"fragments": table})
