@@ -697,10 +697,29 @@ def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
+    from tasks.lineage import deliver
     from tasks.publish import withdraw as withdraw_release
 
     dropped = withdraw_release(_engine(), release_id, steward, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
+    deliver(_engine())
+
+
+@main.group()
+def lineage() -> None:
+    """OpenLineage events: stored in governance.lineage_events, sent to the configured transport."""
+
+
+@lineage.command("deliver")
+def lineage_deliver() -> None:
+    """Send the stored events not yet delivered to the OpenLineage transport configured in the environment
+    (OPENLINEAGE_URL, OPENLINEAGE_CONFIG or OPENLINEAGE__TRANSPORT__*), oldest first."""
+    from tasks.lineage import configured_client, deliver
+
+    if configured_client() is None:
+        raise TrajpubError("no OpenLineage transport is configured: set OPENLINEAGE_URL (HTTP), OPENLINEAGE_CONFIG "
+                           "(an openlineage.yml) or OPENLINEAGE__TRANSPORT__TYPE", "environment")
+    click.echo(f"{deliver(_engine())} lineage events delivered")
 
 
 if __name__ == "__main__":

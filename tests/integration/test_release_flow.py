@@ -89,6 +89,51 @@ def test_lineage_start_and_complete_without_seed(engine, published):
     assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "PUBLISHED" in shown.stdout
 
 
+def test_lineage_events_follow_openlineage_and_reach_an_http_backend(engine, published, monkeypatch):
+    """Issue 19: the stored START and COMPLETE events validate against the OpenLineage 2-0-2 spec and each facet
+    against its schema; with OPENLINEAGE_URL set they are delivered, in order and once, to an HTTP endpoint."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from jsonschema import ValidationError
+
+    from tasks import lineage
+    from tests.lineage_schema import validate_event
+
+    _, rid = published
+    stored = [e for _, e in q(engine, "SELECT event_type, event FROM governance.lineage_events WHERE release_id = :r "
+                                      "ORDER BY event_id", r=rid)]
+    for event in stored:
+        validate_event(event)
+    broken = json.loads(json.dumps(stored[-1]))
+    del broken["run"]["facets"]["guarantee"]["_producer"]
+    with pytest.raises((ValidationError, AssertionError)):  # the validator can fail
+        validate_event(broken)
+    received: list[dict] = []
+
+    class Backend(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(201)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Backend)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{server.server_port}")
+        assert lineage.deliver(engine) >= len(stored)
+        assert lineage.deliver(engine) == 0  # each event once
+    finally:
+        server.shutdown()
+    ours = [e for e in received if e["run"]["facets"]["trajpub_release"]["release_id"] == rid]
+    assert [(e["eventType"], e["run"]["runId"]) for e in ours] == [(e["eventType"], e["run"]["runId"]) for e in stored]
+    for event in ours:
+        validate_event(event)
+
+
 def test_publish_again_changes_nothing(engine, published):
     dataset, rid = published
     before = q(engine, "SELECT count(*) FROM governance.lineage_events WHERE release_id = :r", r=rid)
