@@ -309,6 +309,19 @@ def review_report(release_id: int, out: Path | None) -> None:
     click.echo(str(path))
 
 
+@main.command("export")
+@click.argument("release_id", type=int)
+@click.option("--format", "fmt", required=True, type=click.Choice(["geoparquet", "gpkg", "flatgeobuf"]))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (not overwritten).")
+def export(release_id: int, fmt: str, out: Path) -> None:
+    """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
+    (read as the consumer role); prints the files written."""
+    from tasks.export import export_release
+
+    for layer, path in export_release(_engine(), release_id, fmt, out).items():
+        click.echo(f"{layer}: {path}")
+
+
 # --- steward --------------------------------------------------------------------------------------------------
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
     from prefect.client.orchestration import get_client
@@ -684,10 +697,29 @@ def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
+    from tasks.lineage import deliver
     from tasks.publish import withdraw as withdraw_release
 
     dropped = withdraw_release(_engine(), release_id, steward, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
+    deliver(_engine())
+
+
+@main.group()
+def lineage() -> None:
+    """OpenLineage events: stored in governance.lineage_events, sent to the configured transport."""
+
+
+@lineage.command("deliver")
+def lineage_deliver() -> None:
+    """Send the stored events not yet delivered to the OpenLineage transport configured in the environment
+    (OPENLINEAGE_URL, OPENLINEAGE_CONFIG or OPENLINEAGE__TRANSPORT__*), oldest first."""
+    from tasks.lineage import configured_client, deliver
+
+    if configured_client() is None:
+        raise TrajpubError("no OpenLineage transport is configured: set OPENLINEAGE_URL (HTTP), OPENLINEAGE_CONFIG "
+                           "(an openlineage.yml) or OPENLINEAGE__TRANSPORT__TYPE", "environment")
+    click.echo(f"{deliver(_engine())} lineage events delivered")
 
 
 if __name__ == "__main__":

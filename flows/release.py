@@ -69,7 +69,7 @@ def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
                                  guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
         governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
-                     inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
+                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
                              "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
                              "gate_policy": policy.to_record()})
@@ -188,7 +188,11 @@ def release_flow(spec: dict) -> dict:
         release_id, policy = plan(parsed, params)
         print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}, gated by policy "
               f"{policy.label}")
-        return govern(parsed, params, release_id, policy)
+        lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
+        try:
+            return govern(parsed, params, release_id, policy)
+        finally:
+            lineage.deliver(db_engine())
 
 
 def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.RegisteredPolicy) -> dict:
@@ -203,6 +207,7 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
         fail(release_id, parsed.dataset, exc)
         raise
     if not passed:
+        abort(release_id, "blocked by the audit gate")
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
     try:
@@ -246,11 +251,19 @@ def apply_decision(release_id: int, decision: str, steward: str, comment: str | 
         if governance.approval(conn, release_id) is None:
             governance.record_decision(conn, release_id, status, steward, comment or None)
     if status == "rejected":
+        abort(release_id, f"rejected by the steward {steward}")
         print(f"release {release_id} rejected by {steward}")
         return {"release_id": release_id, "status": "rejected"}
     table = publish.publish(eng, release_id, flow_run.get_id())
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
+
+
+def abort(release_id: int, why: str) -> None:
+    """Lineage ABORT: the run ended without an output, by decision (the gate or the steward), not by an error."""
+    with db_engine().begin() as conn:
+        lineage.emit(conn, release_id, "ABORT", run_id=flow_run.get_id(),
+                     dataset=governance.get_release(conn, release_id)["dataset"], facets={"outcome": {"status": why}})
 
 
 def fail(release_id: int, dataset: str, exc: BaseException) -> None:
@@ -261,7 +274,7 @@ def fail(release_id: int, dataset: str, exc: BaseException) -> None:
             governance.transition(conn, release_id, "failed", str(exc))
         governance.release_reservation(conn, release_id, f"the release failed before its mechanism ran: {exc}")
         lineage.emit(conn, release_id, "FAIL", run_id=flow_run.get_id(), dataset=dataset,
-                     facets={"error": {"message": str(exc), "type": type(exc).__name__}})
+                     error=f"{type(exc).__name__}: {exc}")
 
 
 @flow(name="publish-approved", log_prints=True)
@@ -273,6 +286,7 @@ def publish_approved_flow(release_id: int) -> dict:
     if rel["status"] not in ("approved", "published"):
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")
     table = publish.publish(eng, release_id, flow_run.get_id())
+    lineage.deliver(eng)
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
 
