@@ -288,6 +288,8 @@ def release_show(release_id: int) -> None:
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
+    policy = (rel["summary"] or {}).get("gate_policy")
+    click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
     for c in g.get("caveats", []):
@@ -299,7 +301,7 @@ def release_show(release_id: int) -> None:
         click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
-    click.echo("budget charged: " + (", ".join(f"ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
+    click.echo("budget: " + (", ".join(f"{e['entry_kind']} ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
                                      or "-"))
     click.echo("\nlineage events:")
     for e in events:
