@@ -48,8 +48,8 @@ def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
 
 
 def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
-    """The gate policy of the release (:func:`tasks.policies.resolve`), read-only: a spec naming a weaker policy
-    is refused before a flow run exists. ``plan`` resolves it again in its own transaction."""
+    """The gate policy of the release (:func:`tasks.policies.resolve`): a spec naming a weaker policy is refused
+    before a flow run exists. ``plan`` resolves it again in its own transaction."""
     with db_engine().begin() as conn:
         return policies.resolve(conn, spec)
 
