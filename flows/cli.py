@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,21 @@ class Cli(click.Group):
         except TrajpubError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(1)
+        except Exception as exc:
+            if not _database_unreachable(exc):
+                raise
+            click.secho("error: the database does not answer; start it with `trajpub db up` or check "
+                        "TRAJPUB_DATABASE_URL (database)", fg="red", err=True)
+            sys.exit(1)
+
+
+def _database_unreachable(exc: BaseException) -> bool:
+    """A refused or lost database connection (after the retries of ``tasks.db.with_retries``, where a step has
+    them), as opposed to an error in a statement."""
+    import psycopg
+    import sqlalchemy as sa
+
+    return isinstance(exc, sa.exc.OperationalError | psycopg.OperationalError)
 
 
 class _WithoutTraceback(logging.Formatter):
@@ -199,7 +215,11 @@ def _parse_params(items: tuple[str, ...]) -> dict:
         if "=" not in item:
             raise TrajpubError(f"parameter {item!r} must look like KEY=VALUE", "--param")
         key, value = item.split("=", 1)
-        params[key] = yaml.safe_load(value)
+        try:
+            params[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise TrajpubError(f"the value of parameter {key!r} is not a YAML value: {value[:60]!r}",
+                               "--param") from None
     return params
 
 
@@ -268,6 +288,8 @@ def release_show(release_id: int) -> None:
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
+    policy = (rel["summary"] or {}).get("gate_policy")
+    click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
     for c in g.get("caveats", []):
@@ -279,7 +301,7 @@ def release_show(release_id: int) -> None:
         click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
-    click.echo("budget charged: " + (", ".join(f"ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
+    click.echo("budget: " + (", ".join(f"{e['entry_kind']} ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
                                      or "-"))
     click.echo("\nlineage events:")
     for e in events:
@@ -303,10 +325,7 @@ def review_report(release_id: int, out: Path | None) -> None:
     if page is None:
         raise TrajpubError(f"release {release_id} has no review report (it has not been audited)",
                            "governance.review_reports")
-    path = out or report.report_path(release_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    click.echo(str(path))
+    click.echo(str(report.write_private(out or report.report_path(release_id), page)))
 
 
 @main.command("export")
@@ -605,8 +624,8 @@ def budget_show(dataset: str | None) -> None:
 @click.option("--delta", type=float, help="The δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
 def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
     """Set a dataset's ε cap, and optionally its δ cap (the owner's decision)."""
-    if not epsilon > 0:
-        raise TrajpubError("the cap must be positive", "budget cap EPSILON")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
     if delta is not None and not 0 <= delta < 1:
         raise TrajpubError("the δ cap must be in [0, 1)", "budget cap --delta")
     _set_dataset_policy(dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),

@@ -48,8 +48,8 @@ def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
 
 
 def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
-    """The gate policy of the release (:func:`tasks.policies.resolve`), read-only: a spec naming a weaker policy
-    is refused before a flow run exists. ``plan`` resolves it again in its own transaction."""
+    """The gate policy of the release (:func:`tasks.policies.resolve`): a spec naming a weaker policy is refused
+    before a flow run exists. ``plan`` resolves it again in its own transaction."""
     with db_engine().begin() as conn:
         return policies.resolve(conn, spec)
 
@@ -153,7 +153,13 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
             governance.transition(conn, release_id, "blocked", reasons)
         return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
 
-    print(f"review report: {transaction(record, 'record the audit', say=print)}")
+    page = transaction(record, "record the audit", say=print)
+    artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
+                                        markdown=report.page_body(page.read_text(encoding="utf-8")),
+                                        description=f"Release {release_id}: the steward's full review report")
+    transaction(lambda conn: governance.merge_summary(conn, release_id, {"report_artifact": str(artifact)}),
+                "record the report artifact", say=print)
+    print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
@@ -199,7 +205,7 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
-            recover_interrupted(parsed.dataset)
+            recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
@@ -221,13 +227,14 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
     return apply_decision(release_id, decision.decision, decision.steward, decision.comment)
 
 
-def recover_interrupted(dataset: str | None = None) -> list[int]:
+def recover_interrupted(dataset: str | None = None, running: int | None = None) -> list[int]:
     """Mark the releases whose flow process died mid-computation as failed, saying so (with the Prefect flow
-    run's final state when the server knows it); returns their ids."""
+    run's final state when the server knows it); returns their ids. ``running``: the caller's own release, never
+    taken for interrupted (its alive lock is lost if the database restarted since plan)."""
     from prefect.client.orchestration import get_client
 
     def sweep(conn) -> list[dict]:
-        found = governance.interrupted_releases(conn, dataset)
+        found = [r for r in governance.interrupted_releases(conn, dataset) if r["release_id"] != running]
         for rel in found:
             try:
                 with get_client(sync_client=True) as client:
