@@ -55,7 +55,7 @@ def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_da
     cells = np.repeat(synth.cells, reps)
     n_points = np.where(single, 2, lengths)
     traj = np.repeat(np.arange(len(lengths)), n_points)
-    seq = np.arange(len(cells)) - np.repeat(np.r_[0, np.cumsum(n_points)[:-1]], n_points)
+    seq = np.arange(len(cells)) - np.repeat(np.r_[0, np.cumsum(n_points)][:-1], n_points)
     x, y, lon, lat = positions(cells, np.r_[0, np.cumsum(n_points)], geometry, grid, rng)
     day = pd.Timestamp(reference_date, tz="UTC")
     seconds = synth.start_s[traj] + seq * synth.pace_s[traj]

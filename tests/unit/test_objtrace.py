@@ -144,3 +144,11 @@ def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
     mech = ObjTraceAdapter()
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
+
+
+def test_an_empty_release_is_an_empty_frame(prepared) -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    taxis = prepared["object_id"].drop_duplicates().iloc[:3]
+    result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid,
+                                 objtrace.ObjTraceParams(n_synthetic=0), np.random.default_rng(1))
+    assert result.points.empty and list(result.points.columns[:6]) == ["traj_id", "seq", "cell", "t", "lon", "lat"]
