@@ -54,8 +54,9 @@ def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, mechanism: str,
         start = time.perf_counter()
         out = mech.run(client, futures, grid, parsed, np.random.default_rng(seed))
         seconds = time.perf_counter() - start
-        rows.append({**trajectory_metrics(raw, out.points, grid.bbox, seed), "runtime_s": seconds,
-                     "records": out.points["traj_id"].nunique()})
+        metrics = (trajectory_metrics(raw, out.points, grid.bbox, seed) if len(out.points)
+                   else dict.fromkeys(TRAJECTORY_METRICS))  # an empty release has no utility to measure
+        rows.append({**metrics, "runtime_s": seconds, "records": out.points["traj_id"].nunique()})
     return pd.DataFrame(rows)
 
 
