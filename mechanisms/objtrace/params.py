@@ -57,8 +57,9 @@ class ObjTraceParams:
     direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
     prior_weight: κ >= 0: each cell's noisy move counts are shrunk towards a density-guided prior of total mass
         ``8 κ b_moves`` (b_moves = the moves' Laplace scale), spread over the neighbours ∝ their noisy density.
-    snr: a region's start-hour histogram is used when its noisy total is >= ``snr`` times its noise's standard
-        deviation; otherwise the all-region histogram is (back-off).
+    snr: a signal-to-noise rule: a region's start-hour histogram is used when its noisy total is >= ``snr``
+        times its noise's standard deviation (else the all-region histogram); a quadtree block's children are
+        read when its mass is >= ``snr`` times the noise on their total (else the block is split evenly).
     shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1).
     n_synthetic: number of synthetic records; None = the noisy record count.
     reference_date: the date (UTC, ``YYYY-MM-DD``) of the released timestamps: ObjTrace models the time of day,
@@ -120,7 +121,8 @@ class ObjTraceParams:
         return self.length_edges[-1]
 
     def budget(self) -> dict[str, float]:
-        """ε of each part of :data:`PARTS`; the last part gets ε minus the others, so the parts sum to ε."""
+        """ε of each part of :data:`PARTS`; the last part gets ε minus the others (S), so the parts sum to ε: with
+        the last share <= 1/2, S >= ε/2 and ε - S is exact (Sterbenz), so even the floating-point sum is ε."""
         parts = {name: self.epsilon * share for name, share in zip(PARTS[:-1], self.shares[:-1], strict=True)}
         parts[PARTS[-1]] = self.epsilon - sum(parts.values())
         return parts
