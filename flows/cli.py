@@ -236,13 +236,13 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    from flows.release import check_policy, parse_spec, release_flow
-
     data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
                                   "window_end": window_end, "requested_by": requested_by,
                                   "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
+
     check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
     _tracebacks_to_the_log_only()
     outcome = release_flow(spec=data)

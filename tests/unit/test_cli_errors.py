@@ -21,7 +21,7 @@ NOBODY_LISTENS = "postgresql+psycopg://postgres@127.0.0.1:1/trajpub"  # port 1: 
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=120, check=False,
+    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=600, check=False,
                           env={**os.environ, **env})
 
 
