@@ -123,6 +123,25 @@ def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def verdicts(decision: dict) -> list[str]:
+    """The gate's two verdicts, privacy (attacks) and utility (the policy's floor), as the steward reads them."""
+    words = {"passed": "pass", "blocked": "BLOCK", "not gated": "not gated"}
+    return [words.get(decision.get(side, ""), "-") for side in ("privacy", "utility")]
+
+
+def utility_table(utility: dict, per_utility: dict) -> list[list]:
+    """One row per utility figure: value, the policy's limit for the release's kind (``max`` or ``min``) and the
+    gate's verdict on it; a figure the policy requires but that was not computed is listed as missing."""
+    rows = []
+    for name in [*utility, *(n for n in per_utility if n not in utility)]:
+        v = utility.get(name)
+        gate = per_utility.get(name, {})
+        limit = (f"max {gate['max']:g}" if "max" in gate else f"min {gate['min']:g}" if "min" in gate else "-")
+        status = {"passed": "pass", "blocked": "BLOCK", "missing": "BLOCK (missing)"}.get(gate.get("status"), "-")
+        rows.append([name, _fmt(v, ".4g") if isinstance(v, float) else "missing" if v is None else v, limit, status])
+    return rows
+
+
 def render(rel: dict, cap: float, spent: float, results: list[dict], decision: dict, utility: dict,
            raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
     """The page. ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
@@ -142,7 +161,7 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
-    utility_rows = [[k, _fmt(v, ".4g") if isinstance(v, float) else v] for k, v in utility.items()]
+    utility_rows = utility_table(utility, decision.get("per_utility", {}))
     eps = g.get("epsilon")
     verdict = ("BLOCKED by the audit gate: " + "; ".join(decision.get("reasons", []))
                if decision.get("blocked") else "The audit gate passed this release to the steward.")
@@ -152,6 +171,7 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
         f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
         f"</code>).</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
+        _table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
         _table(["model", "privacy unit", "proven", "ε", "δ"],
                [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta")]]),
@@ -161,7 +181,8 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
         f"{cap:g} spent (this release included), <b>{cap - spent:g} left</b>.</p>"),
         "<h2>Linkage attacks</h2>",
         _table(["attack", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
-        "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
+        "<h2>Utility</h2>",
+        _table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
     ]
     parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
     parts.append("<h2>Attack evidence</h2>")
