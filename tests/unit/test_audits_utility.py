@@ -15,7 +15,6 @@ from audits.utility import (
     jsd,
     length_jsd,
     moved_share,
-    outside_bbox_share,
     random_count_queries,
     retained_share,
     trip_error,
@@ -174,17 +173,7 @@ def test_random_count_queries():
         random_count_queries(5, 10, 6, np.random.default_rng(0))
 
 
-# --- the gate's utility floor: outside_bbox_share, moved_share, retained_share ---------------------------------
-
-BBOX = (116.0, 39.0, 117.0, 40.0)
-
-
-def test_outside_bbox_share_counts_points_off_the_public_box_and_unknown_positions():
-    release = pd.DataFrame({"lon": [116.5, 117.0, 117.5, 115.0, np.nan], "lat": [39.5, 40.0, 39.5, 39.5, 39.5]})
-    assert outside_bbox_share(release, BBOX) == pytest.approx(3 / 5)  # the edge (117, 40) is inside
-    assert outside_bbox_share(release.iloc[:2], BBOX) == 0.0
-    with pytest.raises(InputError):
-        outside_bbox_share(release.iloc[:0], BBOX)
+# --- the gate's utility floor for truthful releases: moved_share, retained_share ----------------------------------------
 
 
 def test_moved_share_measures_each_point_against_its_own_raw_trajectory():
