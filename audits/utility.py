@@ -34,7 +34,7 @@ from trajpub.frame import require_columns
 UTILITY_METRICS = frozenset({
     "density_jsd", "length_jsd_points", "length_jsd_distance", "diameter_error", "trip_error", "count_query_re",
     "ffp_error", "information_loss", "point_error_m", "fragment_count_re_median", "outside_bbox_share",
-    "moved_share",
+    "moved_share", "circle_query_re",
 })
 """The names under which the caller reports these error metrics to the gate (lower is better: a policy caps them
 with ``max``)."""
@@ -47,6 +47,7 @@ UTILITY_MEANING = {
     "diameter_error": "trajectory extents differ from the raw data (JSD of diameters)",
     "trip_error": "trips from region to region differ from the raw data (JSD of start/end cells)",
     "count_query_re": "counting queries over places answer wrongly on average (relative error)",
+    "circle_query_re": "range counts over circles answer worse than an empty release would (relative error > 1)",
     "ffp_error": "the raw data's frequent routes are missing (1 - F1 of the top-100 patterns)",
     "pattern_f1": "the release keeps too few of the raw data's 100 most frequent routes (F1)",
     "information_loss": "raw points not reproduced within 100 m (share)",

@@ -165,7 +165,8 @@ def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFra
     """The review's utility figures (survey seed 002, Sec. 3; lower is better unless said otherwise).
 
     Trajectory releases: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of |D|; query
-    locations drawn from the cells the raw data visits), density, trip and length distribution divergences (JSD,
+    locations drawn from the cells the raw data visits), the range-count error of 200 random circles (issue 13,
+    sanity bound 1% of |D|), density, trip and length distribution divergences (JSD,
     natural log, max ln 2), diameter error, FFP error and pattern F1 (of the top-100 frequent patterns; F1 higher
     is better), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
     the Hausdorff point error of up to 200 records, the share of released points more than 1 km from their own
@@ -186,6 +187,7 @@ def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFra
     patterns = utility.frequent_patterns(raw, release)
     figures = {
         "count_query_re": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
+        "circle_query_re": utility.circle_query_re(raw, release, rng),
         "density_jsd": utility.density_jsd(raw, release, "cell"),
         "trip_error": utility.trip_error(raw, release, grid_size=6),
         "length_jsd_points": utility.length_jsd(raw, release, "points"),

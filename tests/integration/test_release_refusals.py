@@ -117,7 +117,8 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
     dataset = loaded_tdrive("gate")
     assert cli("budget", "cap", dataset, "2000").returncode == 0
-    spec = base_spec(dataset, params={"epsilon": 1000.0, "height": 6, "max_records_per_object": 7},
+    spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
+                                                               "max_records_per_object": 7},
                      gate_policy={"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"blocked"}) == "blocked"

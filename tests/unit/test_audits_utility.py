@@ -173,7 +173,7 @@ def test_random_count_queries():
         random_count_queries(5, 10, 6, np.random.default_rng(0))
 
 
-# --- the gate's utility floor for truthful releases: moved_share, retained_share ----------------------------------------
+# --- the gate's utility floor for truthful releases: moved_share, retained_share ---------------------------
 
 
 def test_moved_share_measures_each_point_against_its_own_raw_trajectory():
