@@ -26,11 +26,11 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     cap, spent = governance.budget(conn, rel["dataset"])
     g = rel["guarantee"] or {}
     s = rel["summary"] or {}
-    page = report.report_path(release_id)
+    link = (f"[open the full review report](/artifacts/artifact/{s['report_artifact']})"
+            if s.get("report_artifact") else "not published in the Prefect UI")
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
              (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
-              f"distribution plots): [{page.name}]({page.as_uri()}) — or `trajpub report {release_id} "
-              f"--out FILE` on any machine."), "",
+              f"distribution plots): {link} — or `trajpub report {release_id} --out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
               f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
@@ -38,7 +38,7 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     lines += ["", "## Privacy budget", "",
               (f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
                f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
-               f"{cap - spent:g} left."), "", "## Linkage attacks", "",
+               f"{cap - spent:g} left."), "", "## Linkage attacks", "", f"Gated by policy **{report.policy_label(s)}**.", "",
               "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
                           {"r": release_id}).mappings():

@@ -126,6 +126,15 @@ def _create_fragments(conn: sa.Connection, q, release_id: int, fragments: str) -
     return {"fragments": n}, [(fragments, "_fragments")]
 
 
+def point_latest_view(conn: sa.Connection, q, view: str, table: str) -> None:
+    """(Re)create the ``_latest`` view on ``table`` in the caller's transaction, readable by the consumer. It is
+    dropped first: the newest release may have another shape than the last (``set_id``, ``t_end``/``region``),
+    and ``CREATE OR REPLACE VIEW`` cannot rename or drop columns (issue 16, finding 2)."""
+    conn.execute(sa.text(f"DROP VIEW IF EXISTS {q(view)}"))
+    conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
+    conn.execute(sa.text(f"GRANT SELECT ON {q(view)} TO trajpub_consumer"))
+
+
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     """Publish an approved release; re-running it for a published release changes nothing.
 
@@ -157,10 +166,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         else:
             counts, tables = _create_trajectories(conn, q, release_id, main, companion)
         for table, suffix in tables:
-            view = f"{rel['dataset']}_latest{suffix}"
-            conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
-            for name in (table, view):
-                conn.execute(sa.text(f"GRANT SELECT ON {q(name)} TO trajpub_consumer"))
+            conn.execute(sa.text(f"GRANT SELECT ON {q(table)} TO trajpub_consumer"))
+            point_latest_view(conn, q, f"{rel['dataset']}_latest{suffix}", table)
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
         comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}, {product}). "
                    f"{guarantee_text} Lineage: published.release_lineage where release_id = {release_id}.")
@@ -179,13 +186,13 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         lineage.emit(conn, release_id, "COMPLETE", run_id=run_id, dataset=rel["dataset"],
                      inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": summary.get("snapshot", {})}}],
                      outputs=[{"name": f"trajpub.published.{main}",
-                               "facets": {"rows": counts, "product": product,
-                                          "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
+                               "facets": {"published_release": {"rows": counts, "product": product,
+                                          "tables": [f"trajpub.published.{t}" for t, _ in tables]}}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
                                            "metadata": summary.get("mechanism", {})},
-                             "guarantee": rel["guarantee"],
+                             "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
-                             "audit": json.loads(json.dumps(audits, default=str)),
+                             "audit": {"attacks": json.loads(json.dumps(audits, default=str))},
                              "approval": json.loads(json.dumps(decision, default=str))})
     return f"published.{main}"
 
@@ -222,9 +229,7 @@ def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> l
             view = f"{rel['dataset']}_latest{suffix}"
             exists = conn.execute(sa.text("SELECT to_regclass(:v)"), {"v": q(view)}).scalar()
             if newest is not None and exists is None:
-                target = table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1)
-                conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(target)}"))
-                conn.execute(sa.text(f"GRANT SELECT ON {q(view)} TO trajpub_consumer"))
+                point_latest_view(conn, q, view, table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1))
         dropped = [f"published.{t}" for t in suffixes]
         governance.transition(conn, release_id, "withdrawn", f"withdrawn by {steward}: {reason}")
         conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
@@ -232,6 +237,6 @@ def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> l
                              " (:r, :s, :w, :t)"), {"r": release_id, "s": steward, "w": reason, "t": dropped})
         conn.execute(sa.text("RESET ROLE"))
         lineage.emit(conn, release_id, "OTHER", run_id=None, dataset=rel["dataset"],
-                     outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn": True}} for t in dropped],
+                     outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn_release": {"withdrawn": True}}} for t in dropped],
                      facets={"withdrawal": {"steward": steward, "reason": reason}})
     return dropped

@@ -6,6 +6,7 @@ allowed ones, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -13,12 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
+from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+POLICY_NAME = DATASET_NAME  # registered gate policies: governance.gate_policies (tasks/policies.py)
 
 
 def _check_keys(cls: type, data: dict, where: str) -> None:
@@ -29,11 +30,54 @@ def _check_keys(cls: type, data: dict, where: str) -> None:
                              where)
 
 
+def _check_types(obj: Any, section: str) -> None:
+    """Every ``bool`` field of a spec section is a boolean, every ``float`` or ``int`` field a finite number (an
+    ``int`` field a whole one): a string, ``.inf`` or ``.nan`` from YAML is refused here, naming the key, not deep
+    in the flow (issue 16, finding 8)."""
+    for f in fields(obj):
+        where = f"{section}.{f.name}" if section else f.name
+        if f.type == "bool" and not isinstance(getattr(obj, f.name), bool):
+            raise ParameterError(f"{f.name} must be true or false, got {str(getattr(obj, f.name))[:40]!r}", where)
+        if f.type not in ("float", "int", "float | None"):
+            continue
+        value = getattr(obj, f.name)
+        if value is None and f.type == "float | None":
+            continue
+        kind = "a whole number" if f.type == "int" else "a finite number"
+        if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                or (f.type == "int" and not float(value).is_integer())):
+            raise ParameterError(f"{f.name} must be {kind}, got {str(value)[:40]!r}", where)
+
+
 def validate_dataset_name(name: str, where: str = "dataset") -> str:
     if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):  # fullmatch: "$" would let "x\n" in
         raise ParameterError(f"dataset name {name!r} must match {DATASET_NAME.pattern} "
                              "(lower-case letters, digits, underscores; at most 40 characters)", where)
     return name
+
+
+def validate_policy_name(name: Any, where: str = "gate_policy") -> str:
+    if not isinstance(name, str) or not POLICY_NAME.fullmatch(name):
+        raise ParameterError(f"gate_policy names a policy a steward registered ({POLICY_NAME.pattern}), not a file "
+                             f"or a policy of its own; got {str(name)[:60]!r}", where)
+    return name
+
+
+def parse_policy_reference(value: Any) -> dict | None:
+    """A spec's ``gate_policy``: absent (the dataset's policy), a registered policy's name (its newest version),
+    or ``{name: NAME, version: N}``. A spec never carries thresholds of its own or a file path: the requester
+    must not be able to weaken the gate (issue 16)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"name": validate_policy_name(value), "version": None}
+    if isinstance(value, dict) and set(value) <= {"name", "version"} and "name" in value:
+        version = value.get("version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise ParameterError(f"version must be a positive integer, got {version!r}", "gate_policy.version")
+        return {"name": validate_policy_name(value["name"]), "version": version}
+    raise ParameterError("a spec cannot set gate thresholds; it may only name a registered policy at least as "
+                         "strict as the dataset's (gate_policy: NAME or {name: NAME, version: N})", "gate_policy")
 
 
 def parse_utc(value: Any, where: str) -> datetime | None:
@@ -64,6 +108,7 @@ class ValidationSpec:
     max_duplicate_share: float = 0.10
 
     def __post_init__(self) -> None:
+        _check_types(self, "validation")
         if not self.max_speed_mps > 0:
             raise ParameterError("max_speed_mps must be positive", "validation.max_speed_mps")
         for name in ("max_quarantine_share", "max_duplicate_share"):
@@ -86,6 +131,7 @@ class PrepareSpec:
     min_points: int = 2
 
     def __post_init__(self) -> None:
+        _check_types(self, "prepare")
         if not self.time_gap_minutes > 0:
             raise ParameterError("time_gap_minutes must be positive", "prepare.time_gap_minutes")
         if not self.min_points >= 1:
@@ -111,7 +157,7 @@ class ReleaseSpec:
     requested_by: str = "unknown"
     validation: ValidationSpec = field(default_factory=ValidationSpec)
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
-    gate_policy: dict | str | None = None
+    gate_policy: dict | None = None
     approval_timeout_s: float = 3600.0
     queue_timeout_s: float = 3600.0
     time_precision_s: float = 60.0
@@ -120,12 +166,14 @@ class ReleaseSpec:
 
     def __post_init__(self) -> None:
         validate_dataset_name(self.dataset)
+        object.__setattr__(self, "gate_policy", parse_policy_reference(self.gate_policy))
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
         for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                    or not value > 0):
                 raise ParameterError(f"{name} must be a positive number of seconds, got {value!r}", name)
         if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":
             raise ParameterError("a fixed random seed is allowed only in test mode (TRAJPUB_TEST_MODE=1): "
@@ -168,18 +216,9 @@ class ReleaseSpec:
 
 
 def read_spec_file(path: str | Path) -> dict:
-    """The mapping of a release spec YAML file; errors name the file, line and column."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ParameterError("the release spec file does not exist", f"file {path}") from None
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"the release spec is not UTF-8 text (byte {exc.start})", f"file {path}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
-        raise ParameterError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}", where) from None
+    """The mapping of a release spec YAML file (size- and alias-limited); errors name the file, line and
+    column."""
+    data = read_yaml(path, "release spec")
     if data is None:
         return {}
     if not isinstance(data, dict):

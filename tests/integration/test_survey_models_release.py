@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from tasks.adapters.klt import POI_SOURCES
 from tasks.roads import read_pois
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
+from tests.integration.exports import check_exports
 from trajpub.grid import GridSpec
 
 pytestmark = pytest.mark.integration
@@ -25,7 +26,8 @@ def q(engine, sql: str, **params):
 
 
 def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_path) -> str:
-    spec = base_spec(dataset, mechanism=mechanism, params=params, gate_policy=RECORD_ALL)
+    set_dataset_policy(dataset, RECORD_ALL, tmp_path)
+    spec = base_spec(dataset, mechanism=mechanism, params=params)
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
@@ -71,6 +73,7 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
     groups = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t, t_end, region::text)), "
                        f"max(seq) + 1 FROM {table} GROUP BY set_id")
     assert all(members >= 5 and distinct == length for _, members, distinct, length in groups)
+    check_exports(engine, int(table.rsplit("__r", 1)[1]), tmp_path, {"points": table, "trajectories": f"{table}_traj"})
 
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):
