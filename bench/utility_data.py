@@ -14,13 +14,11 @@ as the previous point of the piece) dropped; pieces with < 2 points dropped. On 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
+from trajpub.config import SHARED_DATA_DIR as DATA
 from trajpub.segment import segment
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 GEOLIFE_BBOX = (116.0, 39.6, 116.8, 40.3)
 MAX_GAP_S = 30 * 60

@@ -8,12 +8,12 @@ What it combines, implemented from the papers (no code copied):
   neighbour moves (repeats collapsed, jumps interpolated; :func:`mechanisms.dpt.discretise` is reused), and
   direction-weighted sampling (:func:`mechanisms.dpt.direction_weights`).
 - PrivTrace (Du et al., USENIX Security 2023): a first-order Markov model of moves, and start/end calibration:
-  records start from a noisy start distribution and are bridged to an end drawn from a noisy distribution
-  (here the displacement from the start, which keeps the start-end correlation of short and round trips).
-  PrivTrace's second-order model is not used: per object, its counts drown in noise on this data.
-- AdaTrace (Gursoy et al., CCS 2018): density-adaptive resolution. The noisy cell histograms keep single-cell
-  detail where it clears the noise and fall back to 2**k-blocks elsewhere (:func:`.model.adaptive_weights`),
-  and the noisy density guides moves where the move counts are noise (:func:`.synthesis.move_weights`).
+  records start where the noisy density is and are bridged to an end drawn from a noisy distribution (here the
+  displacement from the start, which keeps the start-end correlation of short and round trips). PrivTrace's
+  second-order model and separate start histogram are not used: per object, their counts drown in noise here.
+- AdaTrace (Gursoy et al., CCS 2018): density-adaptive resolution. The point density is a noisy quadtree whose
+  top-down estimate keeps fine cells only where they clear the noise (:mod:`.quadtree`), and the density guides
+  moves where the move counts are noise (:func:`.synthesis.move_weights`).
 - Timestamps: a noisy hour-of-day histogram per start region and a noisy pace (seconds per move) histogram.
 
 Pipeline: per-partition bounded counts (:mod:`.counting`, workers) → noise (:mod:`.model`, driver) → walks and

@@ -12,7 +12,6 @@ one system of ``cell_size_m`` cells): repeats collapsed, jumps filled by a strai
 every move is one of 8 directions. The statistics:
 
 - ``length``: moves per record, clipped to ``max_moves``, in the ``length_edges`` bins;
-- ``start``: the record's first model cell;
 - ``end``: the displacement (d_col, d_row) from the record's first to its last model cell, clipped to
   [-D, D]² (D = ``max_displacement``), key ``(d_row + D) * (2D + 1) + d_col + D``;
 - ``density``: the model cell of every raw point (points, not visits: a waiting vehicle weighs where it waits);
@@ -40,7 +39,6 @@ class ObjTraceCounts:
 
     records: float
     length: np.ndarray
-    start: np.ndarray
     end: np.ndarray
     density: np.ndarray
     moves: np.ndarray
@@ -105,7 +103,6 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParam
     return ObjTraceCounts(
         records=float(np.minimum(n_records, params.max_records_per_object).sum()),
         length=per_object_histogram(owner, length_bin(moves_full, params.length_edges), len(params.length_edges)),
-        start=per_object_histogram(owner, disc.cells[disc.offsets[:-1]], n_cells),
         end=per_object_histogram(owner, displacement_key(disc.cells[disc.offsets[:-1]],
                                                          disc.cells[disc.offsets[1:] - 1], geometry.model.n_cols,
                                                          params.max_displacement), (2 * params.max_displacement + 1) ** 2),

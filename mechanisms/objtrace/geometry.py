@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from mechanisms.objtrace.params import ObjTraceParams
 from trajpub.grid import GridSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Geometry:
     """``model``: square cells of ``cell_size_m`` (the reference system of the moves); ``region``: square cells
     of ``region_size_m`` (start-hour regions). Both over the release grid's bbox, with its projection, so a
@@ -18,6 +19,14 @@ class Geometry:
 
     model: GridSpec
     region: GridSpec
+
+    @cached_property
+    def usable(self) -> np.ndarray:
+        """Per model cell: is its centre inside the bbox? Walks stay on these cells (the projected grid's border
+        cells may lie outside the bbox, where no point may be released)."""
+        lon, lat = self.model.cell_centre(np.arange(self.model.n_cells))
+        min_lon, min_lat, max_lon, max_lat = self.model.bbox
+        return (lon >= min_lon) & (lon <= max_lon) & (lat >= min_lat) & (lat <= max_lat)
 
 
 def geometry_of(grid: GridSpec, params: ObjTraceParams) -> Geometry:

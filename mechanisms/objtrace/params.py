@@ -20,7 +20,9 @@ from trajpub.params import Scope
 _P = Scope("objtrace")
 
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
-PARTS = ("records", "length", "start", "end", "density", "moves", "hour", "pace")
+PARTS = ("records", "length", "end", "density", "moves", "hour", "pace")
+SPATIAL_PARTS = ("density",)
+"""The per-cell parts, released as quadtrees (:mod:`.quadtree`)."""
 HOURS = 24
 
 
@@ -43,8 +45,8 @@ class ObjTraceParams:
     cell_size_m: side of the model's square cells over the release grid's public bbox (same projection). Moves
         are between neighbouring model cells (DPT's reference system at this cell size).
     region_size_m: side of the cells of the start-time regions (the hour-of-day histogram is per region).
-    smoothing_levels: cell histograms (density, start) fall back to blocks of up to 2**levels cells where the
-        noise drowns single cells (:func:`~.model.adaptive_weights`).
+    quadtree_levels: K: the point density is released at levels 0..K, blocks of 2**k x 2**k
+        model cells, each level with ε_part / (K + 1) (:mod:`.quadtree`).
     max_displacement: D: the end of a record relative to its start, in model cells, is histogrammed over
         [-D, D]² (farther ends are clipped to the border), the start/end calibration of the walk.
     length_edges: edges (moves per record, increasing integers from 0) of the length histogram; a record keeps
@@ -55,8 +57,9 @@ class ObjTraceParams:
     direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
     prior_weight: κ >= 0: each cell's noisy move counts are shrunk towards a density-guided prior of total mass
         ``8 κ b_moves`` (b_moves = the moves' Laplace scale), spread over the neighbours ∝ their noisy density.
-    snr: a region's start-hour histogram is used when its noisy total is >= ``snr`` times its noise's standard
-        deviation; otherwise the all-region histogram is (back-off).
+    snr: a signal-to-noise rule: a region's start-hour histogram is used when its noisy total is >= ``snr``
+        times its noise's standard deviation (else the all-region histogram); a quadtree block's children are
+        read when its mass is >= ``snr`` times the noise on their total (else the block is split evenly).
     shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1).
     n_synthetic: number of synthetic records; None = the noisy record count.
     reference_date: the date (UTC, ``YYYY-MM-DD``) of the released timestamps: ObjTrace models the time of day,
@@ -66,15 +69,15 @@ class ObjTraceParams:
     epsilon: float = 5.0
     cell_size_m: float = 4000.0
     region_size_m: float = 32000.0
-    smoothing_levels: int = 3
+    quadtree_levels: int = 3
     max_displacement: int = 8
     length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120)
-    max_records_per_object: int = 32
+    max_records_per_object: int = 24
     pace_edges_s: tuple[float, ...] = (0, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
     direction_decay: float = 0.8
     prior_weight: float = 1.0
     snr: float = 2.0
-    shares: tuple[float, ...] = (0.05, 0.1, 0.15, 0.15, 0.15, 0.25, 0.1, 0.05)
+    shares: tuple[float, ...] = (0.1, 0.1, 0.2, 0.3, 0.15, 0.1, 0.05)
     n_synthetic: int | None = None
     reference_date: str = "2008-02-04"
 
@@ -82,7 +85,7 @@ class ObjTraceParams:
         _P.require_real(self.epsilon, "epsilon", 0)
         _P.require_real(self.cell_size_m, "cell_size_m", 0)
         _P.require_real(self.region_size_m, "region_size_m", 0)
-        _P.require_int(self.smoothing_levels, "smoothing_levels", 0)
+        _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
         _P.require_int(self.max_displacement, "max_displacement", 0)
         object.__setattr__(self, "length_edges", _edges(self.length_edges, "length_edges", integers=True))
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
@@ -118,7 +121,8 @@ class ObjTraceParams:
         return self.length_edges[-1]
 
     def budget(self) -> dict[str, float]:
-        """ε of each part of :data:`PARTS`; the last part gets ε minus the others, so the parts sum to ε."""
+        """ε of each part of :data:`PARTS`; the last part gets ε minus the others (S), so the parts sum to ε: with
+        the last share <= 1/2, S >= ε/2 and ε - S is exact (Sterbenz), so even the floating-point sum is ε."""
         parts = {name: self.epsilon * share for name, share in zip(PARTS[:-1], self.shares[:-1], strict=True)}
         parts[PARTS[-1]] = self.epsilon - sum(parts.values())
         return parts
@@ -128,5 +132,7 @@ class ObjTraceParams:
         return float(self.max_records_per_object) if part == "records" else 1.0
 
     def scale(self, part: str) -> float:
-        """Laplace scale of part ``part``: sensitivity / ε_part."""
-        return self.sensitivity(part) / self.budget()[part]
+        """Laplace scale of part ``part``: sensitivity / ε_part, times the number of quadtree levels for a spatial
+        part (each level has sensitivity 1 and ε_part / (K + 1))."""
+        levels = self.quadtree_levels + 1 if part in SPATIAL_PARTS else 1
+        return levels * self.sensitivity(part) / self.budget()[part]

@@ -1,14 +1,18 @@
 """Synthesis from the noisy model (post-processing: reads the released statistics and the rng only).
 
-Per synthetic record: a number of moves (noisy length histogram), a start cell (noisy start histogram,
-thresholded), then a random walk between neighbouring model cells. A move from cell i in direction d has weight
+Per synthetic record: a number of moves (noisy length histogram), a start cell drawn from the noisy point
+density (its quadtree estimate, :func:`density_weights`: where objects are is where records start; a separate
+start histogram costs more than it adds per object), an end cell = start + a displacement from the noisy
+displacement histogram (PrivTrace's start/end calibration, Du et al. 2023), then a random walk between
+neighbouring model cells bridged to reach that end in exactly that many moves (:func:`walk`). A move from cell i
+in direction d has weight
 
     (clip(M̂[i, d], 0) + κ b 8 ρ̂(j) / Σ_{j' ∈ N(i)} ρ̂(j')) · [ρ̂(j) > 0] · γ**turn
 
-with j the neighbour in direction d, M̂ the noisy first-order move counts, ρ̂ the thresholded noisy point density,
-b the moves' Laplace scale and γ**turn DPT's direction weighting. Where the counts are strong they decide (the
-Markov model); where they are drowned in noise the walk follows the density (AdaTrace's density-adaptive idea
-applied to moves); it never enters a cell whose noisy density is below the threshold.
+with j the neighbour in direction d, M̂ the noisy first-order move counts, ρ̂ the estimated point density, b the
+moves' Laplace scale and γ**turn DPT's direction weighting. Where the counts are strong they decide (the Markov
+model); where they are drowned in noise the walk follows the density (AdaTrace's density-adaptive idea applied
+to moves); it does not enter a cell of zero estimated density.
 
 Times: a start hour from the noisy hour-of-day histogram of the start's region (or of all regions when the
 region's noisy total is within ``snr`` noise standard deviations of 0), a uniform second within that hour, and a
@@ -25,8 +29,9 @@ import numpy as np
 from mechanisms.dpt import Hierarchy, direction_weights
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import centre_xy
-from mechanisms.objtrace.model import NoisyModel, adaptive_weights, sparse_weights
+from mechanisms.objtrace.model import NoisyModel
 from mechanisms.objtrace.params import HOURS
+from mechanisms.objtrace.quadtree import estimate, sparse_weights
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,11 @@ def draw(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(len(p), size=n, p=p)
 
 
-def cell_weights(model: NoisyModel, part: str) -> np.ndarray:
-    """The adaptive-resolution histogram (:func:`~.model.adaptive_weights`) of a per-cell part."""
-    grid = model.geometry.model
-    return adaptive_weights(model.noisy[part], grid.n_cols, grid.n_rows, model.params.scale(part),
-                            model.params.smoothing_levels)
+def density_weights(model: NoisyModel) -> np.ndarray:
+    """Per model cell weights of the point density, estimated from its noisy quadtree (:func:`.quadtree.estimate`)."""
+    grid, params = model.geometry.model, model.params
+    return estimate(model.noisy["density"], grid.n_cols, grid.n_rows, params.quadtree_levels,
+                    params.scale("density"), params.snr)
 
 
 def move_weights(model: NoisyModel) -> np.ndarray:
@@ -58,14 +63,14 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     params, grid = model.params, model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
     n = grid.n_cells
-    density = cell_weights(model, "density")
+    density = density_weights(model)
     cand = np.tile(np.arange(N_DIRECTIONS), n)
     neighbour, inside = hier.move(0, np.repeat(np.arange(n), N_DIRECTIONS), cand)
     rho = np.where(inside, density[np.maximum(neighbour, 0)], 0.0).reshape(n, N_DIRECTIONS)
     total = rho.sum(axis=1, keepdims=True)
     prior = params.prior_weight * params.scale("moves") * N_DIRECTIONS * rho / np.where(total > 0, total, 1.0)
     counts = np.clip(model.noisy["moves"].reshape(n, N_DIRECTIONS), 0, None)
-    return (counts + prior) * (rho > 0)
+    return (counts + prior) * (rho > 0) * model.geometry.usable[np.maximum(neighbour, 0)].reshape(n, N_DIRECTIONS)
 
 
 def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
@@ -93,7 +98,10 @@ def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.nd
         left = (n_moves[rows] - t)[:, None]
         dist = np.maximum(np.abs(nxt % grid.n_cols - end_col[rows, None]),
                           np.abs(nxt // grid.n_cols - end_row[rows, None]))
-        allowed = inside & (dist <= left) & ((left != 1) | (dist == 1))
+        feasible = inside & (dist <= left) & ((left != 1) | (dist == 1))
+        allowed = feasible & model.geometry.usable[np.maximum(nxt, 0)]
+        blocked = ~allowed.any(axis=1)
+        allowed[blocked] = feasible[blocked]  # the only way to the end crosses an unusable corner cell
         steer = direction_weights(previous[rows], model.params.direction_decay) * allowed
         w = weights[cells[rows, t - 1]] * steer
         empty = w.sum(axis=1) <= 0
@@ -115,12 +123,13 @@ def feasible_moves(starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray, n_
 
 def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Each record's end: its start plus a displacement from the noisy displacement histogram (thresholded as
-    :func:`~.model.sparse_weights`), clipped to the grid."""
+    :func:`~.model.sparse_weights`), clipped to the grid; the start itself when that cell is not usable."""
     grid, d_max = model.geometry.model, model.params.max_displacement
     key = draw(sparse_weights(model.noisy["end"], model.params.scale("end")), len(starts), rng)
     col = np.clip(starts % grid.n_cols + key % (2 * d_max + 1) - d_max, 0, grid.n_cols - 1)
     row = np.clip(starts // grid.n_cols + key // (2 * d_max + 1) - d_max, 0, grid.n_rows - 1)
-    return row * grid.n_cols + col
+    ends = row * grid.n_cols + col
+    return np.where(model.geometry.usable[ends], ends, starts)
 
 
 def start_seconds(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -157,7 +166,7 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     edges = np.asarray(params.length_edges)
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
-    starts = draw(cell_weights(model, "start"), n, rng)
+    starts = draw(density_weights(model) * model.geometry.usable, n, rng)
     ends = end_cells(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
     cells = walk(model, starts, ends, n_moves, rng)
