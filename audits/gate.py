@@ -19,7 +19,7 @@ from typing import Any
 
 from audits.registry import ATTACKS, RELEASE_KINDS, build_attack
 from audits.result import AttackResult
-from audits.utility import UTILITY_METRICS
+from audits.utility import UTILITY_MEANING, UTILITY_METRICS, UTILITY_SCORES
 from trajpub.errors import ParameterError
 from trajpub.yamlfile import read_yaml
 
@@ -36,15 +36,17 @@ class GatePolicy:
     risk, in [0, 1]; at least one. An attack runs on a release when the registry says it applies to the
     release's kind (truthful, synthetic, aggregate) and, if ``products`` lists kinds for it, the kind is listed.
     ``attack_params``: attack name -> its parameters (checked by building the attack).
-    ``max_utility_error``: utility metric name (:data:`audits.utility.UTILITY_METRICS`) -> the largest
-    acceptable value; every metric listed must be reported to :func:`evaluate_gate`.
+    ``utility``: the utility floor, per release kind: kind -> metric name -> :class:`UtilityLimit`. An error
+    metric (:data:`audits.utility.UTILITY_METRICS`, lower is better) takes a ``max``, a score
+    (:data:`audits.utility.UTILITY_SCORES`, higher is better) a ``min``; every metric listed for the release's
+    kind must be reported to :func:`evaluate_gate` as a finite number, or the release is blocked.
     ``timeout_s``: how long one attack may run; an attack that errors or runs out of time blocks the release.
     ``resolutions_m``: the grid cell sizes (metres) the adversary tries: every attack that reads grid cells
     (:data:`audits.registry.GRID_ATTACKS`) runs at each, on a grid over the release's bbox independent of the
     mechanism's grid, and the gate takes its worst risk; empty: the release's own grid only.
     ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
     ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails, any listed utility
-    metric exceeds its ceiling or is missing, or no attack applies).
+    metric is beyond its limit or is missing, or no attack applies).
 
     In YAML (see ``audits/policies/default.yaml``)::
 
@@ -55,11 +57,15 @@ class GatePolicy:
           signature_linkage: {max_risk: 0.2}
           home_work: {max_risk: 0.3, params: {timezone: Asia/Shanghai}, products: [truthful]}
         utility:
-          density_jsd: {max: 0.3}
+          synthetic:
+            density_jsd: {max: 0.5}
+            pattern_f1: {min: 0.2}
+          aggregate:
+            fragments: {min: 1}
     """
 
     max_risk: Mapping[str, float]
-    max_utility_error: Mapping[str, float] = field(default_factory=dict)
+    utility: Mapping[str, Mapping[str, UtilityLimit]] = field(default_factory=dict)
     attack_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     attack_products: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     timeout_s: float = 300.0
@@ -73,7 +79,7 @@ class GatePolicy:
         _check_names(self.max_risk, KNOWN_ATTACKS, "gate policy: attacks")
         _check_names(self.attack_params, set(self.max_risk), "gate policy: attacks (params)")
         _check_names(self.attack_products, set(self.max_risk), "gate policy: attacks (products)")
-        _check_names(self.max_utility_error, UTILITY_METRICS, "gate policy: utility")
+        _check_names(self.utility, set(RELEASE_KINDS), "gate policy: utility")
         for name, limit in self.max_risk.items():
             if not (_is_number(limit) and 0 <= limit <= 1):
                 raise ParameterError(f"max_risk must be a number in [0, 1], got {limit!r}",
@@ -87,10 +93,12 @@ class GatePolicy:
             if bad or not kinds:
                 raise ParameterError(f"products must be a non-empty list of {', '.join(RELEASE_KINDS)}, got "
                                      f"{list(kinds)!r}", f"gate policy: attacks.{name}.products")
-        for name, limit in self.max_utility_error.items():
-            if not (_is_number(limit) and limit >= 0):
-                raise ParameterError(f"max must be a non-negative number, got {limit!r}",
-                                     f"gate policy: utility.{name}")
+        for kind, limits in self.utility.items():
+            _check_names(limits, UTILITY_METRICS | UTILITY_SCORES, f"gate policy: utility.{kind}")
+            for name, limit in limits.items():
+                if not isinstance(limit, UtilityLimit):
+                    raise ParameterError(f"expected a UtilityLimit, got {limit!r}", f"gate policy: utility.{kind}.{name}")
+                limit.check(name, f"gate policy: utility.{kind}.{name}")
         if not (_is_number(self.timeout_s) and self.timeout_s > 0):
             raise ParameterError(f"timeout_s must be a positive number, got {self.timeout_s!r}",
                                  "gate policy: timeout_s")
@@ -102,8 +110,10 @@ class GatePolicy:
         if not (isinstance(self.resolutions_m, tuple) and all(_is_number(r) and r > 0 for r in self.resolutions_m)):
             raise ParameterError(f"resolutions_m must be a list of positive cell sizes in metres, got "
                                  f"{self.resolutions_m!r}", "gate policy: resolutions_m")
-        for name in ("max_risk", "max_utility_error", "attack_params"):
+        for name in ("max_risk", "attack_params"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        object.__setattr__(self, "utility",
+                           MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.utility.items()}))
         object.__setattr__(self, "attack_products",
                            MappingProxyType({k: tuple(v) for k, v in self.attack_products.items()}))
 
@@ -133,8 +143,8 @@ class GatePolicy:
                 params[name] = entry["params"]
             if "products" in entry:
                 products[name] = tuple(entry["products"]) if isinstance(entry["products"], list | tuple) else ()
-        utility = _entries(policy.get("utility") or {}, "max", f"{where}: utility")
-        return cls(max_risk=max_risk, max_utility_error=utility, attack_params=params, attack_products=products,
+        utility = _utility_limits(policy.get("utility") or {}, f"{where}: utility")
+        return cls(max_risk=max_risk, utility=utility, attack_params=params, attack_products=products,
                    timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
                    decision=policy.get("decision", "block_if_any"),
                    resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r)
@@ -160,7 +170,29 @@ class GatePolicy:
                 attacks[name]["products"] = list(self.attack_products[name])
         return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
                 "resolutions_m": list(self.resolutions_m), "attacks": attacks,
-                "utility": {name: {"max": limit} for name, limit in self.max_utility_error.items()}}
+                "utility": {kind: {name: {limit.bound: limit.value} for name, limit in limits.items()}
+                            for kind, limits in self.utility.items()}}
+
+
+@dataclass(frozen=True)
+class UtilityLimit:
+    """One entry of the utility floor: ``bound`` is ``"max"`` (an error metric may not exceed ``value``) or
+    ``"min"`` (a score may not fall below it). A value equal to its limit passes."""
+
+    bound: str
+    value: float
+
+    def check(self, name: str, where: str) -> None:
+        """Refuse a bound that points the wrong way for the metric (a floor on an error gates nothing useful)."""
+        expected = "max" if name in UTILITY_METRICS else "min"
+        if self.bound != expected:
+            kind = "an error (lower is better)" if expected == "max" else "a score (higher is better)"
+            raise ParameterError(f"{name} is {kind}: give it {{{expected}: value}}, not {self.bound}", where)
+        if not (_is_number(self.value) and math.isfinite(self.value) and self.value >= 0):
+            raise ParameterError(f"{self.bound} must be a finite non-negative number, got {self.value!r}", where)
+
+    def allows(self, value: float) -> bool:
+        return value <= self.value if self.bound == "max" else value >= self.value
 
 
 @dataclass(frozen=True)
@@ -168,28 +200,37 @@ class GateDecision:
     """Whether the release is blocked, every reason in words, and each attack's and metric's standing.
 
     ``per_attack[name]["status"]`` is ``"passed"``, ``"blocked"``, ``"not gated"`` (a result the policy sets no
-    threshold for) or ``"not run"`` (a threshold without a result).
+    threshold for) or ``"not run"`` (a threshold without a result); ``per_utility[name]["status"]`` is
+    ``"passed"``, ``"blocked"``, ``"missing"`` (listed by the policy, not computed: blocks) or ``"not gated"``.
+    ``privacy`` and ``utility`` are the two verdicts the review shows side by side: ``"passed"`` or
+    ``"blocked"`` (``utility`` is ``"not gated"`` when the policy sets no floor for the release's kind).
     """
 
     blocked: bool
     reasons: list[str]
     per_attack: dict[str, dict[str, Any]]
     per_utility: dict[str, dict[str, Any]] = field(default_factory=dict)
+    privacy: str = "passed"
+    utility: str = "not gated"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"blocked": self.blocked, "reasons": list(self.reasons),
-                "per_attack": dict(self.per_attack), "per_utility": dict(self.per_utility)}
+        return {"blocked": self.blocked, "reasons": list(self.reasons), "privacy": self.privacy,
+                "utility": self.utility, "per_attack": dict(self.per_attack), "per_utility": dict(self.per_utility)}
 
 
-def evaluate_gate(policy: GatePolicy, results: list[AttackResult],
-                  utility: Mapping[str, float] | None = None,
+def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind: str,
+                  utility: Mapping[str, Any] | None = None,
                   failures: Mapping[str, str] | None = None) -> GateDecision:
-    """Block when any attack's risk exceeds its ``max_risk`` or a listed utility error exceeds its ``max``.
+    """Block when any attack's risk exceeds its ``max_risk`` or a utility figure is beyond the limit the policy
+    sets for ``release_kind`` (truthful, synthetic, aggregate).
 
     Fails closed: it also blocks when an attack failed (``failures``: name -> what went wrong, an error or a
     timeout), when no result matches a threshold of the policy (nothing was gated) and when a utility metric the
-    policy lists was not reported or is not a finite number. A risk equal to its ceiling passes.
+    policy lists for the kind was not reported or is not a finite number. A value equal to its limit passes.
     """
+    if release_kind not in RELEASE_KINDS:
+        raise ParameterError(f"release_kind must be one of {', '.join(RELEASE_KINDS)}, got {release_kind!r}",
+                             "evaluate_gate")
     names = [r.attack for r in results]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
@@ -220,22 +261,33 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult],
     if not any(entry["status"] in ("passed", "blocked") for entry in per_attack.values()):
         reasons.append(f"no attack result matches the policy's attacks ({', '.join(sorted(policy.max_risk))}): "
                        "nothing was gated")
+    privacy_blocked = bool(reasons)
     per_utility: dict[str, dict[str, Any]] = {}
     reported = dict(utility or {})
     for name, value in reported.items():
-        per_utility[name] = {"value": value, "max": policy.max_utility_error.get(name)}
-    for name, limit in policy.max_utility_error.items():
+        if name in UTILITY_METRICS or name in UTILITY_SCORES:
+            per_utility[name] = {"value": value, "status": "not gated"}
+    limits = policy.utility.get(release_kind, {})
+    for name, limit in limits.items():
         value = reported.get(name)
+        entry = {"value": value, limit.bound: limit.value}
         if value is None or not _is_number(value) or not math.isfinite(value):
-            reasons.append(f"utility {name}: not reported as a finite number ({value!r}); the policy requires "
-                           f"at most {limit:g}")
-            per_utility[name] = {"value": value, "max": limit, "status": "missing"}
-        elif value > limit:
-            reasons.append(f"utility {name}: {value:.4f} exceeds max {limit:g}")
-            per_utility[name]["status"] = "blocked"
+            reasons.append(f"utility {name} could not be computed ({value!r}) and the policy requires "
+                           f"{'at most' if limit.bound == 'max' else 'at least'} {limit.value:g} "
+                           f"for a {release_kind} release; the gate fails closed")
+            entry["status"] = "missing"
+        elif not limit.allows(value):
+            reasons.append(f"utility {name} = {value:.4g} is {'above' if limit.bound == 'max' else 'below'} the "
+                           f"policy's {limit.bound} {limit.value:g} for a {release_kind} release "
+                           f"({UTILITY_MEANING[name]})")
+            entry["status"] = "blocked"
         else:
-            per_utility[name]["status"] = "passed"
-    return GateDecision(blocked=bool(reasons), reasons=reasons, per_attack=per_attack, per_utility=per_utility)
+            entry["status"] = "passed"
+        per_utility[name] = entry
+    utility_blocked = any(e["status"] in ("blocked", "missing") for e in per_utility.values())
+    return GateDecision(blocked=bool(reasons), reasons=reasons, per_attack=per_attack, per_utility=per_utility,
+                        privacy="blocked" if privacy_blocked else "passed",
+                        utility="blocked" if utility_blocked else "passed" if limits else "not gated")
 
 
 def _check_names(mapping: Mapping[str, Any], allowed: frozenset[str] | set[str], where: str) -> None:
@@ -244,16 +296,23 @@ def _check_names(mapping: Mapping[str, Any], allowed: frozenset[str] | set[str],
         raise ParameterError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}", where)
 
 
-def _entries(section: Any, key: str, where: str) -> dict[str, float]:
-    """``{name: {key: value}}`` -> ``{name: value}``, refusing other keys."""
+def _utility_limits(section: Any, where: str) -> dict[str, dict[str, UtilityLimit]]:
+    """``{kind: {metric: {max|min: value}}}`` -> ``{kind: {metric: UtilityLimit}}``, refusing other keys."""
     if not isinstance(section, Mapping):
-        raise ParameterError(f"expected a mapping of name -> {{{key}: value}}, got {section!r}", where)
-    out = {}
-    for name, entry in section.items():
-        if not isinstance(entry, Mapping) or key not in entry:
-            raise ParameterError(f"expected {{{key}: value}}, got {entry!r}", f"{where}.{name}")
-        _check_names(entry, {key}, f"{where}.{name}")
-        out[name] = entry[key]
+        raise ParameterError(f"expected a mapping of release kind -> metric -> {{max|min: value}}, got {section!r}",
+                             where)
+    out: dict[str, dict[str, UtilityLimit]] = {}
+    for kind, metrics in section.items():
+        if not isinstance(metrics, Mapping):
+            raise ParameterError(f"expected a mapping of metric -> {{max|min: value}}, got {metrics!r}",
+                                 f"{where}.{kind}")
+        out[kind] = {}
+        for name, entry in metrics.items():
+            if not isinstance(entry, Mapping) or len(entry) != 1 or next(iter(entry)) not in ("max", "min"):
+                raise ParameterError(f"expected {{max: value}} or {{min: value}}, got {entry!r}",
+                                     f"{where}.{kind}.{name}")
+            (bound, value), = entry.items()
+            out[kind][name] = UtilityLimit(bound, value)
     return out
 
 

@@ -33,9 +33,34 @@ from trajpub.frame import require_columns
 
 UTILITY_METRICS = frozenset({
     "density_jsd", "length_jsd_points", "length_jsd_distance", "diameter_error", "trip_error", "count_query_re",
-    "ffp_error", "information_loss", "point_error_m", "fragment_count_re_median",
+    "ffp_error", "information_loss", "point_error_m", "fragment_count_re_median", "outside_bbox_share",
+    "moved_share", "circle_query_re",
 })
-"""The names under which the caller reports these metrics to the gate (all: lower is better)."""
+"""The names under which the caller reports these error metrics to the gate (lower is better: a policy caps them
+with ``max``)."""
+UTILITY_SCORES = frozenset({"pattern_f1", "retained_share", "fragments"})
+"""The names of the figures where higher is better (a policy sets a floor on them with ``min``)."""
+UTILITY_MEANING = {
+    "density_jsd": "where the points are differs from the raw data: JSD of point counts per grid cell, max ln 2",
+    "length_jsd_points": "trajectory lengths in points differ from the raw data (JSD)",
+    "length_jsd_distance": "travelled distances differ from the raw data (JSD)",
+    "diameter_error": "trajectory extents differ from the raw data (JSD of diameters)",
+    "trip_error": "trips from region to region differ from the raw data (JSD of start/end cells)",
+    "count_query_re": "counting queries over places answer wrongly on average (relative error)",
+    "circle_query_re": "range counts over circles answer worse than an empty release would (relative error > 1)",
+    "ffp_error": "the raw data's frequent routes are missing (1 - F1 of the top-100 patterns)",
+    "pattern_f1": "the release keeps too few of the raw data's 100 most frequent routes (F1)",
+    "information_loss": "raw points not reproduced within 100 m (share)",
+    "point_error_m": "released records lie far from their own raw trajectories (mean Hausdorff distance, m)",
+    "fragment_count_re_median": "released fragment counts are far from the exact counts (median relative error)",
+    "outside_bbox_share": "released points fall outside the release's public bounding box (share)",
+    "moved_share": "released points lie more than 1 km from their own raw trajectory (share)",
+    "retained_share": "few raw points are released (released points of real records per raw point)",
+    "fragments": "no fragment was released",
+}
+"""One phrase per figure: what a value beyond the gate's limit means, for the gate's reasons."""
+MOVED_RADIUS_M = 1000.0
+""":func:`moved_share` counts released points farther than this from their own raw trajectory."""
 
 EARTH_RADIUS_M = 6_371_008.8
 _BRUTE_FORCE_DIAMETER = 64
@@ -774,3 +799,46 @@ def _with_seq(frame: pd.DataFrame, label: str) -> pd.DataFrame:
         return frame
     order = frame.sort_values(["traj_id", "t"] if "t" in frame.columns else ["traj_id"], kind="stable")
     return order.assign(seq=order.groupby("traj_id").cumcount())
+
+
+# --- the gate's utility floor for truthful releases (issue 13) ---------------------------------------------------
+
+def moved_share(raw: pd.DataFrame, release: pd.DataFrame, radius_m: float = MOVED_RADIUS_M) -> float:
+    """Truthful releases: the share of the released points of paired records that lie farther than ``radius_m``
+    from every point of their own raw trajectory (a lower bound on how far each point was moved; resampling
+    mechanisms such as W4M keep no point-to-point alignment, so the distance is to the whole raw trajectory).
+
+    A released record is paired with the raw trajectory of the same ``traj_id`` and ``object_id``, as in
+    :func:`point_errors`; records without one are left out. Raises :class:`InputError` when no record pairs.
+    """
+    if not (np.isfinite(radius_m) and radius_m >= 0):
+        raise ParameterError(f"radius_m must be a finite number >= 0, got {radius_m}", "moved_share")
+    for frame, label in ((raw, "raw"), (release, "release")):
+        require_columns(frame, ("object_id", "traj_id"), f"moved_share: {label} frame")
+        _require_rows(frame, f"moved_share: {label} frame")
+    raw_xy, rel_xy = planar_coordinates(raw, release)
+    keys = pd.factorize(pd.concat([raw["object_id"].astype(str) + "\x1f" + raw["traj_id"].astype(str),
+                                   release["object_id"].astype(str) + "\x1f" + release["traj_id"].astype(str)],
+                                  ignore_index=True))[0]
+    raw_key, rel_key = keys[:len(raw)], keys[len(raw):]
+    raw_ok = np.isfinite(raw_xy).all(axis=1)
+    paired = np.isin(rel_key, raw_key[raw_ok])
+    if not paired.any():
+        raise InputError("no released record shares traj_id and object_id with a raw trajectory", "moved_share")
+    rel_ok = paired & np.isfinite(rel_xy).all(axis=1)
+    near = np.zeros(len(release), dtype=bool)
+    if rel_ok.any():
+        near[rel_ok] = _has_neighbour(rel_xy[rel_ok], np.zeros(int(rel_ok.sum())), rel_key[rel_ok],
+                                      raw_xy[raw_ok], np.zeros(int(raw_ok.sum())), raw_key[raw_ok], radius_m, None)
+    return float(1.0 - near[paired].mean())  # a paired point of unknown position counts as moved
+
+
+def retained_share(raw: pd.DataFrame, release: pd.DataFrame) -> float:
+    """Truthful releases: released points of records paired with a raw trajectory (same ``traj_id`` and
+    ``object_id``) per raw point. Suppression, dropped records and coarse resampling lower it."""
+    for frame, label in ((raw, "raw"), (release, "release")):
+        require_columns(frame, ("object_id", "traj_id"), f"retained_share: {label} frame")
+    _require_rows(raw, "retained_share: raw frame")
+    raw_keys = pd.MultiIndex.from_arrays([raw["object_id"].astype(str), raw["traj_id"]])
+    rel_keys = pd.MultiIndex.from_arrays([release["object_id"].astype(str), release["traj_id"]])
+    return float(rel_keys.isin(raw_keys).sum() / len(raw))

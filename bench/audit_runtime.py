@@ -29,7 +29,7 @@ from distributed import Client, get_task_stream
 from audits import ATTACKS
 from audits.gate import GatePolicy
 from bench.fgs_pufferfish import machine
-from bench.tdrive import GRID_FASTPUB, TZ, load_clean, on_grid, prepare, raw_fragments, replicate
+from bench.tdrive import BBOX, GRID_FASTPUB, TZ, load_clean, on_grid, prepare, raw_fragments, replicate
 from tasks.adapters.base import Protected
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import WORKER_ENVIRON, local_cluster
@@ -78,7 +78,7 @@ def audit(client: Client, raw) -> dict:
         out["attacks_wall_s"] = time.perf_counter() - started
         util_started = time.perf_counter()
         candidate, (_, release) = forms(raw)["truthful"]
-        out["utility"] = measure_utility(raw, candidate, release, "truthful", 0)
+        out["utility"] = measure_utility(raw, candidate, release, "truthful", 0, BBOX)
         out["utility_wall_s"] = time.perf_counter() - util_started
         time.sleep(0.5)  # the task stream receives the last events
     out["audit_wall_s"] = time.perf_counter() - started

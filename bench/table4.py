@@ -36,7 +36,7 @@ from distributed import Client
 
 from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
-from bench.tdrive import GRID, GRID_FASTPUB, TZ, load_clean, prepare
+from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from mechanisms.mixzone import MixzoneParams
 from tasks.adapters.base import Protected
 from tasks.adapters.mixzone import MixzoneSetup
@@ -151,7 +151,7 @@ def audit(client: Client, raw: pd.DataFrame, candidate: Protected, kind: str, se
     results, failures = run_attacks(client, policy(), background, release, kind)
     attacks_s = time.perf_counter() - started
     started = time.perf_counter()
-    utility = measure_utility(raw, candidate, release, kind, seed) if kind != "aggregate" or len(
+    utility = measure_utility(raw, candidate, release, kind, seed, BBOX) if kind != "aggregate" or len(
         candidate.fragments) else {"fragments": 0}
     return {"attacks": {r.attack: {"n_targets": r.n_targets, "success_rate": r.success_rate,
                                    "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk,

@@ -1,7 +1,7 @@
 """``make demo``: a real governed release of real T-Drive taxi data, end to end.
 
-Loads the T-Drive sample into PostGIS, runs the release flow (prefix tree) in a subprocess, waits until it stops
-for approval, approves it with ``trajpub approve`` as a named steward, and prints the published table, row
+Loads the T-Drive sample into PostGIS, runs the release flow (the spec's mechanism) in a subprocess, waits until it
+stops for approval, approves it with ``trajpub approve`` as a named steward, and prints the published table, row
 counts, the ε spent and the lineage.
 """
 

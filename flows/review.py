@@ -52,10 +52,14 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
                      f"{a['baseline']:.4f} | {a['risk']:.3f} | "
                      f"{'-' if a['threshold'] is None else format(a['threshold'], '.3f')} | "
                      f"{'pass' if a['passed'] else 'BLOCK'} |")
-    utility = s.get("utility", {})
-    if utility:
-        lines += ["", "## Utility", "", "| metric | value |", "|---|---|"]
-        lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in utility.items()]
+    gate = s.get("gate", {})
+    privacy, utility_verdict = report.verdicts(gate)
+    lines += ["", f"**Gate verdicts** — privacy: **{privacy}**, utility: **{utility_verdict}**."]
+    lines += [f"- {r}" for r in gate.get("reasons", [])]
+    rows = report.utility_table(s.get("utility", {}), gate.get("per_utility", {}))
+    if rows:
+        lines += ["", "## Utility", "", "| metric | value | limit | verdict |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     v = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results WHERE release_id = :r"),
                      {"r": release_id}).first()
     if v:

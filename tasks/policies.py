@@ -109,8 +109,8 @@ def history(conn: sa.Connection, dataset: str) -> list[dict]:
 def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
     """Every way ``candidate`` is less strict than ``floor`` (empty: at least as strict). Attack by attack: each
     of the floor's attacks must stay, with a ceiling no higher, the same parameters, and on at least the same
-    release kinds; the adversary's resolutions must all stay; utility ceilings likewise must stay and be no
-    higher."""
+    release kinds; the adversary's resolutions must all stay; each utility limit of each release kind likewise
+    must stay and be no looser."""
     out = []
     for name, limit in floor.max_risk.items():
         if name not in candidate.max_risk:
@@ -127,12 +127,14 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
     missing = sorted(set(floor.resolutions_m) - set(candidate.resolutions_m))
     if missing:  # the adversary's grids: dropping one lets a release pass where it would link more
         out.append(f"it drops the adversary's resolutions {', '.join(f'{r:g} m' for r in missing)}")
-    for name, limit in floor.max_utility_error.items():
-        if name not in candidate.max_utility_error:
-            out.append(f"it drops the utility ceiling on {name}")
-        elif candidate.max_utility_error[name] > limit:
-            out.append(f"it raises the utility ceiling on {name} from {limit:g} to "
-                       f"{candidate.max_utility_error[name]:g}")
+    for kind, limits in floor.utility.items():
+        for name, limit in limits.items():
+            mine = candidate.utility.get(kind, {}).get(name)
+            if mine is None:
+                out.append(f"it drops the utility {limit.bound} on {name} for {kind} releases")
+            elif (mine.value > limit.value) if limit.bound == "max" else (mine.value < limit.value):
+                out.append(f"it {'raises' if limit.bound == 'max' else 'lowers'} the utility {limit.bound} on "
+                           f"{name} for {kind} releases from {limit.value:g} to {mine.value:g}")
     return out
 
 

@@ -143,6 +143,25 @@ def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def verdicts(decision: dict) -> list[str]:
+    """The gate's two verdicts, privacy (attacks) and utility (the policy's floor), as the steward reads them."""
+    words = {"passed": "pass", "blocked": "BLOCK", "not gated": "not gated"}
+    return [words.get(decision.get(side, ""), "-") for side in ("privacy", "utility")]
+
+
+def utility_table(utility: dict, per_utility: dict) -> list[list]:
+    """One row per utility figure: value, the policy's limit for the release's kind (``max`` or ``min``) and the
+    gate's verdict on it; a figure the policy requires but that was not computed is listed as missing."""
+    rows = []
+    for name in [*utility, *(n for n in per_utility if n not in utility)]:
+        v = utility.get(name)
+        gate = per_utility.get(name, {})
+        limit = (f"max {gate['max']:g}" if "max" in gate else f"min {gate['min']:g}" if "min" in gate else "-")
+        status = {"passed": "pass", "blocked": "BLOCK", "missing": "BLOCK (missing)"}.get(gate.get("status"), "-")
+        rows.append([name, _fmt(v, ".4g") if isinstance(v, float) else "missing" if v is None else v, limit, status])
+    return rows
+
+
 def policy_label(summary: dict) -> str:
     """The gate policy a release was gated by: its name and registered version (:mod:`tasks.policies`)."""
     p = summary.get("gate_policy") or {}
@@ -190,7 +209,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
-    utility_rows = [[k, _fmt(v, ".4g") if isinstance(v, float) else v] for k, v in utility.items()]
+    utility_rows = utility_table(utility, decision.get("per_utility", {}))
     eps = g.get("epsilon")
     verdict = ("BLOCKED by the audit gate: " + "; ".join(decision.get("reasons", []))
                if decision.get("blocked") else "The audit gate passed this release to the steward.")
@@ -200,6 +219,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
         f"</code>).</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
+        _table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
         _table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
                [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta"), _map_words(g)]]),
@@ -211,7 +231,8 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         (f"<p>Gated by policy <b>{html.escape(policy_label(rel.get('summary') or {}))}</b>. Grid-based attacks "
          "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst.</p>"),
         _table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
-        "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
+        "<h2>Utility</h2>",
+        _table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
         _table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
     ]

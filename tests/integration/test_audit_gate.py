@@ -1,6 +1,7 @@
 """The audit gate's negative and positive controls on the real T-Drive sample, attacks run on real Dask workers:
 releasing the raw data unchanged, or with 10 m of jitter, is blocked by the default policy; the noisy prefix tree
-at ε = 1 passes the signature attack; an attack that fails blocks the release (fail closed)."""
+at ε = 1 passes the signature attack but is blocked by the utility floor, which AdaTrace at ε = 5 passes; an attack
+that fails blocks the release (fail closed)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from audits.gate import GatePolicy
 from mechanisms import prefix_tree
 from tasks import audit
 from tasks.adapters.base import Protected
+from tasks.protect import adapter
 from tests.integration.conftest import BEIJING, TDRIVE_CSV
 from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
 
 pytestmark = pytest.mark.integration
-GRID = GridSpec(tuple(BEIJING), 2000.0)
+BBOX = tuple(BEIJING)
+GRID = GridSpec(BBOX, 2000.0)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +69,8 @@ def test_raw_data_with_10_m_jitter_is_blocked(client, raw):
     assert outcome.decision.per_attack["signature_linkage"]["status"] == "blocked"
 
 
-def test_prefix_tree_at_epsilon_1_passes_the_signature_attack(client, raw):
+def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utility_floor(client, raw):
+    """The former demo release: private enough, but its records are scattered one-cell noise (issue 13)."""
     _, offsets, cells = cell_sequences(raw)
     params = prefix_tree.PrefixTreeParams(epsilon=1.0, height=8, max_records_per_object=7)
     released = prefix_tree.sanitize(offsets, cells, GRID.n_cells, params, np.random.default_rng(11)).release
@@ -79,7 +83,22 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack(client, raw):
     outcome = audit.run(client, raw, Protected(points, {}), DEFAULT, "synthetic", SEED, bbox=GRID.bbox)
     verdict = outcome.decision.per_attack["signature_linkage_synthetic"]
     assert verdict["status"] == "passed", verdict
-    assert not outcome.decision.blocked
+    assert (outcome.decision.privacy, outcome.decision.utility) == ("passed", "blocked")
+    assert outcome.decision.per_utility["pattern_f1"]["status"] == "blocked"
+    assert all(r.startswith("utility ") for r in outcome.decision.reasons)
+
+
+def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw):
+    """The positive control of the floor: a synthesizer that keeps routes (AdaTrace at the survey's ε = 5, the
+    demo's release). DPT at ε = 5 also passes the floor but not always the signature attack (risk 0.18-0.26)."""
+    mech = adapter("adatrace")
+    params = mech.parse_params({"epsilon": 5.0, "max_records_per_object": 7})
+    halves = [raw[pd.factorize(raw["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
+    futures = client.scatter(halves)
+    candidate = mech.run(client, futures, GRID, params, np.random.default_rng(7))
+    outcome = audit.run(client, raw, candidate, DEFAULT, mech.release_kind, SEED, bbox=GRID.bbox)
+    assert not outcome.decision.blocked, outcome.decision.reasons
+    assert outcome.decision.utility == "passed"
 
 
 def test_an_attack_that_fails_blocks_the_release(client, raw):

@@ -55,7 +55,7 @@ def test_deployment_has_cron_schedule_and_default_spec(served):
 def test_manual_run_with_changed_parameters_is_governed_and_published(engine, served):
     _, name, deployment = served
     spec = dict(deployment.parameters["spec"])
-    spec["params"] = {**spec["params"], "epsilon": 0.5, "height": 6}
+    spec["params"] = {**spec["params"], "epsilon": 8.0}
     flow_run = run_deployment(f"release/{name}", parameters={"spec": spec}, timeout=0)
     def settled():
         with engine.connect() as conn:
@@ -65,14 +65,14 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
 
     row = wait_until(settled, 300, f"the release of flow run {flow_run.id} to reach the steward")
     assert row.status == "awaiting_approval", row
-    assert (row.params["epsilon"], row.params["height"]) == (0.5, 6)
+    assert row.params["epsilon"] == 8.0
     approved = cli("approve", str(row.release_id), "--steward", "UI Steward")
     assert approved.returncode == 0, approved.stderr
     with engine.connect() as conn:
         status, eps = conn.execute(sa.text(
             "SELECT r.status, l.epsilon FROM governance.releases r JOIN governance.budget_ledger l USING "
             "(release_id) WHERE release_id = :r"), {"r": row.release_id}).one()
-    assert (status, eps) == ("published", 0.5)
+    assert (status, eps) == ("published", 8.0)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_prefect_yaml_deployments_have_cron_schedules_and_time_zones(yaml_deploy
     assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in weekly.schedules] == [
         ("0 3 * * 1", "Asia/Shanghai", True)]
     assert [(s.schedule.cron, s.schedule.timezone) for s in monthly.schedules] == [("0 4 1 * *", "Asia/Shanghai")]
-    assert (weekly.work_pool_name, weekly.parameters["spec"]["mechanism"]) == ("trajpub", "prefix_tree")
+    assert (weekly.work_pool_name, weekly.parameters["spec"]["mechanism"]) == ("trajpub", "adatrace")
 
 
 def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdrive, yaml_deployments):

@@ -21,7 +21,7 @@ def q(engine, sql: str, **params):
 
 def test_objtrace_publishes_timestamped_synthetic_trajectories_charged_per_taxi(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("objtrace")
-    spec = base_spec(dataset, mechanism="objtrace", params={"epsilon": 5.0}, prepare={"cell_size_m": 2000})
+    spec = base_spec(dataset, mechanism="objtrace", params={"epsilon": 10.0}, prepare={"cell_size_m": 2000})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
     assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
@@ -34,7 +34,7 @@ def test_objtrace_publishes_timestamped_synthetic_trajectories_charged_per_taxi(
     assert n > 0 and trajectories > 0
     assert untimed == 0 and unfloored == 0  # every point has t, floored to the spec's 60 s
     assert q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r",
-             r=rid) == [(5.0, "one object")]
+             r=rid) == [(10.0, "one object")]
     events = q(engine, "SELECT event FROM governance.lineage_events WHERE release_id = :r", r=rid)
     text = json.dumps([e[0] for e in events])
     assert "seed" not in text and "input_trajectories" not in text and "noisy_records" in text

@@ -98,7 +98,7 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
              r=run.release_id) == [("START",), ("FAIL",)]
     # the budget reserved at plan is given back: the mechanism never had the data
     assert q(engine, "SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r ORDER BY "
-                     "entry_id", r=run.release_id) == [("charge", 4.0), ("release", -4.0)]
+                     "entry_id", r=run.release_id) == [("charge", 10.0), ("release", -10.0)]
     rerun = start_release(base_spec(dataset), tmp_path)
     wait_for_status(engine, rerun, {"awaiting_approval"})
     assert cli("approve", str(rerun.release_id), "--steward", "Ada Steward").returncode == 0

@@ -75,7 +75,7 @@ def test_published_columns_carry_no_raw_identifiers_or_times(engine, published):
 def test_budget_ledger_charged_once_with_the_mechanism_epsilon(engine, published):
     dataset, rid = published
     rows = q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r", r=rid)
-    assert rows == [(4.0, "one trajectory record")]
+    assert rows == [(10.0, "one trajectory record")]
     shown = cli("budget", "show", "--dataset", dataset)
     # charged per object: 4 per record x at most 7 records per taxi (group privacy)
     assert q(engine, "SELECT account, unit, unit_epsilon FROM governance.budget_ledger WHERE release_id = :r",
@@ -170,7 +170,7 @@ def test_consumer_reads_published_only(engine, published):
         conn.execute(sa.text("SET ROLE trajpub_consumer"))
         row = conn.execute(sa.text("SELECT * FROM published.release_lineage WHERE release_id = :r"),
                            {"r": rid}).mappings().one()
-        assert row["approved_by"] == "Ada Steward" and row["guarantee"]["epsilon"] == 4.0
+        assert row["approved_by"] == "Ada Steward" and row["guarantee"]["epsilon"] == 10.0
         assert "snapshot_points" not in row and "seed" not in json.dumps(row["parameters"])
         conn.rollback()
     for table in ("raw.points", "raw.sources", "staging.quarantine", "staging.candidate_points",

@@ -121,7 +121,7 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     with engine.connect() as conn:  # reserved at plan, given back: refused before the mechanism ran
         ledger = conn.execute(sa.text("SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r"
                                       " ORDER BY entry_id"), {"r": rid}).all()
-    assert [tuple(r) for r in ledger] == [("charge", 4.0), ("release", -4.0)]
+    assert [tuple(r) for r in ledger] == [("charge", 10.0), ("release", -10.0)]
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
@@ -129,7 +129,8 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     dataset = loaded_tdrive("gate")
     assert cli("budget", "cap", dataset, "2000").returncode == 0
     set_dataset_policy(dataset, {"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
-    spec = base_spec(dataset, params={"epsilon": 1000.0, "height": 6, "max_records_per_object": 7})
+    spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
+                                                               "max_records_per_object": 7})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"blocked"}) == "blocked"
     assert run.proc.wait(timeout=60) == 0 and '"status": "blocked"' in run.output()

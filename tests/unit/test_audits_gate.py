@@ -1,4 +1,5 @@
-"""audits.gate: policy loading refuses unknown keys; the gate blocks on risk or utility, and fails closed."""
+"""audits.gate: policy loading refuses unknown keys; the gate blocks on risk or on the utility floor of the
+release's kind, and fails closed."""
 
 import math
 
@@ -20,7 +21,7 @@ def test_default_policy_ships_with_the_package():
     policy = GatePolicy.default()
     assert policy.max_risk["signature_linkage"] == 0.2
     assert policy.max_risk["signature_linkage_synthetic"] == 0.2
-    assert dict(policy.max_utility_error) == {}
+    assert set(policy.utility) == {"synthetic", "truthful", "aggregate"}
     assert policy.resolutions_m == (250, 500, 1000, 2000)  # the adversary's grids, not the release's
 
 
@@ -32,7 +33,7 @@ def test_the_gate_decides_on_the_worst_resolution():
     coarse, fine = result(19.5, baseline=0.0), result(27.0, baseline=0.0)
     worst = worst_per_attack([(2000.0, coarse), (500.0, fine)])
     assert worst == [fine]
-    assert evaluate_gate(policy, worst).blocked and not evaluate_gate(policy, [coarse]).blocked
+    assert evaluate_gate(policy, worst, "truthful").blocked and not evaluate_gate(policy, [coarse], "truthful").blocked
     for bad in ([0], [-250], "500", [500, "x"]):
         with pytest.raises(ParameterError, match="resolutions_m"):
             GatePolicy.from_dict({"resolutions_m": bad, "attacks": {"signature_linkage": {"max_risk": 0.2}}})
@@ -40,11 +41,12 @@ def test_the_gate_decides_on_the_worst_resolution():
 
 def test_yaml_and_dict_round_trip(tmp_path):
     path = tmp_path / "policy.yaml"
-    path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  trip_error:\n    max: 0.3\n")
+    path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  synthetic:\n"
+                    "    trip_error: {max: 0.3}\n    pattern_f1: {min: 0.2}\n")
     policy = GatePolicy.from_yaml(path)
     assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "timeout_s": 300.0, "resolutions_m": [],
                                 "attacks": {"signature_linkage": {"max_risk": 0.1}},
-                                "utility": {"trip_error": {"max": 0.3}}}
+                                "utility": {"synthetic": {"trip_error": {"max": 0.3}, "pattern_f1": {"min": 0.2}}}}
     assert GatePolicy.from_dict(policy.to_dict()) == policy
 
 
@@ -80,7 +82,7 @@ def test_policy_v2_refuses_bad_params_products_and_rules(policy, where):
 def test_a_failed_attack_blocks_and_says_why():
     policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.5},
                                                "home_work": {"max_risk": 0.5}}})
-    decision = evaluate_gate(policy, [result(1)], failures={"home_work": "timed out after 300 s"})
+    decision = evaluate_gate(policy, [result(1)], "truthful", failures={"home_work": "timed out after 300 s"})
     assert decision.blocked
     assert decision.reasons == ["home_work: the attack failed (timed out after 300 s); the gate fails closed"]
     assert decision.per_attack["home_work"]["status"] == "failed"
@@ -92,8 +94,15 @@ def test_a_failed_attack_blocks_and_says_why():
     ({"attacks": {"signature_linkag": {"max_risk": 0.2}}}, "signature_linkag"),
     ({"attacks": {"signature_linkage": {"max_rsk": 0.2}}}, "signature_linkage"),
     ({"attacks": {"signature_linkage": {"max_risk": 0.2, "min_risk": 0}}}, "min_risk"),
-    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"fun": {"max": 1}}}, "fun"),
-    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"trip_error": {"min": 1}}}, "trip_error"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"fun": {"max": 1}}}}, "fun"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"density_jsd": {"max": 1}}}, "density_jsd"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"trip_error": {"ceiling": 1}}}},
+     "trip_error"),
+    # a floor on an error, or a ceiling on a score, points the wrong way: refused rather than gating nothing
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"trip_error": {"min": 1}}}},
+     "trip_error"),
+    ({"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"truthful": {"retained_share": {"max": 1}}}},
+     "retained_share"),
 ])
 def test_unknown_keys_are_refused_by_name(policy, named):
     with pytest.raises(ParameterError, match=named):
@@ -103,7 +112,11 @@ def test_unknown_keys_are_refused_by_name(policy, named):
 @pytest.mark.parametrize("policy", [
     {}, {"attacks": {}}, {"attacks": None}, {"attacks": {"signature_linkage": {"max_risk": 1.5}}},
     {"attacks": {"signature_linkage": {"max_risk": "low"}}}, {"attacks": {"signature_linkage": 0.2}},
-    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"trip_error": {"max": -1}}},
+    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"trip_error": {"max": -1}}}},
+    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"pattern_f1": {"min": "x"}}}},
+    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": {"pattern_f1": {"min": 0.1,
+                                                                                                   "max": 1}}}},
+    {"attacks": {"signature_linkage": {"max_risk": 0.2}}, "utility": {"synthetic": ["pattern_f1"]}},
     ["attacks"],
 ])
 def test_malformed_policies_are_refused(policy):
@@ -120,7 +133,7 @@ def test_invalid_yaml_names_the_file(tmp_path):
 
 def test_a_result_over_its_threshold_blocks_with_the_numbers():
     # 50/100 successes, baseline 0.01: risk (0.5 - 0.01) / 0.99 = 0.495 > 0.2.
-    decision = evaluate_gate(POLICY, [result(50)])
+    decision = evaluate_gate(POLICY, [result(50)], "truthful")
     assert decision.blocked
     (reason,) = decision.reasons
     assert reason.startswith("signature_linkage: risk 0.495 exceeds max_risk 0.2")
@@ -129,39 +142,103 @@ def test_a_result_over_its_threshold_blocks_with_the_numbers():
 
 
 def test_a_result_at_or_under_its_threshold_passes():
-    at_limit = evaluate_gate(POLICY, [result(20, baseline=0.0)])  # risk exactly 0.2
+    at_limit = evaluate_gate(POLICY, [result(20, baseline=0.0)], "truthful")  # risk exactly 0.2
     assert not at_limit.blocked and at_limit.reasons == []
     assert at_limit.per_attack["signature_linkage"]["status"] == "passed"
-    assert not evaluate_gate(POLICY, [result(1)]).blocked
+    assert not evaluate_gate(POLICY, [result(1)], "truthful").blocked
 
 
 def test_fails_closed_when_nothing_was_gated():
-    decision = evaluate_gate(POLICY, [result(90, attack="signature_linkage_synthetic")])
+    decision = evaluate_gate(POLICY, [result(90, attack="signature_linkage_synthetic")], "synthetic")
     assert decision.blocked and "nothing was gated" in decision.reasons[0]
     assert decision.per_attack["signature_linkage_synthetic"]["status"] == "not gated"
     assert decision.per_attack["signature_linkage"]["status"] == "not run"
-    assert evaluate_gate(POLICY, []).blocked
+    assert evaluate_gate(POLICY, [], "truthful").blocked
 
 
 def test_duplicate_results_are_refused():
     with pytest.raises(ParameterError, match="signature_linkage"):
-        evaluate_gate(POLICY, [result(1), result(2)])
+        evaluate_gate(POLICY, [result(1), result(2)], "truthful")
 
 
-def test_utility_ceilings():
-    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
-                                   "utility": {"density_jsd": {"max": 0.3}}})
-    ok = evaluate_gate(policy, [result(1)], {"density_jsd": 0.1, "trip_error": 0.6})
-    assert not ok.blocked
+FLOOR = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
+                              "utility": {"synthetic": {"density_jsd": {"max": 0.3}, "pattern_f1": {"min": 0.2}},
+                                          "aggregate": {"fragments": {"min": 1}}}})
+
+
+def test_the_utility_floor_passes_a_useful_release_and_reports_every_figure():
+    ok = evaluate_gate(FLOOR, [result(1)], "synthetic", {"density_jsd": 0.1, "pattern_f1": 0.6, "trip_error": 0.6})
+    assert not ok.blocked and (ok.privacy, ok.utility) == ("passed", "passed")
     assert ok.per_utility == {"density_jsd": {"value": 0.1, "max": 0.3, "status": "passed"},
-                              "trip_error": {"value": 0.6, "max": None}}
-    over = evaluate_gate(policy, [result(1)], {"density_jsd": 0.45})
-    assert over.blocked and over.reasons == ["utility density_jsd: 0.4500 exceeds max 0.3"]
-    for missing in ({}, {"density_jsd": math.nan}, None):
-        decision = evaluate_gate(policy, [result(1)], missing)
-        assert decision.blocked and "density_jsd" in decision.reasons[0]
+                              "pattern_f1": {"value": 0.6, "min": 0.2, "status": "passed"},
+                              "trip_error": {"value": 0.6, "status": "not gated"}}
+    at_limits = evaluate_gate(FLOOR, [result(1)], "synthetic", {"density_jsd": 0.3, "pattern_f1": 0.2})
+    assert not at_limits.blocked
+
+
+def test_the_utility_floor_blocks_an_error_over_its_max_and_a_score_under_its_min_in_one_sentence_each():
+    over = evaluate_gate(FLOOR, [result(1)], "synthetic", {"density_jsd": 0.45, "pattern_f1": 0.6})
+    assert over.blocked and (over.privacy, over.utility) == ("passed", "blocked")
+    (reason,) = over.reasons
+    assert reason.startswith("utility density_jsd = 0.45 is above the policy's max 0.3 for a synthetic release (")
+    under = evaluate_gate(FLOOR, [result(1)], "synthetic", {"density_jsd": 0.1, "pattern_f1": 0.0})
+    assert under.blocked and under.per_utility["pattern_f1"]["status"] == "blocked"
+    assert under.reasons[0].startswith("utility pattern_f1 = 0 is below the policy's min 0.2")
+
+
+@pytest.mark.parametrize("reported", [{}, None, {"density_jsd": 0.1}, {"density_jsd": 0.1, "pattern_f1": math.nan},
+                                      {"density_jsd": 0.1, "pattern_f1": "0.9"}, {"error": "the frame is empty"}])
+def test_the_utility_floor_fails_closed_when_a_figure_is_missing(reported):
+    decision = evaluate_gate(FLOOR, [result(1)], "synthetic", reported)
+    assert decision.blocked and decision.utility == "blocked" and decision.privacy == "passed"
+    assert any("could not be computed" in r and "fails closed" in r for r in decision.reasons)
+
+
+def test_the_floor_is_per_release_kind():
+    # the synthetic floor does not apply to a truthful release, for which this policy sets none
+    truthful = evaluate_gate(FLOOR, [result(1)], "truthful", {"density_jsd": 0.6, "pattern_f1": 0.0})
+    assert not truthful.blocked and truthful.utility == "not gated"
+    empty = evaluate_gate(FLOOR, [result(1)], "aggregate", {"fragments": 0})
+    assert empty.blocked and empty.reasons[0].startswith("utility fragments = 0 is below the policy's min 1")
+    assert not evaluate_gate(FLOOR, [result(1)], "aggregate", {"fragments": 3}).blocked
+    with pytest.raises(ParameterError, match="release_kind"):
+        evaluate_gate(FLOOR, [result(1)], "fragments", {})
+
+
+def test_privacy_and_utility_verdicts_are_separate():
+    both = evaluate_gate(FLOOR, [result(50)], "synthetic", {"density_jsd": 0.6, "pattern_f1": 0.6})
+    assert (both.privacy, both.utility) == ("blocked", "blocked") and len(both.reasons) == 2
+    risky = evaluate_gate(FLOOR, [result(50)], "synthetic", {"density_jsd": 0.1, "pattern_f1": 0.6})
+    assert (risky.privacy, risky.utility) == ("blocked", "passed")
+
+
+# The default floor against the figures of real releases of the 300-taxi T-Drive sample (tasks.audit.measure_utility;
+# bench/UTILITY_RESULTS.md, "The gate's utility floor"): the controls the issue names.
+DEMO_PREFIX_TREE = {"circle_query_re": 0.8712, "density_jsd": 0.6, "trip_error": 0.4314, "pattern_f1": 0.0,
+                    "outside_bbox_share": 0.031}
+DPT_EPS_5 = {"circle_query_re": 0.3898, "density_jsd": 0.4031, "trip_error": 0.1438, "pattern_f1": 0.8,
+             "outside_bbox_share": 0.0}
+ADATRACE_EPS_5 = {"circle_query_re": 0.3967, "density_jsd": 0.1731, "trip_error": 0.1097, "pattern_f1": 0.68,
+                  "outside_bbox_share": 0.0008}  # the demo's release since the floor
+FGS_EPS_2 = {"density_jsd": 0.656, "trip_error": 0.6015, "pattern_f1": 0.0,
+             "outside_bbox_share": 0.7805}  # its records are renumbered: no point error can be computed
+
+
+def test_default_floor_blocks_the_former_demo_prefix_tree_and_fgs_and_passes_dpt_and_adatrace():
+    policy = GatePolicy.default()
+    synthetic = [result(1, attack="signature_linkage_synthetic")]
+    demo = evaluate_gate(policy, synthetic, "synthetic", DEMO_PREFIX_TREE)
+    assert demo.utility == "blocked" and demo.privacy == "passed"
+    assert {k for k, v in demo.per_utility.items() if v["status"] == "blocked"} == {
+        "density_jsd", "trip_error", "pattern_f1"}
+    for good in (DPT_EPS_5, ADATRACE_EPS_5):
+        assert evaluate_gate(policy, synthetic, "synthetic", good).utility == "passed"
+    fgs = evaluate_gate(policy, [result(1)], "truthful", FGS_EPS_2)
+    assert fgs.utility == "blocked"
+    assert fgs.per_utility["outside_bbox_share"]["status"] == "blocked"
+    assert any(r.startswith("utility outside_bbox_share = 0.7805 is above the policy's max 0.05") for r in fgs.reasons)
 
 
 def test_decision_to_dict_is_plain():
-    d = evaluate_gate(POLICY, [result(50)]).to_dict()
+    d = evaluate_gate(POLICY, [result(50)], "truthful").to_dict()
     assert d["blocked"] is True and d["per_attack"]["signature_linkage"]["threshold"] == 0.2

@@ -254,4 +254,4 @@ def test_tdrive_even_days_link_to_odd_days(tdrive, record_property):
     # Significantly better than guessing: the 95% lower bound is above the random-guess rate 1/N.
     assert result.ci_low > result.baseline
     # The raw data of the same taxis on other days is not a protected release: the default gate must block it.
-    assert evaluate_gate(GatePolicy.default(), [result]).blocked
+    assert evaluate_gate(GatePolicy.default(), [result], "truthful").privacy == "blocked"

@@ -14,7 +14,9 @@ from audits.utility import (
     diameter_error,
     jsd,
     length_jsd,
+    moved_share,
     random_count_queries,
+    retained_share,
     trip_error,
 )
 from trajpub.errors import InputError, ParameterError
@@ -169,3 +171,25 @@ def test_random_count_queries():
     assert all(np.array_equal(a, b) for a, b in zip(queries, again, strict=True))
     with pytest.raises(ParameterError):
         random_count_queries(5, 10, 6, np.random.default_rng(0))
+
+
+# --- the gate's utility floor for truthful releases: moved_share, retained_share ---------------------------
+
+
+def test_moved_share_measures_each_point_against_its_own_raw_trajectory():
+    raw = trajectories({1: [(0, 0), (100, 0), (200, 0)], 2: [(5000, 0), (5100, 0)]})
+    # record 1: one point 999 m and one 1,001 m off its trajectory; record 2's first point lies on record 1's raw
+    # trajectory, 5 km from its own, and counts as moved (a point is compared with its own raw trajectory only)
+    release = trajectories({1: [(0, 999), (200, 1001), (100, 0)], 2: [(0, 0), (5000, 0)]})
+    assert moved_share(raw, release) == pytest.approx(2 / 5)
+    assert moved_share(raw, release, radius_m=2000) == pytest.approx(1 / 5)
+    assert moved_share(raw, release, radius_m=5000) == 0.0
+    with pytest.raises(InputError, match="no released record"):
+        moved_share(raw, release.assign(traj_id=release["traj_id"] + 10))
+
+
+def test_retained_share_is_released_points_of_real_records_per_raw_point():
+    raw = trajectories({1: [(0, 0), (1, 0), (2, 0)], 2: [(5, 0)]})
+    release = trajectories({1: [(0, 0), (2, 0)], 7: [(9, 9), (9, 8)]})  # record 7 pairs with nothing
+    assert retained_share(raw, release) == pytest.approx(2 / 4)
+    assert retained_share(raw, release.iloc[:0]) == 0.0

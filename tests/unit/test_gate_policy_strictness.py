@@ -1,5 +1,5 @@
 """A spec may name a registered gate policy only if it is at least as strict as its dataset's, attack by attack
-and utility ceiling by utility ceiling (issue 16, item 1): tasks.policies.weakenings."""
+and utility limit by utility limit of each release kind (issue 16, item 1): tasks.policies.weakenings."""
 
 from __future__ import annotations
 
@@ -11,24 +11,28 @@ from tasks.policies import weakenings
 FLOOR = GatePolicy.from_dict({
     "attacks": {"known_points": {"max_risk": 0.2}, "signature_linkage": {"max_risk": 0.2},
                 "home_work": {"max_risk": 0.3, "params": {"timezone": "Asia/Shanghai"}, "products": ["truthful"]}},
-    "utility": {"density_jsd": {"max": 0.3}}})
+    "utility": {"synthetic": {"density_jsd": {"max": 0.3}, "pattern_f1": {"min": 0.2}}}})
 
 
 def variant(**changes) -> GatePolicy:
     d = FLOOR.to_dict()
     for path, value in changes.items():
-        section, name, key = path.split("__")
+        *section, name, key = path.split("__")
+        entries = d
+        for part in section:
+            entries = entries.setdefault(part, {})
         if value is None:
-            del d[section][name]
+            del entries[name]
         else:
-            d[section].setdefault(name, {})[key] = value
+            entries.setdefault(name, {})[key] = value
     return GatePolicy.from_dict(d)
 
 
 def test_the_same_policy_and_a_stricter_one_are_accepted():
     assert weakenings(FLOOR, FLOOR) == []
     stricter = variant(attacks__known_points__max_risk=0.05, attacks__ap_attack__max_risk=0.2,
-                       utility__density_jsd__max=0.1, utility__trip_error__max=0.5)
+                       utility__synthetic__density_jsd__max=0.1, utility__synthetic__pattern_f1__min=0.5,
+                       utility__synthetic__trip_error__max=0.5, utility__aggregate__fragments__min=1)
     assert weakenings(stricter, FLOOR) == []
 
 
@@ -36,8 +40,10 @@ def test_the_same_policy_and_a_stricter_one_are_accepted():
     ({"attacks__known_points__max_risk": 1.0}, "raises known_points max_risk from 0.2 to 1"),  # finding 1
     ({"attacks__known_points__max_risk": None}, "drops attack known_points"),
     ({"attacks__home_work__params": {"timezone": "UTC"}}, "changes the parameters of home_work"),
-    ({"utility__density_jsd__max": 0.31}, "raises the utility ceiling on density_jsd"),
-    ({"utility__density_jsd__max": None}, "drops the utility ceiling on density_jsd"),
+    ({"utility__synthetic__density_jsd__max": 0.31}, "raises the utility max on density_jsd for synthetic"),
+    ({"utility__synthetic__density_jsd__max": None}, "drops the utility max on density_jsd for synthetic"),
+    ({"utility__synthetic__pattern_f1__min": 0.1}, "lowers the utility min on pattern_f1 for synthetic"),
+    ({"utility__synthetic__pattern_f1__min": None}, "drops the utility min on pattern_f1 for synthetic"),
 ])
 def test_every_weakening_is_named(changes, says):
     found = weakenings(variant(**changes), FLOOR)

@@ -82,8 +82,8 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
     raw_frame, release = audit.attack_frames(raw, candidate)
     by_resolution, failures = audit.run_at_resolutions(client, policy, raw_frame, release, kind, frames[1].bbox)
     results = audit.worst_per_attack(by_resolution)
-    decision = evaluate_gate(policy, results, {}, failures)
-    return decision.blocked, {r.attack: r.risk for r in results} | failures
+    decision = evaluate_gate(policy, results, kind, {}, failures)  # no utility figures: the privacy verdict counts
+    return decision.privacy == "blocked", {r.attack: r.risk for r in results} | failures
 
 
 @pytest.fixture(scope="module")
