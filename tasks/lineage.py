@@ -82,6 +82,15 @@ def check_no_seed(obj, path: str = "event") -> None:
             check_no_seed(v, f"{path}[{i}]")
 
 
+def _run_id(run_id: object) -> str:
+    """The run's id when it is a UUID (a Prefect flow run id), else a fresh one: a steward's action outside a flow
+    run, or a release whose flow run is unknown, still gets a spec-valid run id."""
+    try:
+        return str(uuid.UUID(str(run_id)))
+    except ValueError:
+        return str(uuid.uuid4())
+
+
 def custom_facet(name: str, content: dict) -> dict:
     """A trajpub facet: ``content`` with the OpenLineage base fields, its schema the ``$defs`` entry ``name``."""
     return {"_producer": PRODUCER, "_schemaURL": f"{FACETS_SCHEMA}#/$defs/{name}", **content}
@@ -114,7 +123,7 @@ def emit(conn: sa.Connection, release_id: int, event_type: str, *, run_id: str |
 
     ``inputs``/``outputs``: ``{"name": "trajpub.<schema>.<table>", "facets": {key: {...}}}``; ``facets``: trajpub's
     run facets, ``{key: {...}}`` (each key declared in docs/lineage/trajpub-facets.json; ``None`` values are left
-    out); ``error``: the message of a FAIL event. A run id of ``None`` (a steward's action outside a flow run) gets a fresh one."""
+    out); ``error``: the message of a FAIL event."""
     namespace = _namespace(conn.engine)
     run_facets: dict[str, Any] = {
         key: custom_facet(_facet_name(key), value) for key, value in
@@ -125,7 +134,7 @@ def emit(conn: sa.Connection, release_id: int, event_type: str, *, run_id: str |
                                                                             programmingLanguage="python")
     event = RunEvent(
         eventType=RunState(event_type), eventTime=datetime.now(UTC).isoformat(), producer=PRODUCER,
-        run=Run(runId=str(run_id or uuid.uuid4()), facets=run_facets),
+        run=Run(runId=_run_id(run_id), facets=run_facets),
         job=Job(namespace=JOB_NAMESPACE, name=f"release.{dataset}"),
         inputs=[InputDataset(namespace=namespace, name=d["name"],
                              facets=_dataset_facets(conn, d["name"], d.get("facets", {}))) for d in inputs or []],
