@@ -28,9 +28,22 @@ class Cli(click.Group):
 
 
 def _engine():
+    """The pipeline role's engine: loading, releases, road networks, reading governance."""
     from tasks.db import engine
 
     return engine()
+
+
+def _steward_engine(login: str):
+    """The engine of a steward's login (its password from the local credentials file): the database records this
+    login with what the steward decides."""
+    from tasks.db import steward_engine
+
+    return steward_engine(login)
+
+
+STEWARD_OPTION = click.option("--steward", required=True, envvar="TRAJPUB_STEWARD", show_envvar=True,
+                              help="Your steward login (`trajpub steward add`); the database records it.")
 
 
 def _valid_dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -79,9 +92,9 @@ def db_down() -> None:
 
 @db.command("migrate")
 def db_migrate() -> None:
-    from tasks.db import migrate
+    from tasks.db import migrate, owner_engine
 
-    applied = migrate(_engine())
+    applied = migrate(owner_engine())
     click.echo("applied: " + ", ".join(applied) if applied else "database is up to date")
 
 
@@ -277,22 +290,48 @@ def review_report(release_id: int, out: Path | None) -> None:
 
 
 # --- steward --------------------------------------------------------------------------------------------------
+@main.group()
+def steward() -> None:
+    """Steward logins and the one-time codes that carry a login into the Prefect UI form."""
+
+
+@steward.command("add")
+@click.argument("login")
+def steward_add(login: str) -> None:
+    """Create the steward LOGIN (a member of trajpub_steward) with a generated password in the local credentials
+    file (readable by you only). Runs as the database superuser."""
+    from flows import services
+
+    click.echo(services.add_steward(login))
+
+
+@steward.command("code")
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+def steward_code(release_id: int, steward: str) -> None:
+    """Issue a one-time decision code (one release, one hour) for the Prefect UI form: the decision made with it
+    records your login."""
+    from tasks import governance
+
+    with _steward_engine(steward).begin() as conn:
+        code = governance.issue_decision_code(conn, release_id)
+    click.echo(code)
+
+
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
+    """Record the decision as the steward's login (the database checks status, four-eyes and the comment), then
+    let the waiting flow run publish, or publish in a flow run of its own when none waits (nothing lost)."""
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     from flows.release import publish_approved_flow
     from tasks import governance
 
-    eng = _engine()
-    with eng.connect() as conn:
+    status = "approved" if decision == "approve" else "rejected"
+    with _steward_engine(steward).begin() as conn:
         rel = governance.get_release(conn, release_id)
-        if decision == "approve":
-            governance.check_four_eyes(conn, release_id, steward)
-    if rel["status"] != "awaiting_approval":
-        raise TrajpubError(f"release {release_id} is '{rel['status']}', not awaiting approval", "governance.releases")
-    if decision == "reject" and not (comment and comment.strip()):
-        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
+        login = governance.decide(conn, release_id, status, comment)
+    click.echo(f"release {release_id} {status} by {login}")
     paused = False
     if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
         deadline = time.monotonic() + 30
@@ -305,36 +344,31 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
                 time.sleep(0.5)
     if paused:
         resume_flow_run(rel["flow_run_id"], run_input={"release_id": release_id, "decision": decision,
-                                                       "steward": steward, "comment": comment or ""})
+                                                       "comment": comment or ""})
         click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
-        deadline = time.monotonic() + wait_s
         final = {"approve": "published", "reject": "rejected"}[decision]
+        deadline = time.monotonic() + wait_s
+        eng = _engine()
         while time.monotonic() < deadline:
             with eng.connect() as conn:
-                status = governance.get_release(conn, release_id)["status"]
-            if status in (final, "failed"):
-                click.echo(f"release {release_id} is {status}")
-                if status == "failed":
+                current = governance.get_release(conn, release_id)["status"]
+            if current in (final, "failed"):
+                click.echo(f"release {release_id} is {current}")
+                if current == "failed":
                     sys.exit(1)
                 return
             time.sleep(1)
-        click.echo(f"the flow run has the decision but release {release_id} is still '{status}'; "
+        click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
                    f"see `trajpub release show {release_id}`")
         return
-    # the flow stopped waiting: record the decision here, and publish in a flow run of its own (nothing lost)
-    status = "approved" if decision == "approve" else "rejected"
-    with eng.begin() as conn:
-        governance.record_decision(conn, release_id, status, steward, comment or None)
-    if status == "rejected":
-        click.echo(f"release {release_id} is rejected")
-        return
-    outcome = publish_approved_flow(release_id=release_id)
-    click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
+    if status == "approved":
+        outcome = publish_approved_flow(release_id=release_id)
+        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True, help="Your name, recorded with the approval.")
+@STEWARD_OPTION
 @click.option("--comment")
 @click.option("--wait", "wait_s", type=float, default=120, show_default=True,
               help="Seconds to wait for the flow to publish.")
@@ -345,12 +379,27 @@ def approve(release_id: int, steward: str, comment: str | None, wait_s: float) -
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True)
+@STEWARD_OPTION
 @click.option("--comment", required=True, help="Why the release is rejected.")
 @click.option("--wait", "wait_s", type=float, default=120, show_default=True)
 def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
     """Reject a release awaiting approval; nothing is published."""
     _decide(release_id, "reject", steward, comment, wait_s)
+
+
+@main.command()
+def verify() -> None:
+    """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
+    edited or inserted behind the database's back, or which chain was rewritten since the last check."""
+    from tasks import chains
+
+    with _engine().begin() as conn:
+        problems, sizes = chains.verify(conn)
+    if problems:
+        for p in problems:
+            click.secho(f"TAMPERED: {p}", fg="red", err=True)
+        sys.exit(1)
+    click.echo("intact: " + ", ".join(f"governance.{t} ({n} rows)" for t, n in sizes.items()))
 
 
 @main.command("publish-approved")
@@ -550,13 +599,14 @@ def budget_show(dataset: str | None) -> None:
 @click.argument("dataset")
 @click.argument("epsilon", type=float)
 @click.option("--delta", type=float, help="The δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
-def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
+@STEWARD_OPTION
+def budget_cap(dataset: str, epsilon: float, delta: float | None, steward: str) -> None:
     """Set a dataset's ε cap, and optionally its δ cap (the owner's decision)."""
     if not epsilon > 0:
         raise TrajpubError("the cap must be positive", "budget cap EPSILON")
     if delta is not None and not 0 <= delta < 1:
         raise TrajpubError("the δ cap must be in [0, 1)", "budget cap --delta")
-    _set_dataset_policy(dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
+    _set_dataset_policy(steward, dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
                         {"e": epsilon, "dl": delta})
     click.echo(f"{dataset}: ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None else ""))
 
@@ -564,19 +614,21 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None) -> None:
 @main.command("four-eyes")
 @click.argument("dataset")
 @click.argument("state", type=click.Choice(["on", "off"]))
-def four_eyes(dataset: str, state: str) -> None:
+@STEWARD_OPTION
+def four_eyes(dataset: str, state: str, steward: str) -> None:
     """Require (on) or not (off) that a release of DATASET is approved by someone other than its requester."""
-    _set_dataset_policy(dataset, "four_eyes = :f", {"f": state == "on"})
+    _set_dataset_policy(steward, dataset, "four_eyes = :f", {"f": state == "on"})
     click.echo(f"{dataset}: four-eyes approval {state}")
 
 
-def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
+def _set_dataset_policy(steward: str, dataset: str, assignments: str, values: dict) -> None:
+    """A steward's change of a dataset's policy (only stewards may: the pipeline cannot update these columns)."""
     import sqlalchemy as sa
 
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    with _engine().begin() as conn:
+    with _steward_engine(steward).begin() as conn:
         n = conn.execute(sa.text(f"UPDATE governance.datasets SET {assignments} WHERE dataset = :d"),
                          {**values, "d": dataset}).rowcount
     if not n:
@@ -585,13 +637,13 @@ def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True, help="Your name, recorded with the withdrawal.")
+@STEWARD_OPTION
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
     from tasks.publish import withdraw as withdraw_release
 
-    dropped = withdraw_release(_engine(), release_id, steward, reason)
+    dropped = withdraw_release(_steward_engine(steward), release_id, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,17 +15,21 @@ from tasks.db import alive_lock_key, lock_is_held
 from trajpub.errors import PolicyError, TrajpubError
 
 # planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
-# → withdrawn; any non-final status → failed (with the reason).
-TRANSITIONS: dict[str, set[str]] = {
-    "planned": {"validated"},
-    "validated": {"protected"},
-    "protected": {"audited"},
-    "audited": {"blocked", "awaiting_approval"},
-    "awaiting_approval": {"approved", "rejected"},
-    "approved": {"published"},
-    "published": {"withdrawn"},
-}
+# → withdrawn; any non-final status → failed (with the reason). The moves are the table
+# governance.release_status_moves, which a trigger enforces for every role (sql/014).
 FINAL = {"blocked", "rejected", "published", "failed", "withdrawn"}
+REFUSED = "TP001"  # the SQLSTATE of a governance rule the database enforces
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Turn a governance rule the database enforced (SQLSTATE TP001) into a one-sentence PolicyError."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != REFUSED:
+            raise
+        raise PolicyError(exc.orig.diag.message_primary, "governance") from None
 
 
 def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
@@ -41,18 +47,21 @@ def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarant
 
 
 def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None = None) -> None:
-    """Move a release to ``to``; refuses transitions the status machine does not allow."""
+    """Move a release to ``to``; refuses moves the status machine does not allow (a steward's decision and a
+    withdrawal are not moves of this kind: :func:`decide`, :func:`tasks.publish.withdraw`)."""
     current = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r FOR UPDATE"),
                            {"r": release_id}).scalar()
     if current is None:
         raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
-    allowed = TRANSITIONS.get(current, set()) | ({"failed"} if current not in FINAL else set())
-    if to not in allowed:
+    allowed = conn.execute(sa.text("SELECT 1 FROM governance.release_status_moves WHERE from_status = :f AND "
+                                   "to_status = :t"), {"f": current, "t": to}).scalar()
+    if not allowed:
         raise TrajpubError(f"release {release_id} is '{current}' and cannot become '{to}'", "governance.releases")
-    conn.execute(sa.text(
-        "UPDATE governance.releases SET status = :to, updated_at = now(),"
-        " failure_reason = CASE WHEN :to = 'failed' THEN :detail ELSE failure_reason END"
-        " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
+    with refusals():
+        conn.execute(sa.text(
+            "UPDATE governance.releases SET status = :to, updated_at = now(),"
+            " failure_reason = CASE WHEN :to = 'failed' THEN :detail ELSE failure_reason END"
+            " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
                          " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
 
@@ -100,17 +109,16 @@ def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 
         " ORDER BY release_id DESC LIMIT :n"), {"d": dataset, "n": limit}).mappings()]
 
 
-def budget(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[float, float]:
-    """(cap, spent) of a dataset's ε budget; ``lock`` holds the dataset row until commit."""
-    (cap, spent), _ = budgets(conn, dataset, lock)
+def budget(conn: sa.Connection, dataset: str) -> tuple[float, float]:
+    """(cap, spent) of a dataset's ε budget."""
+    (cap, spent), _ = budgets(conn, dataset)
     return cap, spent
 
 
-def budgets(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[tuple[float, float],
-                                                                           tuple[float, float]]:
-    """((ε cap, ε spent), (δ cap, δ spent)) of a dataset; ``lock`` holds the dataset row until commit."""
-    caps = conn.execute(sa.text("SELECT epsilon_cap, delta_cap FROM governance.datasets WHERE dataset = :d"
-                                + (" FOR UPDATE" if lock else "")), {"d": dataset}).first()
+def budgets(conn: sa.Connection, dataset: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((ε cap, ε spent), (δ cap, δ spent)) of a dataset."""
+    caps = conn.execute(sa.text("SELECT epsilon_cap, delta_cap FROM governance.datasets WHERE dataset = :d"),
+                        {"d": dataset}).first()
     if caps is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
     eps, delta = conn.execute(sa.text("SELECT coalesce(sum(epsilon), 0), coalesce(sum(delta), 0) FROM "
@@ -118,29 +126,33 @@ def budgets(conn: sa.Connection, dataset: str, lock: bool = False) -> tuple[tupl
     return (float(caps[0]), float(eps)), (float(caps[1]), float(delta))
 
 
-def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float = 0.0, lock: bool = False) -> None:
+def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float = 0.0) -> None:
     """Refuse a release whose ε or δ would pass the dataset's cap (sequential composition of the ledger:
-    the ε and the δ of every charged run add up)."""
-    (cap, spent), (delta_cap, delta_spent) = budgets(conn, dataset, lock=lock)
-    if spent + epsilon > cap + 1e-12:
-        raise PolicyError(f"this release needs epsilon {epsilon:g} but dataset '{dataset}' has only "
-                          f"{cap - spent:g} of its cap {cap:g} left", "governance.budget_ledger")
-    if delta > 0 and delta_spent + delta > delta_cap * (1 + 1e-12):
-        raise PolicyError(f"this release needs delta {delta:g} but dataset '{dataset}' has only "
-                          f"{max(delta_cap - delta_spent, 0):g} of its delta cap {delta_cap:g} left",
-                          "governance.budget_ledger")
+    the ε and the δ of every charged run add up). The rule is the database's (governance.budget_refusal), the
+    one its ledger trigger applies to every charge."""
+    refusal = conn.execute(sa.text("SELECT governance.budget_refusal(:d, :e, :dl)"),
+                           {"d": dataset, "e": epsilon, "dl": delta}).scalar()
+    if refusal:
+        raise PolicyError(refusal, "governance.budget_ledger")
 
 
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
                   delta: float, privacy_unit: str, max_records_per_object: int | None = None) -> None:
-    """Charge the ledger under a row lock on the dataset, so that two releases cannot overspend together
-    (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the raw data, published or not)."""
-    check_budget(conn, dataset, epsilon, delta, lock=True)
-    conn.execute(sa.text(
-        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
-        " max_records_per_object) VALUES (:d, :r, :m, :e, :dl, :u, :k) ON CONFLICT (release_id) DO NOTHING"),
-        {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit,
-         "k": max_records_per_object})
+    """Charge the ledger once per release (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the
+    raw data, published or not). The database checks the caps under a lock on the dataset's row, so two
+    releases cannot overspend together."""
+    if conn.execute(sa.text("SELECT 1 FROM governance.budget_ledger WHERE release_id = :r"),
+                    {"r": release_id}).scalar():
+        return
+    try:
+        with refusals():
+            conn.execute(sa.text(
+                "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
+                " max_records_per_object) VALUES (:d, :r, :m, :e, :dl, :u, :k)"),
+                {"d": dataset, "r": release_id, "m": mechanism, "e": epsilon, "dl": delta, "u": privacy_unit,
+                 "k": max_records_per_object})
+    except PolicyError as exc:
+        raise PolicyError(exc.message, "governance.budget_ledger") from None
 
 
 def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
@@ -150,38 +162,28 @@ def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
 
 
-def check_four_eyes(conn: sa.Connection, release_id: int, steward: str) -> None:
-    """Refuse an approval by the release's own requester when its dataset has the four-eyes policy (the
-    database enforces the same rule on ``governance.approvals``; this check gives the clear error first)."""
-    row = conn.execute(sa.text(
-        "SELECT r.requested_by, d.four_eyes FROM governance.releases r JOIN governance.datasets d USING (dataset)"
-        " WHERE r.release_id = :r"), {"r": release_id}).first()
-    if row and row.four_eyes and row.requested_by == steward:
-        raise PolicyError(f"four-eyes policy: {steward} requested release {release_id} and cannot approve it; "
-                          "another steward must", "approve --steward")
+def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None,
+           code: str | None = None) -> str:
+    """Record a steward's decision ('approved' or 'rejected') and move the release; returns the steward's login.
+
+    Without ``code``, ``conn`` must be a steward's login (the CLI): the database records that login. With
+    ``code`` (the Prefect UI form, answered in the flow as the pipeline role), the one-time code the steward
+    issued with ``trajpub steward code`` names the login. Either way the database checks the status, four-eyes
+    (the login against the requester) and that a rejection says why, and writes the append-only approval."""
+    with refusals():
+        if code is None:
+            conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
+                         {"r": release_id, "d": decision, "c": comment or ""})
+            return conn.execute(sa.text("SELECT session_user")).scalar_one()
+        return conn.execute(sa.text("SELECT governance.decide_with_code(:r, :d, :c, :k)"),
+                            {"r": release_id, "d": decision, "c": comment or "", "k": code}).scalar_one()
 
 
-def record_decision(conn: sa.Connection, release_id: int, decision: str, steward: str, comment: str | None) -> None:
-    """Record a steward's decision as the steward role (the database enforces who may write approvals, that
-    they are append-only, and the four-eyes policy)."""
-    if decision not in ("approved", "rejected"):
-        raise TrajpubError(f"decision must be 'approved' or 'rejected', not {decision!r}", "approval")
-    if not steward or not steward.strip():
-        raise TrajpubError("a decision needs the steward's name", "approval --steward")
-    if decision == "rejected" and not (comment and comment.strip()):
-        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
-    existing = conn.execute(sa.text("SELECT decision, steward FROM governance.approvals WHERE release_id = :r"),
-                            {"r": release_id}).first()
-    if existing:
-        raise TrajpubError(f"release {release_id} was already {existing[0]} by {existing[1]}",
-                           "governance.approvals")
-    if decision == "approved":
-        check_four_eyes(conn, release_id, steward)
-    transition(conn, release_id, decision, f"{decision} by {steward}" + (f": {comment}" if comment else ""))
-    conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-    conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward, comment) "
-                         "VALUES (:r, :d, :s, :c)"), {"r": release_id, "d": decision, "s": steward, "c": comment})
-    conn.execute(sa.text("RESET ROLE"))
+def issue_decision_code(conn: sa.Connection, release_id: int) -> str:
+    """A one-time code (valid one hour, for this release only) that carries the connected steward's login into
+    the Prefect UI form."""
+    with refusals():
+        return conn.execute(sa.text("SELECT governance.issue_decision_code(:r)"), {"r": release_id}).scalar_one()
 
 
 def approval(conn: sa.Connection, release_id: int) -> dict | None:

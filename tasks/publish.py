@@ -159,8 +159,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         for table, suffix in tables:
             view = f"{rel['dataset']}_latest{suffix}"
             conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
-            for name in (table, view):
-                conn.execute(sa.text(f"GRANT SELECT ON {q(name)} TO trajpub_consumer"))
+            for name, kind in ((table, "TABLE"), (view, "VIEW")):
+                hand_over(conn, kind, q(name))
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
         comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}, {product}). "
                    f"{guarantee_text} Lineage: published.release_lineage where release_id = {release_id}.")
@@ -190,18 +190,26 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     return f"published.{main}"
 
 
-def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> list[str]:
+def hand_over(conn: sa.Connection, kind: str, name: str) -> None:
+    """Give a published table or view to the publisher group (the pipeline publishes, a steward withdraws) and
+    let the consumer read it."""
+    conn.execute(sa.text(f"ALTER {kind} {name} OWNER TO trajpub_publisher"))
+    conn.execute(sa.text(f"GRANT SELECT ON {name} TO trajpub_consumer"))
+
+
+def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
     """Withdraw a published release in one transaction; returns the tables dropped.
 
     The release's published tables go (with the ``_latest`` views that pointed at them, which are re-created on
     the newest remaining published release of the same dataset and product, if any). Its lineage events,
-    approval and ledger entries stay: the ε it spent is not given back. The withdrawal is recorded (append-only,
-    written as the steward role) with a lineage OTHER event, and the status becomes ``withdrawn``.
+    approval and ledger entries stay: the ε it spent is not given back. ``engine`` is a steward's login, which the
+    database records with the withdrawal (append-only) as it moves the status to ``withdrawn``; a lineage OTHER
+    event names it too.
     """
-    if not steward.strip() or not reason.strip():
-        raise TrajpubError("a withdrawal needs the steward's name and a reason", "withdraw --steward/--reason")
-    with engine.begin() as conn:
-        rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r FOR UPDATE"),
+    if not reason.strip():
+        raise TrajpubError("a withdrawal needs a reason", "withdraw --reason")
+    with engine.begin() as conn:  # governance.record_withdrawal locks the release row and checks it again
+        rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r"),
                            {"r": release_id}).mappings().first()
         if rel is None:
             raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
@@ -224,13 +232,12 @@ def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> l
             if newest is not None and exists is None:
                 target = table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1)
                 conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(target)}"))
-                conn.execute(sa.text(f"GRANT SELECT ON {q(view)} TO trajpub_consumer"))
+                hand_over(conn, "VIEW", q(view))
         dropped = [f"published.{t}" for t in suffixes]
-        governance.transition(conn, release_id, "withdrawn", f"withdrawn by {steward}: {reason}")
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-        conn.execute(sa.text("INSERT INTO governance.withdrawals (release_id, steward, reason, tables) VALUES"
-                             " (:r, :s, :w, :t)"), {"r": release_id, "s": steward, "w": reason, "t": dropped})
-        conn.execute(sa.text("RESET ROLE"))
+        with governance.refusals():
+            conn.execute(sa.text("SELECT governance.record_withdrawal(:r, :w, :t)"),
+                         {"r": release_id, "w": reason, "t": dropped})
+        steward = conn.execute(sa.text("SELECT session_user")).scalar_one()
         lineage.emit(conn, release_id, "OTHER", run_id=None, dataset=rel["dataset"],
                      outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn": True}} for t in dropped],
                      facets={"withdrawal": {"steward": steward, "reason": reason}})

@@ -155,3 +155,26 @@ def loaded_tdrive(engine, tdrive_subset):
         return name
 
     return load
+
+
+STEWARDS = ("alice", "bob", "ada")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stewards(engine) -> dict[str, sa.Engine]:
+    """Steward logins made as an operator makes them (``trajpub steward add``), by name, as engines."""
+    from tasks.db import steward_engine
+
+    for login in STEWARDS:
+        out = cli("steward", "add", login)
+        assert out.returncode == 0, out.stderr
+    return {login: steward_engine(login) for login in STEWARDS}
+
+
+def to_awaiting_approval(engine: sa.Engine, release_id: int) -> None:
+    """Walk a release through the status machine to awaiting_approval, as the flow does."""
+    from tasks import governance
+
+    with engine.begin() as conn:
+        for status in ("validated", "protected", "audited", "awaiting_approval"):
+            governance.transition(conn, release_id, status)

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import governance
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import base_spec, cli, start_release, to_awaiting_approval, wait_for_status
 from trajpub.errors import PolicyError
 
 pytestmark = pytest.mark.integration
@@ -20,9 +20,10 @@ def q(engine, sql: str, **params):
 
 
 @pytest.fixture
-def bare_dataset(engine, dataset_name):
-    """A dataset with governance rows and no points: enough for ledger and approval rules."""
-    with engine.begin() as conn:
+def bare_dataset(owner, dataset_name):
+    """A dataset with governance rows and no points: enough for ledger and approval rules (its cap set by the
+    owner: the pipeline cannot choose a cap)."""
+    with owner.begin() as conn:
         conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
                      {"d": dataset_name})
@@ -65,51 +66,43 @@ def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
     assert (spent, n, cap_k) == (5.0, 5, 7)
 
 
-def test_delta_is_composed_and_capped(engine, bare_dataset):
+def test_delta_is_composed_and_capped(engine, stewards, bare_dataset):
     rid = new_release(engine, bare_dataset)
     with engine.begin() as conn, pytest.raises(PolicyError, match="delta cap 0"):
         governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
-    with engine.begin() as conn:
+    with stewards["ada"].begin() as conn:
         conn.execute(sa.text("UPDATE governance.datasets SET delta_cap = 1.5e-6 WHERE dataset = :d"),
                      {"d": bare_dataset})
+    with engine.begin() as conn:
         governance.charge_budget(conn, rid, bare_dataset, "m", 1.0, 1e-6, "one object")
     with engine.begin() as conn, pytest.raises(PolicyError, match="needs delta 1e-06"):
         governance.charge_budget(conn, new_release(engine, bare_dataset), bare_dataset, "m", 1.0, 1e-6, "obj")
 
 
-def test_approvals_need_the_steward_role(engine, bare_dataset):
+def test_approvals_are_written_only_by_the_decision_functions(engine, stewards, bare_dataset):
+    """No role inserts an approval directly, the steward included: a decision goes through governance.decide,
+    which records the connection's login; the pipeline and the consumer cannot call it."""
+    from tasks.db import database_url
+
     rid = new_release(engine, bare_dataset)
-    for role in ("trajpub_pipeline", "trajpub_consumer"):
-        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-            conn.execute(sa.text(f"SET LOCAL ROLE {role}"))
+    to_awaiting_approval(engine, rid)
+    consumer = sa.create_engine(database_url("trajpub_consumer"))
+    for eng in (engine, consumer, stewards["ada"]):
+        with eng.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
                                  "VALUES (:r, 'approved', 'mallory')"), {"r": rid})
+    for eng in (engine, consumer):
+        with eng.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            conn.execute(sa.text("SELECT governance.decide(:r, 'approved', '')"), {"r": rid})
+    with stewards["ada"].begin() as conn:
+        assert governance.decide(conn, rid, "approved", None) == "ada"
+    assert q(engine, "SELECT steward FROM governance.approvals WHERE release_id = :r", r=rid) == [("ada",)]
 
 
-def test_append_only_tables_refuse_truncate(engine):
+def test_append_only_tables_refuse_truncate(owner):
     for table in ("governance.approvals", "governance.budget_ledger", "governance.withdrawals"):
-        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="append-only"):
+        with owner.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="append-only"):
             conn.execute(sa.text(f"TRUNCATE {table} CASCADE"))
-
-
-def test_four_eyes_policy_is_enforced_by_the_database(engine, bare_dataset):
-    rid = new_release(engine, bare_dataset, requested_by="alice")
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE governance.releases SET status = 'awaiting_approval' WHERE release_id = :r"),
-                     {"r": rid})
-    assert cli("four-eyes", bare_dataset, "on").returncode == 0
-    with engine.begin() as conn, pytest.raises(PolicyError, match="four-eyes"):
-        governance.record_decision(conn, rid, "approved", "alice", None)
-    # the database refuses it even for a client that skips the check
-    with engine.begin() as conn, pytest.raises(sa.exc.DBAPIError, match="four-eyes policy: alice"):
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-        conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
-                             "VALUES (:r, 'approved', 'alice')"), {"r": rid})
-    refused = cli("approve", str(rid), "--steward", "alice", "--wait", "1")
-    assert refused.returncode == 1 and "four-eyes" in refused.stderr
-    with engine.begin() as conn:
-        governance.record_decision(conn, rid, "approved", "bob", None)
-    assert q(engine, "SELECT steward FROM governance.approvals WHERE release_id = :r", r=rid) == [("bob",)]
 
 
 def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_tdrive, tmp_path):
@@ -118,14 +111,14 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
     for _ in range(2):  # two published releases: withdrawing the newer repoints the views to the older
         run = start_release(base_spec(dataset), tmp_path)
         wait_for_status(engine, run, {"awaiting_approval"})
-        assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+        assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
         assert run.proc.wait(timeout=120) == 0, run.output()
         rids.append(run.release_id)
     old, new = rids
     ledger_before = q(engine, "SELECT release_id, epsilon FROM governance.budget_ledger WHERE dataset = :d "
                               "ORDER BY release_id", d=dataset)
-    assert cli("withdraw", str(new), "--steward", "Ada Steward").returncode != 0  # a reason is required
-    out = cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "a point of interest was exposed")
+    assert cli("withdraw", str(new), "--steward", "ada").returncode != 0  # a reason is required
+    out = cli("withdraw", str(new), "--steward", "ada", "--reason", "a point of interest was exposed")
     assert out.returncode == 0, out.stderr
     tables = {r[0] for r in q(engine, "SELECT table_name FROM information_schema.tables WHERE "
                                       "table_schema = 'published' AND table_name LIKE :p", p=f"{dataset}%")}
@@ -140,8 +133,8 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
                                       "ORDER BY event_id", r=new)]
     assert events == ["START", "COMPLETE", "OTHER"]
     assert q(engine, "SELECT steward, reason FROM governance.withdrawals WHERE release_id = :r", r=new) == [
-        ("Ada Steward", "a point of interest was exposed")]
-    assert cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "again").returncode == 1
+        ("ada", "a point of interest was exposed")]
+    assert cli("withdraw", str(new), "--steward", "ada", "--reason", "again").returncode == 1
     with engine.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
         assert conn.execute(sa.text("SELECT count(*) FROM published.release_lineage WHERE release_id = :r"),
                             {"r": new}).scalar() == 0

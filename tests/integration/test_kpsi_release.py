@@ -82,7 +82,7 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                                r=run.release_id)}
     assert attacks == set(TRUTHFUL)
-    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=120) == 0
     table = f"published.{dataset}__r{run.release_id}"
     sets = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t)) FROM {table} GROUP BY set_id")
@@ -120,4 +120,4 @@ def test_kpsi_on_tdrive_without_a_road_network_states_the_fallback(engine, loade
     assert summary["mechanism"]["road_network_source"] == "none"
     assert len(q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                  r=run.release_id)) == len(TRUTHFUL)
-    assert cli("reject", str(run.release_id), "--steward", "Ada", "--comment", "test").returncode == 0
+    assert cli("reject", str(run.release_id), "--steward", "ada", "--comment", "test").returncode == 0

@@ -72,7 +72,7 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
              r=run.release_id) == [("START",), ("FAIL",)]
     rerun = start_release(base_spec(dataset), tmp_path)
     wait_for_status(engine, rerun, {"awaiting_approval"})
-    assert cli("approve", str(rerun.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(rerun.release_id), "--steward", "ada").returncode == 0
     assert rerun.proc.wait(timeout=120) == 0
     assert published_tables(engine, dataset) == {f"{dataset}__r{rerun.release_id}",
                                                  f"{dataset}__r{rerun.release_id}_traj"}
@@ -85,7 +85,7 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
     with engine.connect() as blocker:
         # publish writes its tables, then blocks on its lineage event; the process dies there
         blocker.execute(sa.text("LOCK TABLE governance.lineage_events IN SHARE MODE"))
-        approve = cli("approve", str(run.release_id), "--steward", "Ada Steward", "--wait", "1")
+        approve = cli("approve", str(run.release_id), "--steward", "ada", "--wait", "1")
         assert approve.returncode == 0, approve.stderr
         wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.lineage_events"), 120,
                    "publish to block on the lineage event")

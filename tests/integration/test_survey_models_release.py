@@ -31,7 +31,7 @@ def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                                r=run.release_id)}
     assert attacks == set(TRUTHFUL)
-    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=180) == 0, run.output()
     (guarantee, charged) = q(engine, "SELECT r.guarantee, (SELECT sum(epsilon) FROM governance.budget_ledger l "
                                      "WHERE l.release_id = r.release_id) FROM governance.releases r "
