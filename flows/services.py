@@ -77,7 +77,9 @@ def db_up() -> str:
     with generated passwords (:data:`trajpub.config.CREDENTIALS_FILE`) and a password (scram-sha-256) rule for
     every connection. A cluster made before passwords (trusting local connections) is upgraded in place."""
     if not config.uses_local_database():
-        return f"using the existing database TRAJPUB_DATABASE_URL ({_redact(config.database_url())})"
+        if "TRAJPUB_DATABASE_URL" in os.environ:
+            return f"using the existing database TRAJPUB_DATABASE_URL ({_redact(os.environ['TRAJPUB_DATABASE_URL'])})"
+        return "using the existing database named by the Prefect Secret block TRAJPUB_DATABASE_SECRET"
     ensure_postgis_installed()
     credentials = _credentials()
     if not (PGDATA / "PG_VERSION").exists():
@@ -214,12 +216,12 @@ def add_steward(login: str) -> str:
     credentials = _credentials()
     if login in credentials:
         return f"steward {login} already exists (password in {config.CREDENTIALS_FILE})"
-    credentials[login] = secrets.token_urlsafe(24)
     with _owner_connection(credentials) as conn:
         if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone():
             raise TrajpubError(f"a role named {login} exists already and is not a local steward", "steward add")
+        credentials[login] = secrets.token_urlsafe(24)
+        _write_credentials(credentials)  # first: a login whose password is lost would be locked out
         _set_login(conn, login, credentials[login], group="trajpub_steward")
-    _write_credentials(credentials)
     return f"steward {login} added (login in the trajpub_steward group; password in {config.CREDENTIALS_FILE})"
 
 

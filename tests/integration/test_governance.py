@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import governance
+from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, start_release, to_awaiting_approval, wait_for_status
 from trajpub.errors import PolicyError
 
@@ -82,8 +83,6 @@ def test_delta_is_composed_and_capped(engine, stewards, bare_dataset):
 def test_approvals_are_written_only_by_the_decision_functions(engine, stewards, bare_dataset):
     """No role inserts an approval directly, the steward included: a decision goes through governance.decide,
     which records the connection's login; the pipeline and the consumer cannot call it."""
-    from tasks.db import database_url
-
     rid = new_release(engine, bare_dataset)
     to_awaiting_approval(engine, rid)
     consumer = sa.create_engine(database_url("trajpub_consumer"))
@@ -135,7 +134,8 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
     assert q(engine, "SELECT steward, reason FROM governance.withdrawals WHERE release_id = :r", r=new) == [
         ("ada", "a point of interest was exposed")]
     assert cli("withdraw", str(new), "--steward", "ada", "--reason", "again").returncode == 1
-    with engine.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
+    consumer = sa.create_engine(database_url("trajpub_consumer"))
+    with consumer.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
         assert conn.execute(sa.text("SELECT count(*) FROM published.release_lineage WHERE release_id = :r"),
                             {"r": new}).scalar() == 0
 

@@ -170,3 +170,41 @@ def test_steward_logins_are_checked_names(engine):
     for bad in ("Alice", "postgres", "trajpub_pipeline", "a b", "x'; DROP ROLE alice; --"):
         out = cli("steward", "add", bad)
         assert out.returncode == 1 and out.stderr.startswith("error: a steward's login"), (bad, out.stderr)
+
+
+def test_the_flow_refuses_a_wrong_code_and_waits_for_a_right_one(engine, loaded_tdrive, tmp_path):
+    """The form's answer as the Prefect UI sends it (resume with run input): a wrong code leaves the release
+    awaiting approval and the flow paused again; the issued code publishes it under the issuing login."""
+    from prefect.client.orchestration import get_client
+    from prefect.flow_runs import resume_flow_run
+
+    from tests.integration.conftest import base_spec, start_release, wait_for_status, wait_until
+
+    def paused(flow_run_id) -> bool:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(flow_run_id).state
+        return bool(state and state.is_paused())
+
+    run = start_release(base_spec(loaded_tdrive("code"), approval_timeout_s=300), tmp_path)
+    try:
+        wait_for_status(engine, run, {"awaiting_approval"})
+        with engine.connect() as conn:
+            flow_run_id = conn.execute(sa.text("SELECT flow_run_id FROM governance.releases WHERE release_id = :r"),
+                                       {"r": run.release_id}).scalar()
+        wait_until(lambda: paused(flow_run_id), 60, "the flow to pause")
+        answer = {"release_id": run.release_id, "decision": "approve", "comment": "ok"}
+        resume_flow_run(flow_run_id, run_input={**answer, "decision_code": "not-a-code"})
+        wait_until(lambda: "the decision was refused" in run.output() and paused(flow_run_id), 60,
+                   "the flow to refuse the code and pause again")
+        assert wait_for_status(engine, run, {"awaiting_approval"}) == "awaiting_approval"
+        issued = cli("steward", "code", str(run.release_id), "--steward", "alice")
+        assert issued.returncode == 0, issued.stderr
+        resume_flow_run(flow_run_id, run_input={**answer, "decision_code": issued.stdout.strip()})
+        assert run.proc.wait(timeout=180) == 0, run.output()[-3000:]
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT r.status, a.steward FROM governance.releases r JOIN "
+                                        "governance.approvals a USING (release_id) WHERE release_id = :r"),
+                                {"r": run.release_id}).one() == ("published", "alice")
+    finally:
+        if run.proc.poll() is None:
+            run.proc.kill()

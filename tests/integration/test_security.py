@@ -49,7 +49,8 @@ def test_identifiers_from_users_are_validated_before_any_sql(engine, name, tmp_p
     spec.write_text(yaml.safe_dump({**base_spec(name), "seed": None}))
     for args in (["load", "tdrive", str(TDRIVE_CSV), "--dataset", name],
                  ["release", "run", "--spec", str(spec)], ["release", "list", "--dataset", name],
-                 ["budget", "cap", name, "5"], ["four-eyes", name, "on"], ["budget", "show", "--dataset", name],
+                 ["budget", "cap", name, "5", "--steward", "ada"],
+                 ["four-eyes", name, "on", "--steward", "ada"], ["budget", "show", "--dataset", name],
                  ["recover", "--dataset", name], ["roads", "load-osm", name, "--pbf", "helsinki_pbf"],
                  ["roads", "synthetic", name, "--lon", "24.9", "--lat", "60.1"]):
         out = CliRunner().invoke(main, args)
@@ -79,11 +80,11 @@ def test_free_text_is_stored_literally(engine, dataset_name):
 
 
 def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(engine, loaded_tdrive, tmp_path):
-    """The database URL, password included, comes from a Prefect Secret block (the local server trusts loopback,
-    so any password connects); after a whole release the password appears nowhere a user can read."""
-    password = f"pw-{uuid.uuid4().hex}"
-    url = config.database_url().replace("postgres@", f"postgres:{password}@", 1)
-    assert password in url
+    """The database URL, the pipeline role's real password included, comes from a Prefect Secret block; after a
+    whole release the password appears nowhere a user can read."""
+    password = json.loads(config.CREDENTIALS_FILE.read_text())[config.PIPELINE]
+    url = config.database_url()
+    assert password in url and len(password) >= 24
     block = f"trajpub-db-{uuid.uuid4().hex[:8]}"
     Secret(value=url).save(block)
     dataset = loaded_tdrive("sec")

@@ -65,8 +65,8 @@ def test_a_deleted_or_edited_ledger_row_is_found_and_named(owner, charged, tmp_p
         f"{last}" in deleted[0], deleted
     edited = problems_after(owner, tmp_path, f"UPDATE governance.budget_ledger SET epsilon = 0 WHERE entry_id = "
                                              f"{first}", bypass=bypass)
-    assert edited == [f"governance.budget_ledger row entry_id = {first} was edited: its columns no longer match "
-                      "its digest"]
+    assert edited == [(f"governance.budget_ledger row entry_id = {first} was edited: its columns no longer match "
+                      "its digest")]
     tail = problems_after(owner, tmp_path, f"DELETE FROM governance.budget_ledger WHERE entry_id = {last}",
                           bypass=bypass)
     assert len(tail) == 1 and "the last chain row(s)" in tail[0] and "missing (deleted)" in tail[0], tail

@@ -26,7 +26,14 @@ from playwright.sync_api import Locator, expect
 
 from tasks import report
 from tests.integration.browser import chromium_page
-from tests.integration.conftest import base_spec, cli, release_status, start_release, wait_for_status, wait_until
+from tests.integration.conftest import (
+    base_spec,
+    cli,
+    release_status,
+    start_release,
+    wait_for_status,
+    wait_until,
+)
 from trajpub import config
 
 pytestmark = pytest.mark.integration
