@@ -171,6 +171,16 @@ def stewards(engine) -> dict[str, sa.Engine]:
     return {login: steward_engine(login) for login in STEWARDS}
 
 
+def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester") -> int:
+    """A release recorded as the flow's plan step records it (status planned), without running anything."""
+    from tasks import governance
+
+    with engine.begin() as conn:
+        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
+                                                "requested_by": requested_by, "window_start": None,
+                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
+
+
 def to_awaiting_approval(engine: sa.Engine, release_id: int) -> None:
     """Walk a release through the status machine to awaiting_approval, as the flow does."""
     from tasks import governance

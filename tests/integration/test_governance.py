@@ -9,7 +9,14 @@ import sqlalchemy as sa
 
 from tasks import governance
 from tasks.db import database_url
-from tests.integration.conftest import base_spec, cli, start_release, to_awaiting_approval, wait_for_status
+from tests.integration.conftest import (
+    base_spec,
+    cli,
+    new_release,
+    start_release,
+    to_awaiting_approval,
+    wait_for_status,
+)
 from trajpub.errors import PolicyError
 
 pytestmark = pytest.mark.integration
@@ -29,13 +36,6 @@ def bare_dataset(owner, dataset_name):
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
                      {"d": dataset_name})
     return dataset_name
-
-
-def new_release(engine, dataset: str, requested_by: str = "requester") -> int:
-    with engine.begin() as conn:
-        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
-                                                "requested_by": requested_by, "window_start": None,
-                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
 def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import roads
+from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
 from trajpub.grid import GridSpec
 from trajpub.roads import RoadNetwork
@@ -98,8 +99,7 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     owners = q(engine, "SELECT count(*), count(DISTINCT traj_id) FROM staging.candidate_owners WHERE "
                        "release_id = :r", r=run.release_id)
     assert owners == [(200, 200)]  # one real member per set, known only to the private table
-    with engine.begin() as conn:
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+    with sa.create_engine(database_url("trajpub_consumer")).connect() as conn:
         assert conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar() == 200 * k * 50
         with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             conn.execute(sa.text("SELECT * FROM staging.candidate_owners LIMIT 1"))

@@ -36,11 +36,14 @@ def kill_tree(pid: int) -> None:
 
 
 @contextlib.contextmanager
-def dataset_row_locked(engine, dataset: str):
-    """Hold the dataset's governance row: a release blocks in its budget charge, the first step of protect."""
-    with engine.connect() as conn:
+def dataset_row_locked(dataset: str):
+    """Hold the dataset's governance row (as the owner: the pipeline may not lock it for update): a release
+    blocks in its budget charge, the first step of protect."""
+    from tasks.db import owner_engine
+
+    with owner_engine().connect() as conn:
         conn.execute(sa.text("SELECT 1 FROM governance.datasets WHERE dataset = :d FOR NO KEY UPDATE"),
-                     {"d": dataset})  # the charge (FOR UPDATE) waits; new releases (FK: KEY SHARE) do not
+                     {"d": dataset})  # the ledger's cap trigger (FOR UPDATE) waits; new releases (KEY SHARE) do not
         yield
         with contextlib.suppress(sa.exc.DBAPIError):  # the server may have been stopped meanwhile
             conn.rollback()
@@ -53,10 +56,10 @@ def waiting_on_lock(engine, query_fragment: str) -> bool:
 
 def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("killp")
-    with dataset_row_locked(engine, dataset):
+    with dataset_row_locked(dataset):
         run = start_release(base_spec(dataset), tmp_path)
         wait_for_status(engine, run, {"validated"})
-        wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+        wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
         kill_tree(run.proc.pid)
         run.proc.wait(timeout=30)
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
@@ -108,9 +111,9 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
     dataset = loaded_tdrive("pgstop")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
     try:
-        with dataset_row_locked(engine, dataset):
+        with dataset_row_locked(dataset):
             wait_for_status(engine, run, {"validated"})
-            wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+            wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
             down = cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
     finally:
@@ -137,9 +140,9 @@ def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, 
                     found.append(p)
         return found
 
-    with dataset_row_locked(engine, dataset):  # the prepared partitions sit in worker memory
+    with dataset_row_locked(dataset):  # the prepared partitions sit in worker memory
         wait_for_status(engine, run, {"validated"})
-        wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+        wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
         before = workers()
         assert before, "no Dask worker process found"
         before[0].send_signal(signal.SIGKILL)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
 
 pytestmark = pytest.mark.integration
@@ -98,25 +99,20 @@ def test_publish_again_changes_nothing(engine, published):
 
 
 def test_consumer_reads_published_only(engine, published):
+    """As the consumer's own login (what a data user connects as)."""
     dataset, rid = published
-    with engine.connect() as conn:
-        conn.execute(sa.text("SET ROLE trajpub_consumer"))
+    consumer = sa.create_engine(database_url("trajpub_consumer"))
+    with consumer.connect() as conn:
         assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}__r{rid}")).scalar() > 0
         assert conn.execute(sa.text(f"SELECT count(*) FROM published.{dataset}_latest_traj")).scalar() > 0
-        conn.rollback()
-    with engine.connect() as conn:
-        conn.execute(sa.text("SET ROLE trajpub_consumer"))
         row = conn.execute(sa.text("SELECT * FROM published.release_lineage WHERE release_id = :r"),
                            {"r": rid}).mappings().one()
         assert row["approved_by"] == "ada" and row["guarantee"]["epsilon"] == 4.0
         assert "snapshot_points" not in row and "seed" not in json.dumps(row["parameters"])
-        conn.rollback()
     for table in ("raw.points", "raw.sources", "staging.quarantine", "staging.candidate_points",
                   "governance.releases", "governance.budget_ledger"):
-        with engine.connect() as conn:
-            conn.execute(sa.text("SET ROLE trajpub_consumer"))
-            with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-                conn.execute(sa.text(f"SELECT 1 FROM {table} LIMIT 1"))
+        with consumer.connect() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            conn.execute(sa.text(f"SELECT 1 FROM {table} LIMIT 1"))
 
 
 def test_validation_quarantine_is_accounted_for(engine, published):

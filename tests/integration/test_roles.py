@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from flows import services
 from tasks import governance
 from tasks.db import database_url
-from tests.integration.conftest import cli, to_awaiting_approval
+from tests.integration.conftest import cli, new_release, to_awaiting_approval
 from trajpub import config
 from trajpub.errors import PolicyError
 
@@ -60,13 +60,6 @@ def dataset(engine, dataset_name):
         conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
     return dataset_name
-
-
-def new_release(engine, dataset: str, requested_by: str = "requester") -> int:
-    with engine.begin() as conn:
-        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
-                                                "requested_by": requested_by, "window_start": None,
-                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
 def refused(eng: sa.Engine, sql: str, match: str, **params) -> None:
