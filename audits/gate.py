@@ -17,12 +17,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from audits.registry import ATTACKS, RELEASE_KINDS, build_attack
 from audits.result import AttackResult
 from audits.utility import UTILITY_METRICS
 from trajpub.errors import ParameterError
+from trajpub.yamlfile import read_yaml
 
 KNOWN_ATTACKS = frozenset(ATTACKS)
 """Attack names a policy may set thresholds for: a misspelt name must fail loudly, never gate nothing."""
@@ -134,14 +133,8 @@ class GatePolicy:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatePolicy:
-        """Load a policy file (YAML, the layout of :meth:`from_dict`)."""
-        try:
-            policy = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ParameterError("the gate policy file does not exist", f"file {path}") from None
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"not a valid YAML policy: {exc}", f"file {path}") from None
-        return cls.from_dict(policy, where=f"file {path}")
+        """Load a policy file (YAML, the layout of :meth:`from_dict`; size- and alias-limited)."""
+        return cls.from_dict(read_yaml(path, "gate policy"), where=f"file {path}")
 
     @classmethod
     def default(cls) -> GatePolicy:

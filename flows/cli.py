@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,37 @@ class Cli(click.Group):
         except TrajpubError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(1)
+
+
+class _WithoutTraceback(logging.Formatter):
+    """Formats a record with another formatter, leaving out its traceback (which stays in the other handlers'
+    copies: the flow run's log in the Prefect server keeps it)."""
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return self.inner.format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _tracebacks_to_the_log_only() -> None:
+    """Before a command runs a flow: Prefect's console handler prints its log lines without tracebacks (issue 16,
+    finding 8); the flow run's log in the Prefect server keeps them. The CLI then says what failed in one
+    sentence."""
+    from prefect.logging.configuration import ensure_logging_setup
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    ensure_logging_setup()
+    loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
+    for handler in {h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers}:
+        if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _WithoutTraceback):
+            handler.setFormatter(_WithoutTraceback(handler.formatter))
 
 
 def _engine():
@@ -197,14 +229,15 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    from flows.release import parse_spec, release_flow
+    from flows.release import check_policy, parse_spec, release_flow
 
     data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
                                   "window_end": window_end, "requested_by": requested_by,
                                   "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
-    parse_spec(data)  # fail fast, before a flow run exists
+    check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
+    _tracebacks_to_the_log_only()
     outcome = release_flow(spec=data)
     click.echo(json.dumps(outcome))
 
@@ -327,6 +360,7 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     from flows.release import publish_approved_flow
     from tasks import governance
 
+    _tracebacks_to_the_log_only()
     status = "approved" if decision == "approve" else "rejected"
     with _steward_engine(steward).begin() as conn:
         rel = governance.get_release(conn, release_id)
@@ -408,6 +442,7 @@ def publish_approved(release_id: int) -> None:
     """Publish an approved release whose flow run is no longer waiting (idempotent)."""
     from flows.release import publish_approved_flow
 
+    _tracebacks_to_the_log_only()
     click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
 
 
@@ -432,19 +467,24 @@ def recover(dataset: str | None) -> None:
     approved releases whose publication was interrupted. Safe to run at any time."""
     import sqlalchemy as sa
 
-    from flows.release import publish_approved_flow, recover_interrupted
+    from flows.release import finish_approved, recover_interrupted
 
+    _tracebacks_to_the_log_only()
     failed = recover_interrupted(dataset)
     with _engine().connect() as conn:
         approved = list(conn.execute(sa.text(
             "SELECT release_id FROM governance.releases WHERE status = 'approved' AND"
             " (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"), {"d": dataset}).scalars())
-    for rid in approved:
-        outcome = publish_approved_flow(release_id=rid)
-        click.echo(f"release {rid} was approved but not published; now {outcome['status']}: {outcome['table']}")
+    outcomes = [finish_approved(rid) for rid in approved]
+    for o in outcomes:
+        click.echo(f"release {o['release_id']} was approved but not published; now "
+                   + (f"published: {o['table']}" if o["status"] == "published" else f"failed: {o['reason']}"))
+    n_published = sum(o["status"] == "published" for o in outcomes)
     click.echo(f"recovered: {len(failed)} interrupted release(s) marked failed"
                + (f" ({', '.join(map(str, failed))})" if failed else "")
-               + f", {len(approved)} approved release(s) published")
+               + f", {n_published} approved release(s) published"
+               + (f", {len(outcomes) - n_published} could not be published and failed" if
+                  len(outcomes) > n_published else ""))
 
 
 @main.command("backfill")
@@ -590,7 +630,7 @@ def budget_show(dataset: str | None) -> None:
             (cap, spent), (delta_cap, delta_spent) = governance.budgets(conn, ds)
             click.echo(f"{ds}: ε spent {spent:g} of cap {cap:g} ({cap - spent:g} left); "
                        f"δ spent {delta_spent:g} of cap {delta_cap:g}")
-            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "mechanism", "epsilon",
+            click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "entry_kind", "mechanism", "epsilon",
                                                             "delta", "privacy_unit", "max_records_per_object",
                                                             "charged_at", "status"]))
 
@@ -609,6 +649,61 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, steward: str) 
     _set_dataset_policy(steward, dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
                         {"e": epsilon, "dl": delta})
     click.echo(f"{dataset}: ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None else ""))
+
+
+@main.group()
+def policy() -> None:
+    """Gate policies: a steward registers and versions the policy that gates each dataset's releases."""
+
+
+@policy.command("set")
+@click.argument("dataset", callback=_valid_dataset)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", help="Register the file as the next version of this policy name (default: the dataset's "
+                             "name).")
+@STEWARD_OPTION
+def policy_set(dataset: str, file: Path, name: str | None, steward: str) -> None:
+    """Register FILE (a gate policy YAML) and make it DATASET's policy from its next release on."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with _steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name or dataset, parsed)
+        policies.set_for_dataset(conn, dataset, name or dataset, version)
+    click.echo(f"{dataset}: gate policy {name or dataset} v{version} (set by {steward})")
+
+
+@policy.command("register")
+@click.argument("name")
+@click.argument("file", type=click.Path(path_type=Path))
+@STEWARD_OPTION
+def policy_register(name: str, file: Path, steward: str) -> None:
+    """Register FILE as the next version of policy NAME without setting it for a dataset: a spec may then name
+    it (gate_policy: NAME) for a release of any dataset whose own policy it is at least as strict as."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with _steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name, parsed)
+    click.echo(f"gate policy {name} v{version} registered by {steward}")
+
+
+@policy.command("show")
+@click.argument("dataset", callback=_valid_dataset)
+def policy_show(dataset: str) -> None:
+    """DATASET's current gate policy (YAML) and its history."""
+    import yaml
+
+    from tasks import policies
+
+    with _engine().begin() as conn:  # a dataset without a policy adopts the shipped default here
+        current = policies.current(conn, dataset)
+        past = policies.history(conn, dataset)
+    click.echo(f"# {dataset}: gate policy {current.label}")
+    click.echo(yaml.safe_dump(current.policy.to_dict(), sort_keys=False).rstrip())
+    click.echo("\nhistory:\n" + _table(past, ["policy_name", "policy_version", "set_by", "set_at"]))
 
 
 @main.command("four-eyes")

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import httpx
 import numpy as np
+import sqlalchemy as sa
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -24,6 +25,7 @@ from tasks import (
     governance,
     ingest,
     lineage,
+    policies,
     prepare,
     protect,
     publish,
@@ -31,7 +33,7 @@ from tasks import (
     validate,
 )
 from tasks.dask_cluster import dask_client, n_workers
-from tasks.db import alive_lock_key, release_slot, session_lock, transaction, with_retries
+from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.spec import ReleaseSpec
@@ -42,24 +44,36 @@ step = task(cache_policy=NO_CACHE, retries=0)
 def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
     """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
     parsed = ReleaseSpec.from_dict(spec)
-    audit.policy_for(parsed)  # a broken gate policy must fail here, before any budget is spent
     return parsed, protect.adapter(parsed.mechanism).parse_params(parsed.params)
 
 
-@step
-def plan(spec: ReleaseSpec, params) -> int:
-    """Check the budget before any data is read; record the release."""
-    guarantee = protect.adapter(spec.mechanism).guarantee(params)
+def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
+    """The gate policy of the release (:func:`tasks.policies.resolve`), read-only: a spec naming a weaker policy
+    is refused before a flow run exists. ``plan`` resolves it again in its own transaction."""
+    with db_engine().begin() as conn:
+        return policies.resolve(conn, spec)
 
-    def record(conn) -> int:
-        governance.check_budget(conn, spec.dataset, guarantee.epsilon or 0.0, guarantee.delta)
+
+@step
+def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
+    """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
+    names), reserve the privacy budget in the ledger (refused over the cap), record the release."""
+    mech = protect.adapter(spec.mechanism)
+    guarantee = mech.guarantee(params)
+
+    def record(conn) -> tuple[int, policies.RegisteredPolicy]:
+        policy = policies.resolve(conn, spec)
         release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
+        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
+                                 guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
+        governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
                      inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
-                             "guarantee": guarantee.to_dict(), "spec": spec.to_record()})
-        return release_id
+                             "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
+                             "gate_policy": policy.to_record()})
+        return release_id, policy
 
     return transaction(record, "plan", say=print)
 
@@ -101,14 +115,12 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
           f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
     if stats["trajectories"] == 0:
         raise TrajpubError("no trajectory is left after preparation", "prepare")
-    guarantee = mech.guarantee(params)
 
-    def charge(conn) -> None:  # before the mechanism touches the data, whether or not it is published
-        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee.epsilon or 0.0,
-                                 guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
+    def start(conn) -> None:  # from here the budget reserved at plan is spent, whatever happens next
+        governance.mark_mechanism_started(conn, release_id)
         governance.merge_summary(conn, release_id, {"prepare": stats})
 
-    transaction(charge, "charge the budget", say=print)
+    transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
     result = mech.run(client, prepared, spec.grid, params, rng)
     if result.product == "trajectories":  # check output: what would be published, on a worker (GX is warm there)
@@ -129,9 +141,10 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 
 
 @step
-def audit_and_gate(client, spec: ReleaseSpec, release_id: int, prepared, result) -> bool:
+def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
+                   result) -> bool:
     raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(client, raw, result, spec, protect.adapter(spec.mechanism).release_kind)
+    outcome = audit.run(client, raw, result, policy.policy, protect.adapter(spec.mechanism).release_kind, spec.seed)
     def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)
@@ -178,19 +191,20 @@ def release_flow(spec: dict) -> dict:
     parsed, params = parse_spec(spec)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        release_id = plan(parsed, params)
-        print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}")
-        return govern(parsed, params, release_id)
+        release_id, policy = plan(parsed, params)
+        print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}, gated by policy "
+              f"{policy.label}")
+        return govern(parsed, params, release_id, policy)
 
 
-def govern(parsed: ReleaseSpec, params, release_id: int) -> dict:
+def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
             recover_interrupted(parsed.dataset)
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
-            passed = audit_and_gate(client, parsed, release_id, prepared, result)
+            passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
     except Exception as exc:
         fail(release_id, parsed.dataset, exc)
         raise
@@ -262,6 +276,7 @@ def fail(release_id: int, dataset: str, exc: BaseException) -> None:
         status = governance.get_release(conn, release_id)["status"]
         if status not in governance.FINAL:
             governance.transition(conn, release_id, "failed", str(exc))
+        governance.release_reservation(conn, release_id, f"the release failed before its mechanism ran: {exc}")
         lineage.emit(conn, release_id, "FAIL", run_id=flow_run.get_id(), dataset=dataset,
                      facets={"error": {"message": str(exc), "type": type(exc).__name__}})
 
@@ -277,3 +292,25 @@ def publish_approved_flow(release_id: int) -> dict:
     table = publish.publish(eng, release_id, flow_run.get_id())
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
+
+
+def finish_approved(release_id: int) -> dict:
+    """Publish an approved release (:func:`publish_approved_flow`) or, when publication fails for a reason other
+    than a transient database error, mark it failed saying why, so that no release stays approved forever."""
+    try:
+        return publish_approved_flow(release_id=release_id)
+    except (TrajpubError, sa.exc.DBAPIError) as exc:
+        if is_transient(exc):
+            raise TrajpubError(f"release {release_id} could not be published now (the database did not answer); "
+                               "it stays approved: run `trajpub recover` again", "publish") from None
+        reason = f"publication failed: {one_line(exc)}"
+        with db_engine().begin() as conn:
+            dataset = governance.get_release(conn, release_id)["dataset"]
+        fail(release_id, dataset, TrajpubError(reason))
+        return {"release_id": release_id, "status": "failed", "reason": reason}
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error (a database error's own message, without the statement)."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -42,7 +42,7 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     lines += ["", "## Privacy budget", "",
               (f"This release spends **ε = {g.get('epsilon')}** ({g.get('privacy_unit')}). "
                f"Dataset `{rel['dataset']}`: {spent:g} of {cap:g} spent (this release included), "
-               f"{cap - spent:g} left."), "", "## Linkage attacks", "",
+               f"{cap - spent:g} left."), "", "## Linkage attacks", "", f"Gated by policy **{report.policy_label(s)}**.", "",
               "| attack | success | 95% CI | baseline | risk | threshold | verdict |", "|---|---|---|---|---|---|---|"]
     for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r ORDER BY attack"),
                           {"r": release_id}).mappings():

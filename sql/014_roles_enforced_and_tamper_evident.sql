@@ -58,6 +58,11 @@ BEGIN
         RAISE EXCEPTION 'release %: what was requested, and by whom, cannot change', OLD.release_id
             USING ERRCODE = 'TP001';
     END IF;
+    IF OLD.mechanism_started_at IS NOT NULL AND NEW.mechanism_started_at IS DISTINCT FROM OLD.mechanism_started_at
+    THEN  -- the budget it reserved is spent from then on (sql/013): never given back
+        RAISE EXCEPTION 'release %: the time its mechanism started cannot change', OLD.release_id
+            USING ERRCODE = 'TP001';
+    END IF;
     IF NEW.status IS DISTINCT FROM OLD.status THEN
         IF NOT EXISTS (SELECT 1 FROM release_status_moves WHERE from_status = OLD.status AND to_status = NEW.status)
         THEN
@@ -92,6 +97,13 @@ GRANT INSERT (dataset) ON governance.datasets TO trajpub_pipeline;
 GRANT SELECT ON governance.release_status_moves TO trajpub_pipeline, trajpub_steward;
 GRANT UPDATE (html, created_at) ON governance.review_reports TO trajpub_pipeline;  -- a re-audited release
 GRANT SELECT ON governance.schema_migrations TO trajpub_pipeline, trajpub_steward;  -- `trajpub db status`
+GRANT UPDATE (mechanism_started_at) ON governance.releases TO trajpub_pipeline;  -- once: see releases_rules
+-- A steward's gate policies (sql/013) record the login that registered or set them, not a name typed in.
+ALTER TABLE governance.gate_policies ALTER COLUMN registered_by SET DEFAULT session_user;
+ALTER TABLE governance.dataset_policies ALTER COLUMN set_by SET DEFAULT session_user;
+REVOKE INSERT ON governance.gate_policies, governance.dataset_policies FROM trajpub_steward;
+GRANT INSERT (name, version, policy) ON governance.gate_policies TO trajpub_steward;
+GRANT INSERT (dataset, policy_name, policy_version) ON governance.dataset_policies TO trajpub_steward;
 -- Stewards set the policy (caps, four-eyes); they decide and withdraw only through the functions below.
 GRANT UPDATE (epsilon_cap, delta_cap, four_eyes) ON governance.datasets TO trajpub_steward;
 REVOKE INSERT ON governance.approvals, governance.withdrawals FROM trajpub_steward;
@@ -134,8 +146,12 @@ GRANT EXECUTE ON FUNCTION governance.budget_refusal(text, double precision, doub
 
 CREATE OR REPLACE FUNCTION governance.enforce_budget_cap() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = governance, pg_temp AS $$
-DECLARE refusal text := budget_refusal(NEW.dataset, NEW.epsilon, NEW.delta, true);
+DECLARE refusal text;
 BEGIN
+    IF NEW.epsilon <= 0 AND NEW.delta <= 0 THEN  -- a reservation given back (sql/013) spends nothing
+        RETURN NEW;
+    END IF;
+    refusal := budget_refusal(NEW.dataset, NEW.epsilon, NEW.delta, true);
     IF refusal IS NOT NULL THEN
         RAISE EXCEPTION '%', refusal USING ERRCODE = 'TP001';
     END IF;
@@ -277,7 +293,7 @@ GRANT EXECUTE ON FUNCTION governance.record_withdrawal(bigint, text, text[]) TO 
 -- Hash chains. A row's digest is the SHA-256 of its columns as JSON (jsonb text, nulls left out so that a
 -- column added later with no default does not change old digests), its prev_hash included: the digest of the
 -- row before it in the chain (chain_seq), 64 zeros for the first. chain_heads holds each chain's last row, so
--- a deleted last row shows too. Times are rendered in UTC and floats exactly, whatever the session's settings.
+-- a deleted last row shows too (an empty chain's head is row 0, 64 zeros). Times are rendered in UTC and floats exactly, whatever the session's settings.
 CREATE TABLE IF NOT EXISTS governance.chain_heads (
     table_name  text PRIMARY KEY,
     chain_seq   bigint NOT NULL,
@@ -290,18 +306,27 @@ CREATE OR REPLACE FUNCTION governance.row_digest(r jsonb) RETURNS text LANGUAGE 
     SELECT encode(sha256(convert_to(jsonb_strip_nulls(r - 'row_hash')::text, 'UTF8')), 'hex')
 $$;
 
+-- Before insert: link the row to the head (whose row lock serialises the chain's writers). After insert: the
+-- row is the head; an insert that ON CONFLICT skips never gets there, so the head stays a stored row. One row
+-- per INSERT statement (row AFTER triggers run at the statement's end): two would claim the same chain_seq,
+-- which its UNIQUE constraint refuses.
 CREATE OR REPLACE FUNCTION governance.chain_row() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = governance, pg_temp SET timezone = 'UTC' SET extra_float_digits = 1 AS $$
 DECLARE head record;
 BEGIN
     SELECT chain_seq, row_hash INTO head FROM chain_heads WHERE table_name = TG_TABLE_NAME FOR UPDATE;
-    NEW.chain_seq := coalesce(head.chain_seq, 0) + 1;
-    NEW.prev_hash := coalesce(head.row_hash, repeat('0', 64));
+    NEW.chain_seq := head.chain_seq + 1;
+    NEW.prev_hash := head.row_hash;
     NEW.row_hash := NULL;
     NEW.row_hash := row_digest(to_jsonb(NEW));
-    INSERT INTO chain_heads VALUES (TG_TABLE_NAME, NEW.chain_seq, NEW.row_hash)
-        ON CONFLICT (table_name) DO UPDATE SET chain_seq = EXCLUDED.chain_seq, row_hash = EXCLUDED.row_hash;
     RETURN NEW;
+END $$;
+
+CREATE OR REPLACE FUNCTION governance.chain_advance() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = governance, pg_temp AS $$
+BEGIN
+    UPDATE chain_heads SET chain_seq = NEW.chain_seq, row_hash = NEW.row_hash WHERE table_name = TG_TABLE_NAME;
+    RETURN NULL;
 END $$;
 
 DO $$
@@ -329,13 +354,14 @@ BEGIN
                 USING seq, h, d, r.at;
             h := d;
         END LOOP;
-        IF seq > 0 THEN
-            INSERT INTO governance.chain_heads VALUES (t, seq, h);
-        END IF;
+        INSERT INTO governance.chain_heads VALUES (t, seq, h);  -- seq 0, 64 zeros: an empty chain
         EXECUTE format('ALTER TABLE governance.%I ENABLE TRIGGER USER', t);
         -- "zz": after every other BEFORE INSERT trigger, so the digest covers the row as stored
         EXECUTE format('DROP TRIGGER IF EXISTS zz_chain ON governance.%I', t);
         EXECUTE format('CREATE TRIGGER zz_chain BEFORE INSERT ON governance.%I FOR EACH ROW'
                        ' EXECUTE FUNCTION governance.chain_row()', t);
+        EXECUTE format('DROP TRIGGER IF EXISTS chain_advance ON governance.%I', t);
+        EXECUTE format('CREATE TRIGGER chain_advance AFTER INSERT ON governance.%I FOR EACH ROW'
+                       ' EXECUTE FUNCTION governance.chain_advance()', t);
     END LOOP;
 END $$;

@@ -1,5 +1,5 @@
 """Audit + gate: attack the candidate release with the raw data as background knowledge, measure utility,
-and decide whether the gate blocks it (policy YAML, ``audits/policies/default.yaml`` by default).
+and decide whether the gate blocks it (the dataset's registered policy, :mod:`tasks.policies`).
 
 The policy names the attacks; those that apply to the release's kind (truthful, synthetic, aggregate; see
 :mod:`audits.registry`) run in parallel as Dask tasks on the cluster that holds the data. The gate fails closed:
@@ -13,7 +13,6 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,7 +27,6 @@ from audits.result import AttackResult
 from tasks.adapters.base import Protected
 from trajpub.errors import InputError
 from trajpub.segment import cell_sequences
-from trajpub.spec import ReleaseSpec
 
 RAW_COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
 N_QUERIES = 1000
@@ -48,14 +46,6 @@ def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
     """The auditor's background knowledge: every prepared raw point (it stays out of any published table)."""
     parts = client.gather(client.map(lambda df: df[RAW_COLUMNS], prepared))
     return pd.concat(parts, ignore_index=True)
-
-
-def policy_for(spec: ReleaseSpec) -> GatePolicy:
-    if spec.gate_policy is None:
-        return GatePolicy.default()
-    if isinstance(spec.gate_policy, str):
-        return GatePolicy.from_yaml(Path(spec.gate_policy))
-    return GatePolicy.from_dict(spec.gate_policy)
 
 
 def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -213,13 +203,13 @@ def fragment_utility(raw: pd.DataFrame, fragments: pd.DataFrame) -> dict:
             else float("nan"), "raw_trajectories": len(text)}
 
 
-def run(client: Client, raw: pd.DataFrame, candidate: Protected, spec: ReleaseSpec,
-        release_kind: str) -> AuditOutcome:
-    """The policy's attacks and the utility figures, then the gate."""
-    policy = policy_for(spec)
+def run(client: Client, raw: pd.DataFrame, candidate: Protected, policy: GatePolicy, release_kind: str,
+        seed: int | None = None) -> AuditOutcome:
+    """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) and the utility
+    figures, then the gate."""
     raw_frame, release = attack_frames(raw, candidate)
     results, failures = run_attacks(client, policy, raw_frame, release, release_kind)
-    measured = measure_utility(raw, candidate, release, release_kind, spec.seed)
+    measured = measure_utility(raw, candidate, release, release_kind, seed)
     gated = {k: v for k, v in measured.items() if k in policy.max_utility_error}
     return AuditOutcome(results, failures, evaluate_gate(policy, results, gated, failures), policy, measured)
 

@@ -48,7 +48,7 @@ def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE) -> tuple[list[str], dic
             f"jsonb_strip_nulls(to_jsonb(t) - 'row_hash')::text AS payload FROM governance.{table} t "
             "ORDER BY chain_seq NULLS FIRST")).all()
         sizes[table] = len(rows)
-        by_seq = {}
+        by_seq = {0: GENESIS}
         seq, prev = 1, GENESIS
         for r in rows:
             where = f"governance.{table} row {key} = {r.key}"
@@ -64,12 +64,11 @@ def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE) -> tuple[list[str], dic
                 problems.append(f"{where} was edited: its columns no longer match its digest")
             by_seq[r.chain_seq] = r.row_hash
             seq, prev = r.chain_seq + 1, r.row_hash
-        if by_seq:
-            last[table] = (seq - 1, prev)
-        head = heads.get(table)
-        if head is not None and head[0] >= seq:
+        last[table] = (seq - 1, prev)
+        head = heads.get(table, (0, GENESIS))
+        if head[0] >= seq:
             problems.append(f"governance.{table}: the last chain row(s) {seq}..{head[0]} are missing (deleted)")
-        elif head is not None and head != last.get(table):
+        elif head != last[table]:
             problems.append(f"governance.{table}: the chain's head (row {head[0]}) does not match its last row")
         if table in anchor:
             a_seq, a_hash = anchor[table]

@@ -139,9 +139,10 @@ def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
                   delta: float, privacy_unit: str, max_records_per_object: int | None = None) -> None:
     """Charge the ledger once per release (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the
-    raw data, published or not). The database checks the caps under a lock on the dataset's row, so two
-    releases cannot overspend together."""
-    if conn.execute(sa.text("SELECT 1 FROM governance.budget_ledger WHERE release_id = :r"),
+    raw data, published or not). The flow charges at plan, before any data is read: a reservation, given back by
+    :func:`release_reservation` if the release fails before its mechanism runs. The database checks the caps
+    under a lock on the dataset's row, so two releases cannot overspend together."""
+    if conn.execute(sa.text("SELECT 1 FROM governance.budget_ledger WHERE release_id = :r AND entry_kind = 'charge'"),
                     {"r": release_id}).scalar():
         return
     try:
@@ -155,9 +156,27 @@ def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism:
         raise PolicyError(exc.message, "governance.budget_ledger") from None
 
 
+def mark_mechanism_started(conn: sa.Connection, release_id: int) -> None:
+    """Record that the mechanism is about to be given the data: from now on the reserved budget is spent."""
+    conn.execute(sa.text("UPDATE governance.releases SET mechanism_started_at = clock_timestamp() "
+                         "WHERE release_id = :r AND mechanism_started_at IS NULL"), {"r": release_id})
+
+
+def release_reservation(conn: sa.Connection, release_id: int, reason: str) -> bool:
+    """Give back the budget a release reserved at plan when its mechanism never ran: a compensating ledger row
+    (the ledger is append-only; the database refuses it once the mechanism started). Returns whether it did."""
+    return conn.execute(sa.text(
+        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
+        " max_records_per_object, entry_kind, reason) SELECT l.dataset, l.release_id, l.mechanism, -l.epsilon,"
+        " -l.delta, l.privacy_unit, l.max_records_per_object, 'release', :why FROM governance.budget_ledger l"
+        " JOIN governance.releases r USING (release_id) WHERE l.release_id = :r AND l.entry_kind = 'charge'"
+        " AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
+        {"r": release_id, "why": reason}).rowcount > 0
+
+
 def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
-        "SELECT l.entry_id, l.dataset, l.release_id, l.mechanism, l.epsilon, l.delta, l.privacy_unit,"
+        "SELECT l.entry_id, l.dataset, l.release_id, l.entry_kind, l.mechanism, l.epsilon, l.delta, l.privacy_unit,"
         " l.max_records_per_object, l.charged_at, r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
 
@@ -208,9 +227,10 @@ def interrupted_releases(conn: sa.Connection, dataset: str | None = None) -> lis
 
 def mark_interrupted(conn: sa.Connection, release: dict, detail: str = "") -> None:
     """Record that a release's flow process ended during ``release['status']``: status failed, lineage FAIL.
-    Its ledger charge (if any) stays: the mechanism may have run."""
+    Its reserved budget is given back only if its mechanism never started."""
     reason = (f"interrupted while '{release['status']}': the flow process (flow run {release['flow_run_id']}) "
               f"ended without recording an outcome{'; ' + detail if detail else ''}")
     transition(conn, release["release_id"], "failed", reason)
+    release_reservation(conn, release["release_id"], reason)
     lineage.emit(conn, release["release_id"], "FAIL", run_id=str(release["flow_run_id"]),
                  dataset=release["dataset"], facets={"error": {"message": reason, "type": "Interrupted"}})

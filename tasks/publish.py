@@ -126,6 +126,15 @@ def _create_fragments(conn: sa.Connection, q, release_id: int, fragments: str) -
     return {"fragments": n}, [(fragments, "_fragments")]
 
 
+def point_latest_view(conn: sa.Connection, q, view: str, table: str) -> None:
+    """(Re)create the ``_latest`` view on ``table`` in the caller's transaction, readable by the consumer. It is
+    dropped first: the newest release may have another shape than the last (``set_id``, ``t_end``/``region``),
+    and ``CREATE OR REPLACE VIEW`` cannot rename or drop columns (issue 16, finding 2)."""
+    conn.execute(sa.text(f"DROP VIEW IF EXISTS {q(view)}"))
+    conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
+    hand_over(conn, "VIEW", q(view))
+
+
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     """Publish an approved release; re-running it for a published release changes nothing.
 
@@ -157,10 +166,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         else:
             counts, tables = _create_trajectories(conn, q, release_id, main, companion)
         for table, suffix in tables:
-            view = f"{rel['dataset']}_latest{suffix}"
-            conn.execute(sa.text(f"CREATE OR REPLACE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
-            for name, kind in ((table, "TABLE"), (view, "VIEW")):
-                hand_over(conn, kind, q(name))
+            hand_over(conn, "TABLE", q(table))
+            point_latest_view(conn, q, f"{rel['dataset']}_latest{suffix}", table)
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
         comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}, {product}). "
                    f"{guarantee_text} Lineage: published.release_lineage where release_id = {release_id}.")
@@ -183,7 +190,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
                                           "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
                                            "metadata": summary.get("mechanism", {})},
-                             "guarantee": rel["guarantee"],
+                             "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
                              "audit": json.loads(json.dumps(audits, default=str)),
                              "approval": json.loads(json.dumps(decision, default=str))})
@@ -230,9 +237,7 @@ def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
             view = f"{rel['dataset']}_latest{suffix}"
             exists = conn.execute(sa.text("SELECT to_regclass(:v)"), {"v": q(view)}).scalar()
             if newest is not None and exists is None:
-                target = table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1)
-                conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(target)}"))
-                hand_over(conn, "VIEW", q(view))
+                point_latest_view(conn, q, view, table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1))
         dropped = [f"published.{t}" for t in suffixes]
         with governance.refusals():
             conn.execute(sa.text("SELECT governance.record_withdrawal(:r, :w, :t)"),

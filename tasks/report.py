@@ -123,6 +123,12 @@ def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
 
 
+def policy_label(summary: dict) -> str:
+    """The gate policy a release was gated by: its name and registered version (:mod:`tasks.policies`)."""
+    p = summary.get("gate_policy") or {}
+    return f"{p['name']} v{p['version']}" if p else "(not recorded)"
+
+
 def render(rel: dict, cap: float, spent: float, results: list[dict], decision: dict, utility: dict,
            raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
     """The page. ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
@@ -160,6 +166,7 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
         (f"<p>This release spends ε = {eps}. Dataset <code>{html.escape(rel['dataset'])}</code>: {spent:g} of "
         f"{cap:g} spent (this release included), <b>{cap - spent:g} left</b>.</p>"),
         "<h2>Linkage attacks</h2>",
+        f"<p>Gated by policy <b>{html.escape(policy_label(rel.get('summary') or {}))}</b>.</p>",
         _table(["attack", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>", _table(["metric", "value"], utility_rows) if utility_rows else "<p>(none)</p>",
     ]

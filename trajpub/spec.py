@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
+from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+POLICY_NAME = DATASET_NAME  # registered gate policies: governance.gate_policies (tasks/policies.py)
 
 
 def _check_keys(cls: type, data: dict, where: str) -> None:
@@ -34,6 +34,30 @@ def validate_dataset_name(name: str, where: str = "dataset") -> str:
         raise ParameterError(f"dataset name {name!r} must match {DATASET_NAME.pattern} "
                              "(lower-case letters, digits, underscores; at most 40 characters)", where)
     return name
+
+
+def validate_policy_name(name: Any, where: str = "gate_policy") -> str:
+    if not isinstance(name, str) or not POLICY_NAME.fullmatch(name):
+        raise ParameterError(f"gate_policy names a policy a steward registered ({POLICY_NAME.pattern}), not a file "
+                             f"or a policy of its own; got {str(name)[:60]!r}", where)
+    return name
+
+
+def parse_policy_reference(value: Any) -> dict | None:
+    """A spec's ``gate_policy``: absent (the dataset's policy), a registered policy's name (its newest version),
+    or ``{name: NAME, version: N}``. A spec never carries thresholds of its own or a file path: the requester
+    must not be able to weaken the gate (issue 16)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return {"name": validate_policy_name(value), "version": None}
+    if isinstance(value, dict) and set(value) <= {"name", "version"} and "name" in value:
+        version = value.get("version")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise ParameterError(f"version must be a positive integer, got {version!r}", "gate_policy.version")
+        return {"name": validate_policy_name(value["name"]), "version": version}
+    raise ParameterError("a spec cannot set gate thresholds; it may only name a registered policy at least as "
+                         "strict as the dataset's (gate_policy: NAME or {name: NAME, version: N})", "gate_policy")
 
 
 def parse_utc(value: Any, where: str) -> datetime | None:
@@ -111,7 +135,7 @@ class ReleaseSpec:
     requested_by: str = "unknown"
     validation: ValidationSpec = field(default_factory=ValidationSpec)
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
-    gate_policy: dict | str | None = None
+    gate_policy: dict | None = None
     approval_timeout_s: float = 3600.0
     queue_timeout_s: float = 3600.0
     time_precision_s: float = 60.0
@@ -120,6 +144,7 @@ class ReleaseSpec:
 
     def __post_init__(self) -> None:
         validate_dataset_name(self.dataset)
+        object.__setattr__(self, "gate_policy", parse_policy_reference(self.gate_policy))
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
@@ -168,18 +193,9 @@ class ReleaseSpec:
 
 
 def read_spec_file(path: str | Path) -> dict:
-    """The mapping of a release spec YAML file; errors name the file, line and column."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ParameterError("the release spec file does not exist", f"file {path}") from None
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"the release spec is not UTF-8 text (byte {exc.start})", f"file {path}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
-        raise ParameterError(f"the release spec is not valid YAML: {getattr(exc, 'problem', exc)}", where) from None
+    """The mapping of a release spec YAML file (size- and alias-limited); errors name the file, line and
+    column."""
+    data = read_yaml(path, "release spec")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -56,6 +56,16 @@ def base_spec(dataset: str, **overrides) -> dict:
     return spec
 
 
+def set_dataset_policy(dataset: str, policy: dict, tmp_path: Path) -> str:
+    """A steward registers ``policy`` as the dataset's gate policy (``trajpub policy set``); returns the CLI's
+    output (it names the registered version)."""
+    path = tmp_path / f"policy-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    done = cli("policy", "set", dataset, str(path), "--steward", "pytest-steward")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @dataclass
 class RunningRelease:
     """A ``trajpub release run`` subprocess and the release id it printed."""

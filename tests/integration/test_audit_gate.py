@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from distributed import Client, LocalCluster
 
+from audits.gate import GatePolicy
 from mechanisms import prefix_tree
 from tasks import audit
 from tasks.adapters.base import Protected
 from tests.integration.conftest import BEIJING, TDRIVE_CSV
 from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
-from trajpub.spec import ReleaseSpec
 
 pytestmark = pytest.mark.integration
 GRID = GridSpec(tuple(BEIJING), 2000.0)
@@ -39,9 +39,8 @@ def raw() -> pd.DataFrame:
     return to_grid(keep_trajectories(segment(df[["object_id", "t", "lon", "lat"]], 1800, True), 2, 7), GRID)
 
 
-def spec(**overrides) -> ReleaseSpec:
-    return ReleaseSpec.from_dict({"dataset": "tdrive", "bbox": BEIJING, "prepare": {"cell_size_m": 2000},
-                                  "seed": 7, **overrides})
+DEFAULT = GatePolicy.default()
+SEED = 7
 
 
 def truthful(points: pd.DataFrame) -> Protected:
@@ -49,7 +48,7 @@ def truthful(points: pd.DataFrame) -> Protected:
 
 
 def test_raw_data_released_unchanged_is_blocked(client, raw):
-    outcome = audit.run(client, raw, truthful(raw), spec(), "truthful")
+    outcome = audit.run(client, raw, truthful(raw), DEFAULT, "truthful", SEED)
     assert outcome.decision.blocked and not outcome.failures
     blocked = {a for a, v in outcome.decision.per_attack.items() if v["status"] == "blocked"}
     assert {"signature_linkage", "ap_attack", "known_points"} <= blocked
@@ -62,7 +61,7 @@ def test_raw_data_with_10_m_jitter_is_blocked(client, raw):
     jittered["y"] += rng.normal(0, 10, len(raw))
     jittered["lon"], jittered["lat"] = GRID.unproject(jittered["x"].to_numpy(), jittered["y"].to_numpy())
     jittered["cell"] = GRID.cell_of(jittered["x"].to_numpy(), jittered["y"].to_numpy())
-    outcome = audit.run(client, raw, truthful(jittered), spec(), "truthful")
+    outcome = audit.run(client, raw, truthful(jittered), DEFAULT, "truthful", SEED)
     assert outcome.decision.blocked and not outcome.failures
     assert outcome.decision.per_attack["signature_linkage"]["status"] == "blocked"
 
@@ -77,7 +76,7 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack(client, raw):
     points = pd.DataFrame({"traj_id": np.repeat(np.arange(1, len(lengths) + 1), lengths),
                            "seq": np.arange(len(out)) - np.repeat(offs[:-1], lengths), "cell": out,
                            "t": pd.NaT, "lon": lon, "lat": lat})
-    outcome = audit.run(client, raw, Protected(points, {}), spec(), "synthetic")
+    outcome = audit.run(client, raw, Protected(points, {}), DEFAULT, "synthetic", SEED)
     verdict = outcome.decision.per_attack["signature_linkage_synthetic"]
     assert verdict["status"] == "passed", verdict
     assert not outcome.decision.blocked
@@ -88,7 +87,7 @@ def test_an_attack_that_fails_blocks_the_release(client, raw):
     policy = {"attacks": {"home_work": {"max_risk": 1.0, "products": ["truthful"]},
                           "signature_linkage": {"max_risk": 1.0}}}
     no_times = truthful(raw.assign(t=pd.NaT))
-    outcome = audit.run(client, raw, no_times, spec(gate_policy=policy), "truthful")
+    outcome = audit.run(client, raw, no_times, GatePolicy.from_dict(policy), "truthful", SEED)
     assert outcome.decision.blocked
     assert set(outcome.failures) == {"home_work"} and "InputError" in outcome.failures["home_work"]
     assert any("home_work: the attack failed" in r for r in outcome.decision.reasons)
@@ -96,7 +95,7 @@ def test_an_attack_that_fails_blocks_the_release(client, raw):
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
     policy = {"timeout_s": 0.001, "attacks": {"signature_linkage": {"max_risk": 1.0}}}
-    outcome = audit.run(client, raw, truthful(raw), spec(gate_policy=policy), "truthful")
+    outcome = audit.run(client, raw, truthful(raw), GatePolicy.from_dict(policy), "truthful", SEED)
     assert outcome.decision.blocked
     assert list(outcome.failures) == ["signature_linkage"]
     assert outcome.failures["signature_linkage"].startswith("timed out after 0.001 s")

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from tasks import roads
 from tasks.db import database_url
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
 from trajpub.grid import GridSpec
 from trajpub.roads import RoadNetwork
 
@@ -75,8 +75,9 @@ def test_postgis_and_strtree_queries_give_the_same_edges(engine, helsinki):
 def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, helsinki, tmp_path):
     name, dataset = helsinki
     k = 4
+    set_dataset_policy(dataset, RECORD_ALL, tmp_path)
     spec = base_spec(dataset, bbox=HELSINKI, mechanism="kpsi_anonymity",
-                     params={"k": k, "epsilon": 0.5, "road_network": name}, gate_policy=RECORD_ALL,
+                     params={"k": k, "epsilon": 0.5, "road_network": name},
                      prepare={"cell_size_m": 500, "split_by_day": False})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
@@ -107,7 +108,8 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
 
 def test_kpsi_on_tdrive_without_a_road_network_states_the_fallback(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("kpsi")
-    spec = base_spec(dataset, mechanism="kpsi_anonymity", gate_policy=RECORD_ALL,
+    set_dataset_policy(dataset, RECORD_ALL, tmp_path)
+    spec = base_spec(dataset, mechanism="kpsi_anonymity",
                      params={"k": 4, "epsilon": 0.5, "road_network": None, "road_aware": False,
                              "psi_mode": "constant", "delta_m": 500.0})
     refused = start_release(base_spec(dataset, mechanism="kpsi_anonymity", params={"k": 4}), tmp_path)

@@ -5,6 +5,7 @@ re-running (or `trajpub recover`) completes it."""
 from __future__ import annotations
 
 import contextlib
+import time
 import signal
 
 import psutil
@@ -38,7 +39,7 @@ def kill_tree(pid: int) -> None:
 @contextlib.contextmanager
 def dataset_row_locked(dataset: str):
     """Hold the dataset's governance row (as the owner: the pipeline may not lock it for update): a release
-    blocks in its budget charge, the first step of protect."""
+    blocks in its budget reservation at plan (the ledger's cap trigger locks the row)."""
     from tasks.db import owner_engine
 
     with owner_engine().connect() as conn:
@@ -54,12 +55,37 @@ def waiting_on_lock(engine, query_fragment: str) -> bool:
                           "query LIKE :f", f=f"%{query_fragment}%")[0][0])
 
 
+@contextlib.contextmanager
+def release_row_locked_once_validated(engine, run):
+    """Hold the release's row from the moment it is validated: the flow then blocks when it records that the
+    mechanism starts (its next write to the row), before the mechanism has the data."""
+    with engine.connect() as conn:
+        def grabbed() -> bool:
+            if run.release_id is None:
+                return False
+            got = conn.execute(sa.text(
+                "SELECT status, mechanism_started_at FROM governance.releases WHERE release_id = :r"
+                " FOR NO KEY UPDATE SKIP LOCKED"), {"r": run.release_id}).first()
+            if got and got.status == "validated":
+                assert got.mechanism_started_at is None, "the flow started its mechanism before the lock"
+                return True
+            conn.rollback()
+            return False
+
+        deadline = time.monotonic() + 240
+        while not grabbed():
+            assert time.monotonic() < deadline and run.proc.poll() is None, run.output()
+            time.sleep(0.05)
+        yield
+        with contextlib.suppress(sa.exc.DBAPIError):
+            conn.rollback()
+
+
 def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("killp")
-    with dataset_row_locked(dataset):
-        run = start_release(base_spec(dataset), tmp_path)
-        wait_for_status(engine, run, {"validated"})
-        wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
+    run = start_release(base_spec(dataset), tmp_path)
+    with release_row_locked_once_validated(engine, run):
+        wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
         kill_tree(run.proc.pid)
         run.proc.wait(timeout=30)
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
@@ -73,6 +99,9 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
     assert published_tables(engine, dataset) == set()
     assert q(engine, "SELECT event_type FROM governance.lineage_events WHERE release_id = :r ORDER BY event_id",
              r=run.release_id) == [("START",), ("FAIL",)]
+    # the budget reserved at plan is given back: the mechanism never had the data
+    assert q(engine, "SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r ORDER BY "
+                     "entry_id", r=run.release_id) == [("charge", 4.0), ("release", -4.0)]
     rerun = start_release(base_spec(dataset), tmp_path)
     wait_for_status(engine, rerun, {"awaiting_approval"})
     assert cli("approve", str(rerun.release_id), "--steward", "ada").returncode == 0
@@ -111,16 +140,16 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
     dataset = loaded_tdrive("pgstop")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
     try:
-        with dataset_row_locked(dataset):
-            wait_for_status(engine, run, {"validated"})
-            wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
+        with dataset_row_locked(dataset):  # the budget is reserved at plan, under the dataset's row lock
+            wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120,
+                       "the budget reservation to block")
             down = cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
     finally:
         up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
     assert up.returncode == 0, up.stderr
     assert run.proc.wait(timeout=300) == 0, run.output()
-    assert "charge the budget: transient database error" in run.output()
+    assert "plan: transient database error" in run.output()
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("awaiting_approval",)]
     assert q(engine, "SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r",
@@ -140,9 +169,8 @@ def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, 
                     found.append(p)
         return found
 
-    with dataset_row_locked(dataset):  # the prepared partitions sit in worker memory
-        wait_for_status(engine, run, {"validated"})
-        wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120, "the budget charge to block")
+    with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
+        wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
         before = workers()
         assert before, "no Dask worker process found"
         before[0].send_signal(signal.SIGKILL)

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks.db import database_url
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
 
 pytestmark = pytest.mark.integration
 
@@ -189,7 +189,8 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
                 "reidentification_location_sequence", "signature_linkage"]
     policy = {"attacks": {name: {"max_risk": 1.0} for name in truthful}}  # record every figure, block nothing
     policy["attacks"]["home_work"]["params"] = {"timezone": "Asia/Shanghai"}
-    spec = base_spec(dataset, mechanism="fgs_pufferfish", gate_policy=policy,
+    set_dataset_policy(dataset, policy, tmp_path)
+    spec = base_spec(dataset, mechanism="fgs_pufferfish",
                      params={"epsilon": 2.0, "n_slots": 48, "day_timezone": "Asia/Shanghai"})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval"

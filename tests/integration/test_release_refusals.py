@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from tests.integration.conftest import TDRIVE_CSV, base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import (
+    TDRIVE_CSV,
+    base_spec,
+    cli,
+    set_dataset_policy,
+    start_release,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -108,17 +115,18 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     assert sum("latitude outside the release bbox" in r for r in reasons) == outside.sum()
     assert len(reasons) == result["n_quarantined"] == result["n_integrity"] + result["n_duplicate"]
     assert published_tables(engine, dataset) == 0
-    with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
-                            {"r": rid}).scalar() == 0  # refused before the mechanism ran: nothing charged
+    with engine.connect() as conn:  # reserved at plan, given back: refused before the mechanism ran
+        ledger = conn.execute(sa.text("SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r"
+                                      " ORDER BY entry_id"), {"r": rid}).all()
+    assert [tuple(r) for r in ledger] == [("charge", 4.0), ("release", -4.0)]
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
     """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
     dataset = loaded_tdrive("gate")
     assert cli("budget", "cap", dataset, "2000").returncode == 0
-    spec = base_spec(dataset, params={"epsilon": 1000.0, "height": 6, "max_records_per_object": 7},
-                     gate_policy={"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}})
+    set_dataset_policy(dataset, {"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
+    spec = base_spec(dataset, params={"epsilon": 1000.0, "height": 6, "max_records_per_object": 7})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"blocked"}) == "blocked"
     assert run.proc.wait(timeout=60) == 0 and '"status": "blocked"' in run.output()

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from tasks.adapters.klt import POI_SOURCES
 from tasks.roads import read_pois
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
 from trajpub.grid import GridSpec
 
 pytestmark = pytest.mark.integration
@@ -25,7 +25,8 @@ def q(engine, sql: str, **params):
 
 
 def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_path) -> str:
-    spec = base_spec(dataset, mechanism=mechanism, params=params, gate_policy=RECORD_ALL)
+    set_dataset_policy(dataset, RECORD_ALL, tmp_path)
+    spec = base_spec(dataset, mechanism=mechanism, params=params)
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",

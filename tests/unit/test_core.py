@@ -111,13 +111,27 @@ def test_spec_refuses_non_numeric_timeouts_and_non_utf8_files(tmp_path):
         read_spec_file(path)
 
 
-def test_gate_policy_path_that_does_not_exist_is_refused_at_parse():
-    """Finding F3: a broken gate policy fails before the release is planned, so no budget is spent."""
+@pytest.mark.parametrize("gate_policy", [
+    {"attacks": {"known_points": {"max_risk": 1.0}}},  # issue 16, finding 1: the requester writes the gate
+    "/etc/passwd",  # ... or points it at any file
+    "nonsense.yaml",
+    {"name": "default", "version": 0},
+])
+def test_a_spec_cannot_set_or_point_at_its_own_gate_policy(gate_policy):
+    """Issue 16, finding 1: a spec may only name a registered policy; refused at parse, before any budget."""
     from flows.release import parse_spec
 
-    with pytest.raises(ParameterError, match="gate policy file does not exist"):
-        parse_spec({"dataset": "d", "bbox": [0, 0, 1, 1], "gate_policy": "nonsense",
-                    "params": {"epsilon": 1.0}})
+    with pytest.raises(ParameterError, match="gate_policy") as err:
+        parse_spec({"dataset": "d", "bbox": [0, 0, 1, 1], "gate_policy": gate_policy, "params": {"epsilon": 1.0}})
+    assert "\n" not in str(err.value)
+
+
+def test_a_spec_may_name_a_registered_policy():
+    spec = ReleaseSpec.from_dict({"dataset": "d", "bbox": [0, 0, 1, 1], "gate_policy": "strict_points"})
+    assert spec.gate_policy == {"name": "strict_points", "version": None}
+    spec = ReleaseSpec.from_dict({"dataset": "d", "bbox": [0, 0, 1, 1],
+                                  "gate_policy": {"name": "strict_points", "version": 3}})
+    assert spec.to_record()["gate_policy"] == {"name": "strict_points", "version": 3}
 
 
 def test_an_unusable_time_format_is_a_parameter_error():

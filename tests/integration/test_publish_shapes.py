@@ -1,0 +1,110 @@
+"""Every approved release is publishable (issue 16, finding 2): the ``<dataset>_latest`` views follow the newest
+release whatever its shape, for every ordered pair of product shapes, at the SQL level of tasks/publish.py (tiny
+candidates staged directly); and ``trajpub recover`` fails an approved release it cannot publish, saying why."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from tasks import governance, publish
+from tasks.adapters.base import Protected
+from tests.integration.conftest import cli
+
+pytestmark = pytest.mark.integration
+T0 = pd.Timestamp("2024-01-01T08:00:00Z")
+
+
+def points(**extra) -> pd.DataFrame:
+    base = pd.DataFrame({"traj_id": [1, 1, 2], "seq": [0, 1, 0], "cell": [3, 4, 5],
+                         "t": [T0, T0 + pd.Timedelta(minutes=1), T0], "lon": [116.30, 116.31, 116.32],
+                         "lat": [39.90, 39.91, 39.92]})
+    return base.assign(**extra)
+
+
+SHAPES = {
+    "trajectories": lambda: Protected(points(), {}),
+    "anonymity_sets": lambda: Protected(points(set_id=[1, 1, 2]), {}),
+    "generalised": lambda: Protected(points(lon_min=[116.29] * 3, lat_min=[39.89] * 3, lon_max=[116.33] * 3,
+                                            lat_max=[39.93] * 3, t_end=[T0 + pd.Timedelta(minutes=5)] * 3), {}),
+    "fragments": lambda: Protected(pd.DataFrame(), {}, product="fragments", fragments=pd.DataFrame(
+        {"fragment_id": [1, 2], "cells": [[3, 4], [5]], "estimated_count": [12.5, 3.0], "round": [1, 1],
+         "lon": [[116.30, 116.31], [116.32]], "lat": [[39.90, 39.91], [39.92]]})),
+}
+
+
+def new_dataset(engine) -> str:
+    name = f"shape_{uuid.uuid4().hex[:10]}"
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": name})
+        conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"), {"d": name})
+    return name
+
+
+def approved_release(engine, dataset: str, shape: str) -> int:
+    """A release taken through the status machine with a tiny candidate of ``shape`` staged, approved."""
+    candidate = SHAPES[shape]()
+    with engine.begin() as conn:
+        rid = governance.create_release(conn, {"dataset": dataset, "mechanism": "test", "requested_by": "requester",
+                                               "window_start": None, "window_end": None}, {}, {"epsilon": 1.0})
+        for status in ("validated", "protected", "audited", "awaiting_approval"):
+            if status == "protected":
+                publish.stage(conn, rid, candidate)
+                governance.merge_summary(conn, rid, {"product": candidate.product})
+            governance.transition(conn, rid, status)
+        governance.record_decision(conn, rid, "approved", "Ada Steward", None)
+    return rid
+
+
+def columns(engine, relation: str) -> list[str]:
+    with engine.connect() as conn:
+        return [r[0] for r in conn.execute(sa.text(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'published' AND "
+            "table_name = :t ORDER BY ordinal_position"), {"t": relation})]
+
+
+@pytest.mark.parametrize(("first", "second"), list(itertools.product(SHAPES, SHAPES)))
+def test_the_latest_views_follow_a_change_of_shape(engine, first, second):
+    dataset = new_dataset(engine)
+    r1 = approved_release(engine, dataset, first)
+    publish.publish(engine, r1, None)
+    r2 = approved_release(engine, dataset, second)
+    assert publish.publish(engine, r2, None) == f"published.{dataset}__r{r2}"
+    with engine.connect() as conn:
+        assert [governance.get_release(conn, r)["status"] for r in (r1, r2)] == ["published", "published"]
+    newest = {}  # view suffix -> the release it must show: the newest of its product
+    for rid, shape in ((r1, first), (r2, second)):
+        suffixes = ["_fragments"] if shape == "fragments" else ["", "_traj"]
+        newest.update({s: rid for s in suffixes})
+    for suffix, rid in newest.items():
+        table = f"{dataset}__r{rid}" + ("_traj" if suffix == "_traj" else "")
+        assert columns(engine, f"{dataset}_latest{suffix}") == columns(engine, table)
+        with engine.begin() as conn:
+            conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+            n_view = conn.execute(sa.text(f'SELECT count(*) FROM published."{dataset}_latest{suffix}"')).scalar()
+            n_table = conn.execute(sa.text(f'SELECT count(*) FROM published."{table}"')).scalar()
+        assert n_view == n_table > 0
+
+
+def test_recover_fails_an_approved_release_it_cannot_publish_saying_why(engine):
+    dataset = new_dataset(engine)
+    rid = approved_release(engine, dataset, "trajectories")
+    with engine.begin() as conn:  # something already holds the release's table name: publication cannot succeed
+        conn.execute(sa.text(f'CREATE TABLE published."{dataset}__r{rid}" (x int)'))
+    out = cli("recover", "--dataset", dataset)
+    assert out.returncode == 0, out.stderr
+    assert f"release {rid} was approved but not published; now failed: publication failed:" in out.stdout
+    assert "already exists" in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert "1 could not be published and failed" in out.stdout
+    with engine.connect() as conn:
+        rel = governance.get_release(conn, rid)
+        events = [r[0] for r in conn.execute(sa.text(
+            "SELECT event_type FROM governance.lineage_events WHERE release_id = :r"), {"r": rid})]
+    assert rel["status"] == "failed" and rel["failure_reason"].startswith("publication failed:")
+    assert events == ["FAIL"]
+    again = cli("recover", "--dataset", dataset)  # nothing is left approved
+    assert again.returncode == 0 and "0 approved release(s) published" in again.stdout

@@ -1,0 +1,53 @@
+"""A spec may name a registered gate policy only if it is at least as strict as its dataset's, attack by attack
+and utility ceiling by utility ceiling (issue 16, item 1): tasks.policies.weakenings."""
+
+from __future__ import annotations
+
+import pytest
+
+from audits.gate import GatePolicy
+from tasks.policies import weakenings
+
+FLOOR = GatePolicy.from_dict({
+    "attacks": {"known_points": {"max_risk": 0.2}, "signature_linkage": {"max_risk": 0.2},
+                "home_work": {"max_risk": 0.3, "params": {"timezone": "Asia/Shanghai"}, "products": ["truthful"]}},
+    "utility": {"density_jsd": {"max": 0.3}}})
+
+
+def variant(**changes) -> GatePolicy:
+    d = FLOOR.to_dict()
+    for path, value in changes.items():
+        section, name, key = path.split("__")
+        if value is None:
+            del d[section][name]
+        else:
+            d[section].setdefault(name, {})[key] = value
+    return GatePolicy.from_dict(d)
+
+
+def test_the_same_policy_and_a_stricter_one_are_accepted():
+    assert weakenings(FLOOR, FLOOR) == []
+    stricter = variant(attacks__known_points__max_risk=0.05, attacks__ap_attack__max_risk=0.2,
+                       utility__density_jsd__max=0.1, utility__trip_error__max=0.5)
+    assert weakenings(stricter, FLOOR) == []
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"attacks__known_points__max_risk": 1.0}, "raises known_points max_risk from 0.2 to 1"),  # finding 1
+    ({"attacks__known_points__max_risk": None}, "drops attack known_points"),
+    ({"attacks__home_work__params": {"timezone": "UTC"}}, "changes the parameters of home_work"),
+    ({"utility__density_jsd__max": 0.31}, "raises the utility ceiling on density_jsd"),
+    ({"utility__density_jsd__max": None}, "drops the utility ceiling on density_jsd"),
+])
+def test_every_weakening_is_named(changes, says):
+    found = weakenings(variant(**changes), FLOOR)
+    assert len(found) == 1 and says in found[0], found
+
+
+def test_running_an_attack_on_fewer_release_kinds_is_a_weakening():
+    d = FLOOR.to_dict()
+    d["attacks"]["known_points"]["products"] = ["truthful"]  # the floor runs it on every kind it applies to
+    assert weakenings(GatePolicy.from_dict(d), FLOOR) == ["it runs known_points on fewer release kinds"]
+    d = FLOOR.to_dict()
+    del d["attacks"]["home_work"]["products"]  # on every kind: at least the floor's
+    assert weakenings(GatePolicy.from_dict(d), FLOOR) == []

@@ -1,0 +1,64 @@
+"""Reading a YAML file a person wrote (release specs, gate policies) with limits: a size cap and an alias cap,
+so that a "billion laughs" alias bomb is refused at once instead of expanding (issue 16, finding 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trajpub.errors import ParameterError
+
+MAX_BYTES = 1_000_000
+"""A release spec or a policy is a few kilobytes; a megabyte is no hand-written file."""
+MAX_ALIASES = 100
+"""YAML aliases (``*name``) a file may use; each one may stand for a whole subtree."""
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """The safe loader, counting aliases while it composes (before anything is expanded)."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise ParameterError(f"more than {MAX_ALIASES} YAML aliases; refused (an alias bomb?)",
+                                     f"line {mark.line + 1}")
+        return super().compose_node(parent, index)
+
+
+def read_yaml(path: str | Path, what: str) -> Any:
+    """The YAML document in ``path`` (``what``: "release spec", "gate policy" for the errors): one sentence on a
+    missing, oversized, non-UTF-8 or invalid file, naming the file, line and column; never the file's text."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ParameterError(f"the {what} file does not exist", f"file {path}") from None
+    except OSError as exc:
+        raise ParameterError(f"the {what} file cannot be read ({exc.strerror})", f"file {path}") from None
+    if len(data) > MAX_BYTES:
+        raise ParameterError(f"the {what} file is larger than {MAX_BYTES} bytes", f"file {path}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"the {what} is not UTF-8 text (byte {exc.start})", f"file {path}") from None
+    loader = _LimitedLoader(text)
+    try:
+        return loader.get_single_data()
+    except ParameterError as exc:
+        raise ParameterError(exc.message, f"file {path}, {exc.where}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
+        problem = str(getattr(exc, "problem", None) or type(exc).__name__)[:200]
+        raise ParameterError(f"the {what} is not valid YAML: {problem}", where) from None
+    finally:
+        loader.dispose()
