@@ -61,7 +61,7 @@ def set_dataset_policy(dataset: str, policy: dict, tmp_path: Path) -> str:
     output (it names the registered version)."""
     path = tmp_path / f"policy-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(policy))
-    done = cli("policy", "set", dataset, str(path), "--steward", "pytest-steward")
+    done = cli("policy", "set", dataset, str(path), "--steward", "ada")
     assert done.returncode == 0, done.stderr
     return done.stdout
 

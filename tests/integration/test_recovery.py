@@ -5,8 +5,8 @@ re-running (or `trajpub recover`) completes it."""
 from __future__ import annotations
 
 import contextlib
-import time
 import signal
+import time
 
 import psutil
 import pytest
