@@ -422,13 +422,15 @@ def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
 
 
 @main.command()
-def verify() -> None:
+@click.option("--anchor", type=click.Path(path_type=Path), help="The heads of the last clean check (default: "
+              ".trajpub/chain-anchor.json); keep a copy where the database's owner cannot write.")
+def verify(anchor: Path | None) -> None:
     """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
     edited or inserted behind the database's back, or which chain was rewritten since the last check."""
     from tasks import chains
 
     with _engine().begin() as conn:
-        problems, sizes = chains.verify(conn)
+        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE)
     if problems:
         for p in problems:
             click.secho(f"TAMPERED: {p}", fg="red", err=True)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 def test_releases_racing_over_the_cap_are_refused_before_reading(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("race")
-    assert cli("budget", "cap", dataset, "6").returncode == 0  # room for one release at ε = 4, not two
+    assert cli("budget", "cap", dataset, "6", "--steward", "ada").returncode == 0  # room for one release at ε = 4, not two
     runs = [start_release(base_spec(dataset, approval_timeout_s=1), tmp_path) for _ in range(2)]
     codes = sorted(run.proc.wait(timeout=300) for run in runs)
     for run in runs:

@@ -50,7 +50,7 @@ def problems_after(owner: sa.Engine, tmp_path, *statements: str, bypass: str) ->
 
 
 def test_the_chains_are_intact_after_real_use(engine, charged, tmp_path):
-    out = cli("verify")
+    out = cli("verify", "--anchor", str(tmp_path / "cli-anchor.json"))
     assert out.returncode == 0 and out.stdout.startswith("intact: governance.budget_ledger"), out.stderr
     with engine.begin() as conn:
         assert chains.verify(conn, tmp_path / "anchor.json")[0] == []
