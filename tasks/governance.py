@@ -126,16 +126,6 @@ def budgets(conn: sa.Connection, dataset: str) -> tuple[tuple[float, float], tup
     return (float(caps[0]), float(eps)), (float(caps[1]), float(delta))
 
 
-def check_budget(conn: sa.Connection, dataset: str, epsilon: float, delta: float = 0.0) -> None:
-    """Refuse a release whose ε or δ would pass the dataset's cap (sequential composition of the ledger:
-    the ε and the δ of every charged run add up). The rule is the database's (governance.budget_refusal), the
-    one its ledger trigger applies to every charge."""
-    refusal = conn.execute(sa.text("SELECT governance.budget_refusal(:d, :e, :dl)"),
-                           {"d": dataset, "e": epsilon, "dl": delta}).scalar()
-    if refusal:
-        raise PolicyError(refusal, "governance.budget_ledger")
-
-
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, epsilon: float,
                   delta: float, privacy_unit: str, max_records_per_object: int | None = None) -> None:
     """Charge the ledger once per release (sequential composition: spent = Σ ε (and Σ δ) of every DP run on the
