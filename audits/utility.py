@@ -110,12 +110,10 @@ def trip_error(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = 6) -> 
     """
     if not (isinstance(grid_size, int) and grid_size >= 1):
         raise ParameterError(f"grid_size must be a positive integer, got {grid_size!r}", "trip_error")
-    raw_pts, rel_pts, (lon0, lon1, lat0, lat1) = _ordered_points(raw, release)
+    raw_pts, rel_pts, box = _ordered_points(raw, release)
 
     def trips(points: pd.DataFrame) -> np.ndarray:
-        col = _grid_index(points["lon"].to_numpy(), lon0, lon1, grid_size)
-        row = _grid_index(points["lat"].to_numpy(), lat0, lat1, grid_size)
-        cells = pd.Series(row * grid_size + col, index=points["traj_id"].to_numpy())
+        cells = pd.Series(raw_box_cells(points, box, grid_size), index=points["traj_id"].to_numpy())
         ends = cells.groupby(level=0).agg(["first", "last"])
         return ends["first"].to_numpy() * grid_size**2 + ends["last"].to_numpy()
 
@@ -256,6 +254,27 @@ def _bucket_jsd(raw_values: np.ndarray, release_values: np.ndarray, n_buckets: i
         return np.bincount(buckets, minlength=n_buckets)
 
     return jsd(histogram(raw_values), histogram(release_values))
+
+
+def raw_box_cells(points: pd.DataFrame, box: tuple[float, float, float, float], grid_size: int) -> np.ndarray:
+    """Cell ``row * grid_size + col`` of each point on the ``grid_size x grid_size`` uniform lon/lat grid over
+    ``box = (lon0, lon1, lat0, lat1)`` (the raw data's bounding box, :func:`_ordered_points`); points outside it
+    fall in the nearest border cell. A uniform lon/lat grid is a uniform grid in the local equirectangular
+    projection, which is linear in lon and lat."""
+    lon0, lon1, lat0, lat1 = box
+    col = _grid_index(points["lon"].to_numpy(dtype=float), lon0, lon1, grid_size)
+    row = _grid_index(points["lat"].to_numpy(dtype=float), lat0, lat1, grid_size)
+    return row * grid_size + col
+
+
+def _collapsed_cells(points: pd.DataFrame, box: tuple, grid_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each trajectory's cells on the raw-box grid with consecutive repeats collapsed, as CSR ``(cells, offsets)``
+    (points in ``traj_id, seq`` order)."""
+    cells, traj = raw_box_cells(points, box, grid_size), points["traj_id"].to_numpy()
+    keep = np.r_[True, (traj[1:] != traj[:-1]) | (cells[1:] != cells[:-1])] if len(cells) else np.zeros(0, bool)
+    cells, traj = cells[keep], traj[keep]
+    starts = np.flatnonzero(np.r_[True, traj[1:] != traj[:-1]]) if len(cells) else np.zeros(0, np.int64)
+    return cells, np.r_[starts, len(cells)].astype(np.int64)
 
 
 def _grid_index(values: np.ndarray, low: float, high: float, n: int) -> np.ndarray:
@@ -415,16 +434,8 @@ def frequent_patterns(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int =
                              ("max_length", max_length, min_length), ("top_k", top_k, 1)):
         if not (isinstance(value, int) and not isinstance(value, bool) and value >= low):
             raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}", "frequent_patterns")
-    raw_pts, rel_pts, (lon0, lon1, lat0, lat1) = _ordered_points(raw, release)
-    corpora = []
-    for points in (raw_pts, rel_pts):
-        col = _grid_index(points["lon"].to_numpy(), lon0, lon1, grid_size)
-        row = _grid_index(points["lat"].to_numpy(), lat0, lat1, grid_size)
-        cells, traj = row * grid_size + col, points["traj_id"].to_numpy()
-        keep = np.r_[True, (traj[1:] != traj[:-1]) | (cells[1:] != cells[:-1])]
-        cells, traj = cells[keep], traj[keep]
-        starts = np.flatnonzero(np.r_[True, traj[1:] != traj[:-1]])
-        corpora.append((cells, np.r_[starts, len(cells)]))
+    raw_pts, rel_pts, box = _ordered_points(raw, release)
+    corpora = [_collapsed_cells(points, box, grid_size) for points in (raw_pts, rel_pts)]
     n_raw_seqs = len(corpora[0][1]) - 1
     cells = np.concatenate([corpora[0][0], corpora[1][0]])
     offsets = np.concatenate([corpora[0][1], corpora[1][1][1:] + len(corpora[0][0])])
@@ -615,3 +626,151 @@ def flatten_hits(hits: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:
     counts = np.fromiter((len(h) for h in hits), dtype=np.int64, count=len(hits))
     flat = np.fromiter(chain.from_iterable(hits), dtype=np.int64, count=int(counts.sum()))
     return np.repeat(np.arange(len(hits)), counts), flat
+
+
+# --- issue 13's synthetic-trajectory metrics (the PrivTrace / LDPTrace comparison) ------------------------------
+
+TRAJECTORY_GRID_SIZE = 32
+"""Issue 13's grid: 32 x 32 uniform cells over the raw data's bounding box."""
+
+TRAJECTORY_METRICS = ("density", "query", "trip", "length", "pattern_f1", "transition", "outside_bbox_share",
+                      "start_hour_jsd", "duration_jsd")
+"""The keys of :func:`trajectory_metrics` (pattern_f1: higher is better; every other: lower is better)."""
+
+
+def transition_jsd(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = TRAJECTORY_GRID_SIZE) -> float:
+    """JSD of the first-order cell transitions ``(cell_i, cell_{i+1})`` of all trajectories (issue 13).
+
+    Cells of the raw-box grid (:func:`raw_box_cells`), consecutive repeats collapsed as for the patterns of
+    :func:`frequent_patterns`, so a transition is a move to another cell (a vehicle waiting in a cell makes none).
+    """
+    raw_pts, rel_pts, box = _ordered_points(raw, release)
+    pairs = []
+    for points in (raw_pts, rel_pts):
+        cells, offsets = _collapsed_cells(points, box, grid_size)
+        inner = np.ones(len(cells), dtype=bool)
+        inner[offsets[1:] - 1] = False  # a trajectory's last cell has no successor
+        idx = np.flatnonzero(inner)
+        pairs.append(cells[idx] * grid_size**2 + cells[idx + 1])
+    if len(pairs[0]) == 0:
+        raise InputError("the raw trajectories never change cell", "transition_jsd")
+    if len(pairs[1]) == 0:
+        return float(np.log(2))  # no released transition: disjoint from the raw distribution
+    codes, uniques = pd.factorize(np.concatenate(pairs))
+    return jsd(np.bincount(codes[:len(pairs[0])], minlength=len(uniques)),
+               np.bincount(codes[len(pairs[0]):], minlength=len(uniques)))
+
+
+def circle_query_re(raw: pd.DataFrame, release: pd.DataFrame, rng: np.random.Generator, n_queries: int = 200,
+                    radius_m: tuple[float, float] = (500.0, 3000.0), sanity: float = 0.01) -> float:
+    """Mean relative error of range-count queries over circles (issue 13; PrivTrace's query error).
+
+    Each query is a circle centred on a raw point drawn uniformly with ``rng``, of radius ``U(radius_m)``; its
+    answer is the number of trajectories with a point or a segment (consecutive points in ``seq`` order) within
+    the circle. ``RE = |Q(D*) - Q(D)| / max(Q(D), sanity * |D|)`` with |D| the number of raw trajectories; the
+    synthetic counts are not rescaled. Planar coordinates as :func:`planar_coordinates`.
+    """
+    if n_queries < 1 or not sanity > 0 or not 0 < radius_m[0] <= radius_m[1]:
+        raise ParameterError("n_queries must be >= 1, sanity > 0 and 0 < radius_m[0] <= radius_m[1]",
+                             "circle_query_re")
+    (raw_xy, raw_codes), (rel_xy, rel_codes) = _planar_trajectories(raw, release, ordered=True)
+    centres = raw_xy[rng.integers(0, len(raw_xy), n_queries)]
+    radii = rng.uniform(radius_m[0], radius_m[1], n_queries)
+    n_raw = int(raw_codes.max()) + 1
+    q_raw = _circle_counts(raw_xy, raw_codes, centres, radii)
+    q_rel = _circle_counts(rel_xy, rel_codes, centres, radii)
+    return float(np.mean(np.abs(q_rel - q_raw) / np.maximum(q_raw, sanity * n_raw)))
+
+
+def _circle_counts(xy: np.ndarray, codes: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """Per circle: the number of trajectories (``codes``, points grouped and ordered) that have a point or a
+    segment at distance <= radius from the centre (point-to-segment distance of the projection, clamped)."""
+    same = np.r_[codes[1:] == codes[:-1], False]
+    a = xy
+    b = np.where(same[:, None], np.roll(xy, -1, axis=0), xy)  # a trajectory's last point: a degenerate segment
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    ab = b - a
+    ab2 = np.maximum((ab**2).sum(axis=1), np.finfo(float).tiny)
+    out = np.zeros(len(centres))
+    for i, (c, r) in enumerate(zip(centres, radii, strict=True)):
+        near = np.flatnonzero((lo[:, 0] <= c[0] + r) & (hi[:, 0] >= c[0] - r) & (lo[:, 1] <= c[1] + r)
+                              & (hi[:, 1] >= c[1] - r))
+        s = np.clip(((c - a[near]) * ab[near]).sum(axis=1) / ab2[near], 0.0, 1.0)
+        closest = a[near] + s[:, None] * ab[near]
+        hit = np.hypot(*(closest - c).T) <= r
+        out[i] = len(np.unique(codes[near[hit]]))
+    return out
+
+
+def outside_bbox_share(release: pd.DataFrame, bbox: tuple[float, float, float, float]) -> float:
+    """Share of released points (with a position) outside the public ``bbox = (min_lon, min_lat, max_lon,
+    max_lat)`` (issue 13: a release whose points leave the release area is useless however its JSDs look)."""
+    points = _frame(release, "release", ("lon", "lat"))
+    inside = points["lon"].between(bbox[0], bbox[2]) & points["lat"].between(bbox[1], bbox[3])
+    return float(1.0 - inside.mean())
+
+
+def start_hour_jsd(raw: pd.DataFrame, release: pd.DataFrame) -> float:
+    """JSD of the trajectories' start hour of day (24 bins, UTC): the hour of each ``traj_id``'s earliest t."""
+    hours = []
+    for frame, label in ((raw, "raw"), (release, "release")):
+        start = _timed(frame, label).groupby("traj_id")["t"].min()
+        hours.append(np.bincount(start.dt.hour.to_numpy(), minlength=24))
+    return jsd(hours[0], hours[1])
+
+
+def duration_jsd(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20) -> float:
+    """JSD of trajectory durations (last t - first t, seconds), ``n_buckets`` over [0, max raw] (as lengths)."""
+    durations = []
+    for frame, label in ((raw, "raw"), (release, "release")):
+        span = _timed(frame, label).groupby("traj_id")["t"].agg(["min", "max"])
+        durations.append((span["max"] - span["min"]).dt.total_seconds().to_numpy())
+    return _bucket_jsd(durations[0], durations[1], n_buckets)
+
+
+def _timed(frame: pd.DataFrame, label: str) -> pd.DataFrame:
+    require_columns(frame, ("traj_id", "t"), f"{label} frame")
+    points = frame.loc[frame["t"].notna(), ["traj_id", "t"]]
+    _require_rows(points, f"{label} frame (points with a timestamp)")
+    return points.assign(t=pd.to_datetime(points["t"], utc=True))
+
+
+def trajectory_metrics(raw: pd.DataFrame, release: pd.DataFrame, bbox: tuple[float, float, float, float],
+                       rng_seed: int) -> dict[str, float | None]:
+    """Issue 13's utility of a synthetic trajectory release, one figure per key of :data:`TRAJECTORY_METRICS`.
+
+    Frames: ``traj_id, lon, lat`` and ``t`` where present (points in trajectory order: ``seq`` if given, else
+    the frame's row order, then ``t``). On the 32 x 32 grid over the raw bounding box, JSD in natural log:
+    density (:func:`density_jsd` of point cells), query (:func:`circle_query_re`, 200 circles drawn with
+    ``rng_seed``), trip (:func:`trip_error`), length (:func:`length_jsd` of travelled distance, 20 buckets),
+    pattern_f1 (:func:`frequent_patterns`, top 100 patterns of 2-5 cells, higher is better), transition
+    (:func:`transition_jsd`); outside_bbox_share (:func:`outside_bbox_share` of the public ``bbox``);
+    start_hour_jsd and duration_jsd (None when either frame has no timestamp).
+    """
+    raw, release = _with_seq(raw, "raw"), _with_seq(release, "release")
+    raw_pts, rel_pts, box = _ordered_points(raw, release)
+    cells = {"raw": raw_box_cells(raw_pts, box, TRAJECTORY_GRID_SIZE),
+             "release": raw_box_cells(rel_pts, box, TRAJECTORY_GRID_SIZE)}
+    timed = all("t" in f.columns and f["t"].notna().any() for f in (raw, release))
+    return {
+        "density": density_jsd(pd.DataFrame({"cell": cells["raw"]}), pd.DataFrame({"cell": cells["release"]})),
+        "query": circle_query_re(raw, release, np.random.default_rng(rng_seed)),
+        "trip": trip_error(raw, release, TRAJECTORY_GRID_SIZE),
+        "length": length_jsd(raw, release, "distance"),
+        "pattern_f1": frequent_patterns(raw, release, TRAJECTORY_GRID_SIZE, 2, 5, 100)["ffp"],
+        "transition": transition_jsd(raw, release),
+        "outside_bbox_share": outside_bbox_share(release, bbox),
+        "start_hour_jsd": start_hour_jsd(raw, release) if timed else None,
+        "duration_jsd": duration_jsd(raw, release) if timed else None,
+    }
+
+
+def _with_seq(frame: pd.DataFrame, label: str) -> pd.DataFrame:
+    """The frame with ``seq`` (kept if present; else the order of ``t`` within each trajectory, then row order),
+    and without ``x``, ``y`` (so every metric projects both frames the same way from lon/lat)."""
+    require_columns(frame, ("traj_id", "lon", "lat"), f"{label} frame")
+    frame = frame.drop(columns=[c for c in ("x", "y") if c in frame.columns])
+    if "seq" in frame.columns:
+        return frame
+    order = frame.sort_values(["traj_id", "t"] if "t" in frame.columns else ["traj_id"], kind="stable")
+    return order.assign(seq=order.groupby("traj_id").cumcount())

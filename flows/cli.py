@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,21 @@ class Cli(click.Group):
         except TrajpubError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(1)
+        except Exception as exc:
+            if not _database_unreachable(exc):
+                raise
+            click.secho("error: the database does not answer; start it with `trajpub db up` or check "
+                        "TRAJPUB_DATABASE_URL (database)", fg="red", err=True)
+            sys.exit(1)
+
+
+def _database_unreachable(exc: BaseException) -> bool:
+    """A refused or lost database connection (after the retries of ``tasks.db.with_retries``, where a step has
+    them), as opposed to an error in a statement."""
+    import psycopg
+    import sqlalchemy as sa
+
+    return isinstance(exc, sa.exc.OperationalError | psycopg.OperationalError)
 
 
 class _WithoutTraceback(logging.Formatter):
@@ -212,7 +228,11 @@ def _parse_params(items: tuple[str, ...]) -> dict:
         if "=" not in item:
             raise TrajpubError(f"parameter {item!r} must look like KEY=VALUE", "--param")
         key, value = item.split("=", 1)
-        params[key] = yaml.safe_load(value)
+        try:
+            params[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise TrajpubError(f"the value of parameter {key!r} is not a YAML value: {value[:60]!r}",
+                               "--param") from None
     return params
 
 
@@ -229,13 +249,13 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    from flows.release import check_policy, parse_spec, release_flow
-
     data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
                                   "window_end": window_end, "requested_by": requested_by,
                                   "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
+
     check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
     _tracebacks_to_the_log_only()
     outcome = release_flow(spec=data)
@@ -281,6 +301,8 @@ def release_show(release_id: int) -> None:
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
+    policy = (rel["summary"] or {}).get("gate_policy")
+    click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
     for c in g.get("caveats", []):
@@ -292,7 +314,7 @@ def release_show(release_id: int) -> None:
         click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
-    click.echo("budget charged: " + (", ".join(f"ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
+    click.echo("budget: " + (", ".join(f"{e['entry_kind']} ε={e['epsilon']:g} ({e['privacy_unit']})" for e in charged)
                                      or "-"))
     click.echo("\nlineage events:")
     for e in events:
@@ -316,10 +338,20 @@ def review_report(release_id: int, out: Path | None) -> None:
     if page is None:
         raise TrajpubError(f"release {release_id} has no review report (it has not been audited)",
                            "governance.review_reports")
-    path = out or report.report_path(release_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    click.echo(str(path))
+    click.echo(str(report.write_private(out or report.report_path(release_id), page)))
+
+
+@main.command("export")
+@click.argument("release_id", type=int)
+@click.option("--format", "fmt", required=True, type=click.Choice(["geoparquet", "gpkg", "flatgeobuf"]))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (not overwritten).")
+def export(release_id: int, fmt: str, out: Path) -> None:
+    """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
+    (read as the consumer role); prints the files written."""
+    from tasks.export import export_release
+
+    for layer, path in export_release(_engine(), release_id, fmt, out).items():
+        click.echo(f"{layer}: {path}")
 
 
 # --- steward --------------------------------------------------------------------------------------------------
@@ -644,8 +676,8 @@ def budget_show(dataset: str | None) -> None:
 @STEWARD_OPTION
 def budget_cap(dataset: str, epsilon: float, delta: float | None, steward: str) -> None:
     """Set a dataset's ε cap, and optionally its δ cap (the owner's decision)."""
-    if not epsilon > 0:
-        raise TrajpubError("the cap must be positive", "budget cap EPSILON")
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
     if delta is not None and not 0 <= delta < 1:
         raise TrajpubError("the δ cap must be in [0, 1)", "budget cap --delta")
     _set_dataset_policy(steward, dataset, "epsilon_cap = :e" + (", delta_cap = :dl" if delta is not None else ""),
@@ -738,10 +770,29 @@ def _set_dataset_policy(steward: str, dataset: str, assignments: str, values: di
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
+    from tasks.lineage import deliver
     from tasks.publish import withdraw as withdraw_release
 
     dropped = withdraw_release(_steward_engine(steward), release_id, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
+    deliver(_engine())
+
+
+@main.group()
+def lineage() -> None:
+    """OpenLineage events: stored in governance.lineage_events, sent to the configured transport."""
+
+
+@lineage.command("deliver")
+def lineage_deliver() -> None:
+    """Send the stored events not yet delivered to the OpenLineage transport configured in the environment
+    (OPENLINEAGE_URL, OPENLINEAGE_CONFIG or OPENLINEAGE__TRANSPORT__*), oldest first."""
+    from tasks.lineage import configured_client, deliver
+
+    if configured_client() is None:
+        raise TrajpubError("no OpenLineage transport is configured: set OPENLINEAGE_URL (HTTP), OPENLINEAGE_CONFIG "
+                           "(an openlineage.yml) or OPENLINEAGE__TRANSPORT__TYPE", "environment")
+    click.echo(f"{deliver(_engine())} lineage events delivered")
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
 
 
 def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
-    """The gate policy of the release (:func:`tasks.policies.resolve`), read-only: a spec naming a weaker policy
-    is refused before a flow run exists. ``plan`` resolves it again in its own transaction."""
+    """The gate policy of the release (:func:`tasks.policies.resolve`): a spec naming a weaker policy is refused
+    before a flow run exists. ``plan`` resolves it again in its own transaction."""
     with db_engine().begin() as conn:
         return policies.resolve(conn, spec)
 
@@ -69,7 +69,7 @@ def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
                                  guarantee.delta, guarantee.privacy_unit, mech.max_records_per_object(params))
         governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
-                     inputs=[{"name": "trajpub.raw.points", "facets": {"dataset": spec.dataset}}],
+                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
                              "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
                              "gate_policy": policy.to_record()})
@@ -153,7 +153,13 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
             governance.transition(conn, release_id, "blocked", reasons)
         return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
 
-    print(f"review report: {transaction(record, 'record the audit', say=print)}")
+    page = transaction(record, "record the audit", say=print)
+    artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
+                                        markdown=report.page_body(page.read_text(encoding="utf-8")),
+                                        description=f"Release {release_id}: the steward's full review report")
+    transaction(lambda conn: governance.merge_summary(conn, release_id, {"report_artifact": str(artifact)}),
+                "record the report artifact", say=print)
+    print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
     for r in outcome.results:
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
@@ -194,14 +200,18 @@ def release_flow(spec: dict) -> dict:
         release_id, policy = plan(parsed, params)
         print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}, gated by policy "
               f"{policy.label}")
-        return govern(parsed, params, release_id, policy)
+        lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
+        try:
+            return govern(parsed, params, release_id, policy)
+        finally:
+            lineage.deliver(db_engine())
 
 
 def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
-            recover_interrupted(parsed.dataset)
+            recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
@@ -209,6 +219,7 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
         fail(release_id, parsed.dataset, exc)
         raise
     if not passed:
+        abort(release_id, "blocked by the audit gate")
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
     try:
@@ -228,13 +239,14 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
     return {"release_id": release_id, "status": "awaiting_approval"}
 
 
-def recover_interrupted(dataset: str | None = None) -> list[int]:
+def recover_interrupted(dataset: str | None = None, running: int | None = None) -> list[int]:
     """Mark the releases whose flow process died mid-computation as failed, saying so (with the Prefect flow
-    run's final state when the server knows it); returns their ids."""
+    run's final state when the server knows it); returns their ids. ``running``: the caller's own release, never
+    taken for interrupted (its alive lock is lost if the database restarted since plan)."""
     from prefect.client.orchestration import get_client
 
     def sweep(conn) -> list[dict]:
-        found = governance.interrupted_releases(conn, dataset)
+        found = [r for r in governance.interrupted_releases(conn, dataset) if r["release_id"] != running]
         for rel in found:
             try:
                 with get_client(sync_client=True) as client:
@@ -263,11 +275,19 @@ def apply_decision(release_id: int, decision: str, comment: str | None, code: st
         else:
             status, steward = recorded["decision"], recorded["steward"]
     if status == "rejected":
+        abort(release_id, f"rejected by the steward {steward}")
         print(f"release {release_id} rejected by {steward}")
         return {"release_id": release_id, "status": "rejected"}
     table = publish.publish(eng, release_id, flow_run.get_id())
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
+
+
+def abort(release_id: int, why: str) -> None:
+    """Lineage ABORT: the run ended without an output, by decision (the gate or the steward), not by an error."""
+    with db_engine().begin() as conn:
+        lineage.emit(conn, release_id, "ABORT", run_id=flow_run.get_id(),
+                     dataset=governance.get_release(conn, release_id)["dataset"], facets={"outcome": {"status": why}})
 
 
 def fail(release_id: int, dataset: str, exc: BaseException) -> None:
@@ -278,7 +298,7 @@ def fail(release_id: int, dataset: str, exc: BaseException) -> None:
             governance.transition(conn, release_id, "failed", str(exc))
         governance.release_reservation(conn, release_id, f"the release failed before its mechanism ran: {exc}")
         lineage.emit(conn, release_id, "FAIL", run_id=flow_run.get_id(), dataset=dataset,
-                     facets={"error": {"message": str(exc), "type": type(exc).__name__}})
+                     error=f"{type(exc).__name__}: {exc}")
 
 
 @flow(name="publish-approved", log_prints=True)
@@ -290,6 +310,7 @@ def publish_approved_flow(release_id: int) -> dict:
     if rel["status"] not in ("approved", "published"):
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")
     table = publish.publish(eng, release_id, flow_run.get_id())
+    lineage.deliver(eng)
     print(f"release {release_id} published as {table}")
     return {"release_id": release_id, "status": "published", "table": table}
 

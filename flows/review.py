@@ -30,11 +30,11 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
     cap, spent = governance.budget(conn, rel["dataset"])
     g = rel["guarantee"] or {}
     s = rel["summary"] or {}
-    page = report.report_path(release_id)
+    link = (f"[open the full review report](/artifacts/artifact/{s['report_artifact']})"
+            if s.get("report_artifact") else "not published in the Prefect UI")
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
              (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
-              f"distribution plots): [{page.name}]({page.as_uri()}) — or `trajpub report {release_id} "
-              f"--out FILE` on any machine."), "",
+              f"distribution plots): {link} — or `trajpub report {release_id} --out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
               f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]

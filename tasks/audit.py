@@ -237,4 +237,5 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
     merge_summary(conn, release_id, {"utility": outcome.utility,
                                      "gate": {"blocked": outcome.decision.blocked,
                                               "reasons": outcome.decision.reasons,
+                                              "per_utility": outcome.decision.per_utility,
                                               "policy": outcome.policy.to_dict()}})

@@ -223,4 +223,4 @@ def mark_interrupted(conn: sa.Connection, release: dict, detail: str = "") -> No
     transition(conn, release["release_id"], "failed", reason)
     release_reservation(conn, release["release_id"], reason)
     lineage.emit(conn, release["release_id"], "FAIL", run_id=str(release["flow_run_id"]),
-                 dataset=release["dataset"], facets={"error": {"message": reason, "type": "Interrupted"}})
+                 dataset=release["dataset"], error=reason)

@@ -17,6 +17,7 @@ from tasks.adapters.glove import GloveAdapter
 from tasks.adapters.klt import KltAdapter
 from tasks.adapters.kpsi_anonymity import KPsiAdapter
 from tasks.adapters.mixzone import MixzoneAdapter
+from tasks.adapters.objtrace import ObjTraceAdapter
 from tasks.adapters.prefix_tree import PrefixTreeAdapter
 from tasks.adapters.w4m import W4MAdapter
 from trajpub.errors import ParameterError
@@ -33,6 +34,7 @@ MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "dummy": DummyAdapter(),
                                            "dpt": DptAdapter(),
                                            "adatrace": AdaTraceAdapter(),
+                                           "objtrace": ObjTraceAdapter(),
                                            "w4m": W4MAdapter()}
 
 

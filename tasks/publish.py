@@ -186,13 +186,13 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         lineage.emit(conn, release_id, "COMPLETE", run_id=run_id, dataset=rel["dataset"],
                      inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": summary.get("snapshot", {})}}],
                      outputs=[{"name": f"trajpub.published.{main}",
-                               "facets": {"rows": counts, "product": product,
-                                          "tables": [f"trajpub.published.{t}" for t, _ in tables]}}],
+                               "facets": {"published_release": {"rows": counts, "product": product,
+                                          "tables": [f"trajpub.published.{t}" for t, _ in tables]}}}],
                      facets={"mechanism": {"name": rel["mechanism"], "parameters": rel["params"],
                                            "metadata": summary.get("mechanism", {})},
                              "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
-                             "audit": json.loads(json.dumps(audits, default=str)),
+                             "audit": {"attacks": json.loads(json.dumps(audits, default=str))},
                              "approval": json.loads(json.dumps(decision, default=str))})
     return f"published.{main}"
 
@@ -244,6 +244,6 @@ def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
                          {"r": release_id, "w": reason, "t": dropped})
         steward = conn.execute(sa.text("SELECT session_user")).scalar_one()
         lineage.emit(conn, release_id, "OTHER", run_id=None, dataset=rel["dataset"],
-                     outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn": True}} for t in dropped],
+                     outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn_release": {"withdrawn": True}}} for t in dropped],
                      facets={"withdrawal": {"steward": steward, "reason": reason}})
     return dropped

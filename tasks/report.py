@@ -3,8 +3,9 @@
 It says, for the data steward (DESIGN.md, "who uses it"): the guarantee in plain words, ε spent and left, each
 attack's success against its baseline and threshold with intervals, the utility table, and plots: density maps
 raw vs release, trajectory length and diameter distributions, attack bars. The page is stored in
-``governance.review_reports`` and copied to ``<state dir>/reports/release-<id>.html``; the Prefect review
-artifact and the approval form link the copy.
+``governance.review_reports``, copied to ``<state dir>/reports/release-<id>.html`` (0600 in a 0700 folder), and
+published as the Prefect markdown artifact ``review-report-r<id>``, which the review artifact and the approval
+form link.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import base64
 import html
 import io
 import json
+import os
 from pathlib import Path
 
 import matplotlib
@@ -31,6 +33,19 @@ REPORT_DIR = STATE_DIR / "reports"
 
 def report_path(release_id: int) -> Path:
     return REPORT_DIR / f"release-{int(release_id)}.html"
+
+
+def write_private(path: Path, page: str) -> Path:
+    """Write a review page readable by its owner only (0600) in a folder only the owner can open (0700): the
+    page holds statistics of the raw data (issue 16, finding 7)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.parent == REPORT_DIR:
+        path.parent.chmod(0o700)  # a folder made before this rule
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(page)
+    return path
 
 
 def _png(fig) -> str:
@@ -182,15 +197,19 @@ def render(rel: dict, cap: float, spent: float, results: list[dict], decision: d
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
 
 
+def page_body(page: str) -> str:
+    """The page's body: what the Prefect UI shows as a markdown artifact (it renders the HTML in markdown, the
+    tables and the inlined PNG plots included), so that the review form links to a page the UI can open
+    (issue 16, finding 9: a ``file://`` link cannot be opened from an http page)."""
+    return page.split("<body>", 1)[1].rsplit("</body>", 1)[0]
+
+
 def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     """Keep the page with the release and write its copy; returns the copy's path."""
     conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, :h) "
                          "ON CONFLICT (release_id) DO UPDATE SET html = EXCLUDED.html, created_at = now()"),
                  {"r": release_id, "h": page})
-    path = report_path(release_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page, encoding="utf-8")
-    return path
+    return write_private(report_path(release_id), page)
 
 
 def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame, result) -> Path:

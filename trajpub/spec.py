@@ -6,6 +6,7 @@ allowed ones, so a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -27,6 +28,25 @@ def _check_keys(cls: type, data: dict, where: str) -> None:
     if unknown:
         raise ParameterError(f"unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}",
                              where)
+
+
+def _check_types(obj: Any, section: str) -> None:
+    """Every ``bool`` field of a spec section is a boolean, every ``float`` or ``int`` field a finite number (an
+    ``int`` field a whole one): a string, ``.inf`` or ``.nan`` from YAML is refused here, naming the key, not deep
+    in the flow (issue 16, finding 8)."""
+    for f in fields(obj):
+        where = f"{section}.{f.name}" if section else f.name
+        if f.type == "bool" and not isinstance(getattr(obj, f.name), bool):
+            raise ParameterError(f"{f.name} must be true or false, got {str(getattr(obj, f.name))[:40]!r}", where)
+        if f.type not in ("float", "int", "float | None"):
+            continue
+        value = getattr(obj, f.name)
+        if value is None and f.type == "float | None":
+            continue
+        kind = "a whole number" if f.type == "int" else "a finite number"
+        if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                or (f.type == "int" and not float(value).is_integer())):
+            raise ParameterError(f"{f.name} must be {kind}, got {str(value)[:40]!r}", where)
 
 
 def validate_dataset_name(name: str, where: str = "dataset") -> str:
@@ -88,6 +108,7 @@ class ValidationSpec:
     max_duplicate_share: float = 0.10
 
     def __post_init__(self) -> None:
+        _check_types(self, "validation")
         if not self.max_speed_mps > 0:
             raise ParameterError("max_speed_mps must be positive", "validation.max_speed_mps")
         for name in ("max_quarantine_share", "max_duplicate_share"):
@@ -110,6 +131,7 @@ class PrepareSpec:
     min_points: int = 2
 
     def __post_init__(self) -> None:
+        _check_types(self, "prepare")
         if not self.time_gap_minutes > 0:
             raise ParameterError("time_gap_minutes must be positive", "prepare.time_gap_minutes")
         if not self.min_points >= 1:
@@ -150,7 +172,8 @@ class ReleaseSpec:
             raise ParameterError("window_start must be before window_end", "window")
         for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                    or not value > 0):
                 raise ParameterError(f"{name} must be a positive number of seconds, got {value!r}", name)
         if self.seed is not None and os.environ.get("TRAJPUB_TEST_MODE") != "1":
             raise ParameterError("a fixed random seed is allowed only in test mode (TRAJPUB_TEST_MODE=1): "

@@ -1,5 +1,6 @@
-"""Reading a YAML file a person wrote (release specs, gate policies) with limits: a size cap and an alias cap,
-so that a "billion laughs" alias bomb is refused at once instead of expanding (issue 16, finding 7)."""
+"""Reading a YAML file a person wrote (release specs, gate policies) with limits: a size cap and a cap on what
+it expands to, so that a "billion laughs" alias bomb is refused at once instead of expanding (issue 16,
+finding 7)."""
 
 from __future__ import annotations
 
@@ -12,25 +13,33 @@ from trajpub.errors import ParameterError
 
 MAX_BYTES = 1_000_000
 """A release spec or a policy is a few kilobytes; a megabyte is no hand-written file."""
-MAX_ALIASES = 100
-"""YAML aliases (``*name``) a file may use; each one may stand for a whole subtree."""
+MAX_NODES = 100_000
+"""Values (scalars, lists, mappings) a file may stand for once its aliases (``*name``) are expanded: a spec has
+dozens. Counted while the file is composed, before anything is expanded."""
 
 
 class _LimitedLoader(yaml.SafeLoader):
-    """The safe loader, counting aliases while it composes (before anything is expanded)."""
+    """The safe loader, weighing every node by the number of values it stands for, aliases expanded."""
 
     def __init__(self, stream) -> None:
         super().__init__(stream)
-        self.aliases = 0
+        self.weights: dict[int, int] = {}
 
     def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark
-                raise ParameterError(f"more than {MAX_ALIASES} YAML aliases; refused (an alias bomb?)",
-                                     f"line {mark.line + 1}")
-        return super().compose_node(parent, index)
+        node = super().compose_node(parent, index)
+        if id(node) in self.weights:  # an alias: the anchored node, already weighed
+            return node
+        if isinstance(node, yaml.SequenceNode):
+            weight = 1 + sum(self.weights[id(child)] for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            weight = 1 + sum(self.weights[id(k)] + self.weights[id(v)] for k, v in node.value)
+        else:
+            weight = 1
+        if weight > MAX_NODES:
+            raise ParameterError(f"the YAML stands for more than {MAX_NODES} values once its aliases are expanded; "
+                                 "refused (an alias bomb?)", f"line {node.start_mark.line + 1}")
+        self.weights[id(node)] = weight
+        return node
 
 
 def read_yaml(path: str | Path, what: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.adatrace.params import AdaTraceParams
+from trajpub import noise
 from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
@@ -61,8 +62,7 @@ def guarantee(params: AdaTraceParams) -> Guarantee:
          "the cell; they are not any person's trajectory, but population-level patterns (dense areas, popular "
          "trips) are released on purpose and can be learned by anyone (survey: 'purely relying on differential "
          "privacy is not the ultimately safest choice')."),
-        ("Laplace and Gumbel noise are sampled in floating point, which is not hardened against Mironov's "
-         "floating-point attack (2012); the guarantee is for ideal real-valued noise."),
+        noise.CAVEAT,
     ]
     if params.attack_resilience:
         caveats.append(

@@ -3,6 +3,9 @@
 
 Budget (sequential composition, ε = Σ parts, :attr:`AdaTraceParams.budget`):
 
+Real-valued parts (1-3) are snapped to the noise grid before the noise (:func:`trajpub.noise.laplace_real`,
+whose scale pays for the rounding, ≤ 0.1 % more noise); counts (4-5) get :func:`trajpub.noise.laplace`.
+
 1. ``grid_top``: top-level densities (L1 sensitivity 1: a trajectory's point weights 1/|T| sum to 1).
 2. ``grid_leaf``: leaf densities on the grid chosen from (1) (sensitivity 1 for the same reason).
 3. ``markov``: transition counts over the adjacency edges of (2) (sensitivity C = ``transition_cap``).
@@ -29,11 +32,7 @@ from scipy.sparse import csr_matrix
 from mechanisms.adatrace.counting import FeatureCounts
 from mechanisms.adatrace.grid import AdaptiveGrid, subdivision
 from mechanisms.adatrace.params import AdaTraceParams
-
-
-def laplace(rng: np.random.Generator, scale: float, shape) -> np.ndarray:
-    """Laplace(0, scale) noise (floating point; not hardened against Mironov's 2012 attack)."""
-    return rng.laplace(0.0, scale, shape)
+from trajpub import noise
 
 
 def top_grid(extent: tuple[float, float, float, float], params: AdaTraceParams) -> AdaptiveGrid:
@@ -43,8 +42,8 @@ def top_grid(extent: tuple[float, float, float, float], params: AdaTraceParams) 
 
 
 def noisy_top_density(true_top: np.ndarray, params: AdaTraceParams, rng: np.random.Generator) -> np.ndarray:
-    """Step 1: the top-level densities plus Laplace(Δ/ε_grid_top)."""
-    return np.asarray(true_top, dtype=float) + laplace(rng, params.noise_scale["grid_top"], len(true_top))
+    """Step 1: the top-level densities plus Laplace(Δ/ε_grid_top) (real-valued: :func:`trajpub.noise.laplace_real`)."""
+    return noise.laplace_real(true_top, params.sensitivity["grid_top"], params.budget["grid_top"], rng)
 
 
 def adaptive_grid(extent: tuple[float, float, float, float], noisy_top: np.ndarray,
@@ -59,14 +58,13 @@ def noisy_medians(length_hist: np.ndarray, epsilon: float, sensitivity: float,
     """One exponential-mechanism median per row of ``length_hist`` (counts of lengths 1..max_length).
 
     Candidate x ∈ {1..max_length} has utility u(x) = −|#{< x} − #{> x}| and probability ∝ exp(ε·u(x)/(2Δu))
-    (McSherry-Talwar); sampled with the Gumbel-max trick. Returns lengths (1-based).
+    (McSherry-Talwar), sampled exactly by :func:`trajpub.noise.exponential_mechanism`. Returns lengths
+    (1-based).
     """
     h = np.asarray(length_hist, dtype=float)
     below = np.cumsum(h, axis=1) - h  # #{< x}
     above = h.sum(axis=1, keepdims=True) - below - h  # #{> x}
-    u = -np.abs(below - above)
-    g = rng.gumbel(size=h.shape)
-    return np.argmax(epsilon * u / (2.0 * sensitivity) + g, axis=1).astype(np.int64) + 1
+    return noise.exponential_mechanism(-np.abs(below - above), epsilon, sensitivity, rng) + 1
 
 
 @dataclass(frozen=True)
@@ -166,13 +164,12 @@ class Synopsis:
 def noisy_synopsis(grid: AdaptiveGrid, noisy_top: np.ndarray, counts: FeatureCounts, params: AdaTraceParams,
                    rng: np.random.Generator) -> Synopsis:
     """Steps 2-5: noise on the (summed) true counts of ``grid``."""
-    b = params.noise_scale
-    leaf = counts.leaf_density + laplace(rng, b["grid_leaf"], counts.leaf_density.shape)
-    trans = counts.transitions + laplace(rng, b["markov"], counts.transitions.shape)
-    trips = counts.trips + laplace(rng, b["trip"], counts.trips.shape)
-    eps, sens = params.budget, params.sensitivity
+    b, eps, sens = params.noise_scale, params.budget, params.sensitivity
+    leaf = noise.laplace_real(counts.leaf_density, sens["grid_leaf"], eps["grid_leaf"], rng)
+    trans = noise.laplace_real(counts.transitions, sens["markov"], eps["markov"], rng)
+    trips = counts.trips + noise.laplace(b["trip"], counts.trips.shape, rng)
     if params.length_model == "detour_histogram":
-        detour = counts.detour_hist + laplace(rng, b["length_detour"], counts.detour_hist.shape)
+        detour = counts.detour_hist + noise.laplace(b["length_detour"], counts.detour_hist.shape, rng)
         return Synopsis(grid, np.asarray(noisy_top, float), leaf, trans, trips, None, None, params, detour)
     med = noisy_medians(counts.length_hist, eps["length_trip"], sens["length_trip"], rng)
     glob = noisy_medians(counts.length_hist.sum(axis=0, keepdims=True), eps["length_global"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.dpt.params import DptParams
+from trajpub import noise
 from trajpub.guarantee import Guarantee, object_level_caveat
 
 
@@ -31,10 +32,7 @@ def guarantee(params: DptParams) -> Guarantee:
             f"interpolation of jumps) and truncated to its first {m} moves: movement after that is not "
             "represented, and the guarantee is for the truncated records."
         ),
-        (
-            "Laplace noise is sampled in floating point with numpy, which is not hardened against Mironov's "
-            "floating-point attack on the Laplace mechanism (2012); the guarantee is for ideal real-valued noise."
-        ),
+        noise.CAVEAT,
         (
             "Differential privacy bounds what the release reveals about one record, not population-level "
             "facts: frequent routes, hot spots and the fleet's operating area are meant to survive, and may "

@@ -24,6 +24,7 @@ import numpy as np
 from mechanisms.dpt.counting import DptCounts
 from mechanisms.dpt.params import N_DIRECTIONS, DptParams
 from mechanisms.dpt.reference import Hierarchy
+from trajpub import noise
 from trajpub.errors import ParameterError
 
 
@@ -118,18 +119,19 @@ def fit(counts: DptCounts, hierarchy: Hierarchy, params: DptParams, rng: np.rand
     # 1. selection: distinct occupied nodes
     true_distinct = np.array([[len(counts.get("node", k, d)[0]) for d in range(2, height_max + 1)]
                               for k in range(n_levels)], dtype=float)
-    noisy_distinct = true_distinct + rng.laplace(0.0, params.select_scale(), true_distinct.shape)
+    noisy_distinct = true_distinct + noise.laplace(params.select_scale(), true_distinct.shape, rng)
     # 2. length histograms
     lengths = np.stack([_dense(*counts.get("length", k), m + 2) for k in range(n_levels)])
-    noise = rng.laplace(0.0, params.length_scale(), lengths.shape)
-    noise[:, 0] = 0.0  # bin 0 (no cell) is empty by construction for every dataset: nothing to hide
-    noisy_lengths = lengths + noise
+    length_noise = noise.laplace(params.length_scale(), lengths.shape, rng)
+    length_noise[:, 0] = 0.0  # bin 0 (no cell) is empty by construction for every dataset: nothing to hide
+    noisy_lengths = lengths + length_noise
     noisy_lengths[:, 0] = 0.0
     # 3. start histograms
     noisy_starts = []
     for k in range(n_levels):
         size = hierarchy.n_cells(k)
-        noisy_starts.append(_dense(*counts.get("start", k), size) + rng.laplace(0.0, params.start_scale(), size))
+        start_noise = noise.laplace(params.start_scale(), size, rng)
+        noisy_starts.append(_dense(*counts.get("start", k), size) + start_noise)
     # 4. selection (post-processing)
     heights = select_heights(noisy_lengths, noisy_distinct, params)
     model = NoisyModel(params, hierarchy, noisy_distinct, noisy_lengths, noisy_starts, heights)
@@ -141,5 +143,5 @@ def fit(counts: DptCounts, hierarchy: Hierarchy, params: DptParams, rng: np.rand
         scale = params.tree_scale(h)
         for d in range(2, h + 1):
             size = hierarchy.n_cells(k) * N_DIRECTIONS ** (d - 1)
-            model.nodes[(k, d)] = _dense(*counts.get("node", k, d), size) + rng.laplace(0.0, scale, size)
+            model.nodes[(k, d)] = _dense(*counts.get("node", k, d), size) + noise.laplace(scale, size, rng)
     return model

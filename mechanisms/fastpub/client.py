@@ -36,6 +36,7 @@ from mechanisms.fastpub.protocol import (
     TrieVotes,
 )
 from mechanisms.fastpub.sketch import HashFamily, flip_probability, mix, word_buckets
+from trajpub import noise
 from trajpub.errors import InputError
 
 
@@ -54,7 +55,7 @@ def respond(trajectory: np.ndarray, eta: float, candidates: np.ndarray, rng: np.
     else:
         windows = {w.tobytes() for w in np.lib.stride_tricks.sliding_window_view(t, length)}
         truth = np.array([c.tobytes() in windows for c in candidates], dtype=bool)
-    flips = rng.random(len(truth)) < eta
+    flips = noise.bernoulli(eta, len(truth), rng)
     return (truth ^ flips).astype(np.int8)
 
 

@@ -74,9 +74,10 @@ def guarantee(params: FastPubParams) -> Guarantee:
         _SIMULATION,
         _GRID,
         (
-            "Randomised response is sampled with numpy's floating-point generator; the guarantee is for ideal "
-            "coins. The exact aggregated simulation draws, per candidate, binomials with the same distribution "
-            "as the sum of the clients' individual answers."
+            "A client's randomised-response coins are exact Bernoulli draws whose flip probability is rounded "
+            "up to a multiple of 2^-53 (never more than epsilon). The aggregated simulation instead draws, per "
+            "candidate, numpy binomials with the distribution of the sum of the clients' answers, exact only to "
+            "floating-point precision; random bits come from numpy's PCG64 seeded with OS entropy."
         ),
     )
     return Guarantee(model="epsilon-LDP", privacy_unit=_UNIT, statement=statement, proven=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.prefix_tree.params import PrefixTreeParams
+from trajpub import noise
 from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
@@ -34,11 +35,8 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
             "parameters fixed before looking at the data; trajectories longer than h are released only as "
             "their first h locations."
         ),
-        (
-            "Laplace and exponential noise are sampled in floating point, which is not hardened against "
-            "Mironov's floating-point attack on the Laplace mechanism (2012); the guarantee is for ideal "
-            "real-valued noise."
-        ),
+        noise.CAVEAT + " The number of empty candidates that pass the threshold (Thm 4.1) is drawn with "
+        "numpy's binomial sampler, whose probabilities are exact only to floating-point precision.",
     ]
     if params.expansion_policy != "literal":
         caveats.append(_policy_deviation(params))

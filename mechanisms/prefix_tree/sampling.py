@@ -7,11 +7,19 @@ shows that m independent tests "0 + Laplace(b) ≥ θ" are equivalent to
 1. drawing the number that pass, k ~ Binomial(m, p_θ) with p_θ = exp(−θ/b)/2, then
 2. picking k of the m empty labels uniformly without replacement and giving each a noisy count from
    P(x) = 1 − exp((θ − x)/b) for x ≥ θ, i.e. θ + Exponential(scale b) (the memoryless Laplace tail).
+
+With the hardened noise of :mod:`trajpub.noise` the same argument holds on its grid (see
+:func:`sample_empty_passes`).
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
+
+from trajpub import noise
 
 
 def sample_empty_passes(
@@ -23,28 +31,30 @@ def sample_empty_passes(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Thm 4.1 for many nodes at once: the empty candidates that pass θ, or only the largest of them.
 
-    Node j has ``n_empty[j]`` empty candidates; ``k[j] ~ Binomial(n_empty[j], p_θ)`` of them pass, with
-    i.i.d. noisy counts θ + Exponential(b). When ``keep_at_most`` is given, only the
-    ``j_kept = min(k, keep_at_most)`` largest of those counts are drawn (the others could never be kept
-    under parent_bound, §3.6); with ``None`` all k are drawn. Returns ``(j_kept, counts)``: counts grouped by
-    node in node order, descending within a node.
-
-    The top order statistics of k uniforms are drawn directly (Rényi's representation, Devroye 1986,
-    V.3): log U_(k) = log V_1 / k and log U_(k−t) = log U_(k−t+1) + log V_{t+1} / (k − t), with
-    −log V ~ Exponential(1). The count is the inverse CDF of Thm 4.1 step 2, x = θ − b·ln(1 − U).
+    The noise is :func:`trajpub.noise.laplace`: g·K with K discrete Laplace of parameter t (q = e^(−1/t)) on
+    the grid g. An empty candidate passes when g·K ≥ θ, i.e. K ≥ k₀ = ⌈θ/g⌉, with probability
+    p_θ = q^k₀/(1 + q) for k₀ ≥ 1 (the discrete form of exp(−θ/b)/2). Node j has ``n_empty[j]`` empty
+    candidates; ``k[j] ~ Binomial(n_empty[j], p_θ)`` of them pass, each with noisy count g·(k₀ + Y),
+    Y ~ Geometric with P(Y = y) ∝ q^y (the memoryless tail, drawn exactly by :func:`trajpub.noise.geometric`).
+    When ``keep_at_most`` is given, only the ``j_kept = min(k, keep_at_most)`` largest counts of a node are
+    returned (the others could never be kept under parent_bound, §3.6); with ``None`` all k are. Returns
+    ``(j_kept, counts)``: counts grouped by node in node order, descending within a node. Needs θ > 0.
     """
-    p_theta = 0.5 * np.exp(-theta / laplace_scale)
+    g, t = noise.laplace_grid(laplace_scale)
+    k0 = math.ceil(Fraction(theta) / Fraction(g))
+    if k0 < 1:
+        raise ValueError(f"theta must be positive for the empty-candidate process, got {theta!r}")
+    log_q = -1.0 / float(t)
+    p_theta = math.exp(k0 * log_q) / (1.0 + math.exp(log_q))
     k = rng.binomial(n_empty, p_theta).astype(np.int64)
+    owner = np.repeat(np.arange(len(k)), k)
+    counts = g * (k0 + noise.geometric(t, len(owner), rng))
+    order = np.lexsort((-counts, owner))
+    owner, counts = owner[order], counts[order]
     kept = k if keep_at_most is None else np.minimum(k, keep_at_most)
-    owner = np.repeat(np.arange(len(k)), kept)
-    first = np.concatenate(([0], np.cumsum(kept)))[:-1]
-    rank = np.arange(len(owner)) - first[owner]
-    step = -rng.exponential(1.0, len(owner)) / (k[owner] - rank)
-    running = np.cumsum(step)
-    group_first = first[owner]
-    log_u = running - running[group_first] + step[group_first]
-    one_minus_u = np.maximum(-np.expm1(log_u), np.finfo(float).tiny)
-    return kept, theta - laplace_scale * np.log(one_minus_u)
+    first = np.concatenate(([0], np.cumsum(k)))[:-1]
+    keep = np.arange(len(owner)) - first[owner] < kept[owner]
+    return kept, counts[keep]
 
 
 def sample_complement_labels(

@@ -14,6 +14,7 @@ import numpy as np
 from mechanisms.prefix_tree.counting import LevelCounter, Transition
 from mechanisms.prefix_tree.params import PrefixTreeParams
 from mechanisms.prefix_tree.sampling import sample_complement_labels, sample_empty_passes
+from trajpub import noise
 from trajpub.errors import InputError, ParameterError
 
 _NO_CAP = np.iinfo(np.int64).max
@@ -119,7 +120,7 @@ def build_tree(
             break
         keys, true_counts = _checked_counts(counter(level, transitions), frontier, n_locations, level)
         owner = np.searchsorted(frontier, keys // n_locations)
-        noisy = true_counts + rng.laplace(0.0, scale, len(keys))
+        noisy = true_counts + noise.laplace(scale, len(keys), rng)
         passed = noisy >= theta
         n_empty = n_locations - np.bincount(owner, minlength=len(frontier))
         bounded = params.expansion_policy == "parent_bound"

@@ -85,7 +85,8 @@ def test_a_stricter_registered_policy_gates_the_release_and_is_named_in_review_a
     assert thresholds["signature_linkage_synthetic"] == 0.15  # the registered policy's, not the default's 0.2
     (start,), = q(engine, "SELECT event FROM governance.lineage_events WHERE release_id = :r AND "
                           "event_type = 'START'", r=rid)
-    assert start["run"]["facets"]["gate_policy"] == {"name": "strict_points", "version": version}
+    facet = start["run"]["facets"]["gate_policy"]
+    assert (facet["name"], facet["version"]) == ("strict_points", version)
     (page,), = q(engine, "SELECT html FROM governance.review_reports WHERE release_id = :r", r=rid)
     assert f"Gated by policy <b>strict_points v{version}</b>" in page
     if status == "awaiting_approval":

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
+from tests.integration.exports import check_exports
 
 pytestmark = pytest.mark.integration
 
@@ -87,6 +88,51 @@ def test_lineage_start_and_complete_without_seed(engine, published):
         assert "seed" not in json.dumps(event)
     shown = cli("release", "show", str(rid))
     assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "PUBLISHED" in shown.stdout
+
+
+def test_lineage_events_follow_openlineage_and_reach_an_http_backend(engine, published, monkeypatch):
+    """Issue 19: the stored START and COMPLETE events validate against the OpenLineage 2-0-2 spec and each facet
+    against its schema; with OPENLINEAGE_URL set they are delivered, in order and once, to an HTTP endpoint."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from jsonschema import ValidationError
+
+    from tasks import lineage
+    from tests.lineage_schema import validate_event
+
+    _, rid = published
+    stored = [e for _, e in q(engine, "SELECT event_type, event FROM governance.lineage_events WHERE release_id = :r "
+                                      "ORDER BY event_id", r=rid)]
+    for event in stored:
+        validate_event(event)
+    broken = json.loads(json.dumps(stored[-1]))
+    del broken["run"]["facets"]["guarantee"]["_producer"]
+    with pytest.raises((ValidationError, AssertionError)):  # the validator can fail
+        validate_event(broken)
+    received: list[dict] = []
+
+    class Backend(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(201)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Backend)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{server.server_port}")
+        assert lineage.deliver(engine) >= len(stored)
+        assert lineage.deliver(engine) == 0  # each event once
+    finally:
+        server.shutdown()
+    ours = [e for e in received if e["run"]["facets"]["trajpub_release"]["release_id"] == rid]
+    assert [(e["eventType"], e["run"]["runId"]) for e in ours] == [(e["eventType"], e["run"]["runId"]) for e in stored]
+    for event in ours:
+        validate_event(event)
 
 
 def test_publish_again_changes_nothing(engine, published):
@@ -216,6 +262,25 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
     assert charged == 2.0
 
 
+def test_export_round_trips_in_every_format_and_only_when_published(engine, published, tmp_path):
+    """Issue 19: points and LineStrings in GeoParquet, GeoPackage and FlatGeobuf with the release card, read as
+    the consumer role; a release that is not published is refused."""
+    from tasks.export import export_release
+    from trajpub.errors import TrajpubError
+
+    dataset, release_id = published
+    table = f"published.{dataset}__r{release_id}"
+    check_exports(engine, release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    (unpublished,) = q(engine, "SELECT max(release_id) + 1 FROM governance.releases")[0]
+    with pytest.raises(TrajpubError, match=f"release {unpublished} is not published"):
+        export_release(engine, unpublished, "gpkg", tmp_path / "nothing.gpkg")
+    assert not (tmp_path / "nothing.gpkg").exists()
+    first, again = (cli("export", str(release_id), "--format", "gpkg", "--out", str(tmp_path / "cli.gpkg"))
+                    for _ in range(2))
+    assert first.returncode == 0 and f"trajectories: {tmp_path / 'cli.gpkg'}" in first.stdout, first.stderr
+    assert again.returncode == 1 and "already exists" in again.stderr and "Traceback" not in again.stderr
+
+
 def test_review_report_renders_in_chromium_with_every_image(engine, published, tmp_path):
     from tests.integration.browser import chromium_page
 
@@ -264,3 +329,4 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
     assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest_fragments") == [(len(rows),)]
+    check_exports(engine, run.release_id, tmp_path, {"fragments": table})

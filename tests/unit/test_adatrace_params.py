@@ -109,6 +109,7 @@ def test_guarantee_without_resilience_is_proven_dp():
     assert g.neighbouring == "add/remove one trajectory record"
     assert "post-processing" in g.statement
     assert any("unbounded" in c for c in g.caveats)  # no per-object cap given
+    assert any("exact discrete samplers" in c and "does not apply" in c for c in g.caveats)  # hardened noise
 
 
 def test_guarantee_with_resilience_is_not_proven_and_says_why():

@@ -80,7 +80,7 @@ def test_guarantee_states_record_level_dp_and_group_privacy() -> None:
     assert g.privacy_unit == "one trajectory record"
     assert g.neighbouring == "add/remove one trajectory record"
     assert any("epsilon = 8" in c for c in g.caveats)  # 4 records x 2.0 by group privacy
-    assert any("Mironov" in c for c in g.caveats)
+    assert any("exact discrete samplers" in c and "does not apply" in c for c in g.caveats)  # hardened noise
     assert any("truncated" in c for c in g.caveats)
     unbounded = guarantee(DptParams())
     assert any("unbounded" in c for c in unbounded.caveats)

@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import ks_2samp, laplace
 
 from mechanisms.prefix_tree import PrefixTreeParams, build_tree, count_level
+from trajpub import noise
 from trajpub.errors import InputError, ParameterError
 
 
@@ -242,7 +243,7 @@ def test_fast_build_has_the_law_of_the_literal_candidate_loop(prefix_tree_toy):
         for _ in range(params.height):
             children = []
             for v in frontier:
-                noisy = np.array([truth.get((*v, loc), 0) for loc in range(4)]) + rng.laplace(0, b, 4)
+                noisy = np.array([truth.get((*v, loc), 0) for loc in range(4)]) + noise.laplace(b, 4, rng)
                 for loc in np.flatnonzero(noisy >= theta):
                     nodes[(*v, int(loc))] = noisy[loc]
                     children.append((*v, int(loc)))

@@ -122,7 +122,7 @@ def test_guarantee_names_public_parameters_mironov_and_policy_deviation():
     literal = guarantee(PrefixTreeParams(expansion_policy="literal", height=9)).caveats
     text = " ".join(literal)
     assert "location universe" in text and "h = 9" in text and "public" in text
-    assert "Mironov" in text
+    assert "exact discrete samplers" in text and "does not apply" in text  # hardened noise (trajpub.noise)
     assert not any("Deviation from the paper" in c for c in literal)
     bounded = " ".join(guarantee(PrefixTreeParams(min_expand_count=120.0)).caveats)
     assert "Deviation from the paper" in bounded and "parent_bound" in bounded and "120" in bounded

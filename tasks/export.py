@@ -1,0 +1,110 @@
+"""Export a published release to a file a consumer can take away: GeoParquet, GeoPackage or FlatGeobuf.
+
+Everything is read as the consumer role, from what a consumer may read (``published.*`` and the
+``published.release_lineage`` view), so an export can carry nothing the database would not show the consumer.
+Each file carries the release card (release id, dataset, mechanism and parameters, guarantee, utility verdict,
+approval, lineage run id) as metadata under the key ``trajpub``: GeoParquet in the Parquet schema metadata,
+GeoPackage and FlatGeobuf in the layer's metadata (GDAL's default domain).
+
+Layers, by product: ``points`` (one row per released point: ``traj_id, seq, t`` and ``set_id`` for anonymity
+sets and groups; for generalised samples the geometry is the published ``region`` with ``t``..``t_end``) and
+``trajectories`` (one 2-D LineString per trajectory with its first and last time), or ``fragments`` (cell
+sequences with their estimated counts). GeoPackage holds every layer in one file; GeoParquet and FlatGeobuf
+hold one layer per file, the trajectories next to the points as ``<name>_trajectories<suffix>``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import geopandas as gpd
+import pyarrow.parquet as pq
+import pyogrio
+import sqlalchemy as sa
+
+from tasks.publish import quote, table_names
+from trajpub.errors import TrajpubError
+
+FORMATS = {"geoparquet": ".parquet", "gpkg": ".gpkg", "flatgeobuf": ".fgb"}
+METADATA_KEY = "trajpub"
+CONSUMER_ROLE = "trajpub_consumer"
+
+
+def release_card(conn: sa.Connection, release_id: int) -> dict:
+    """What a consumer may know about a published release (the ``published.release_lineage`` row), as JSON-able
+    values; refuses a release that is not published."""
+    row = conn.execute(sa.text("SELECT * FROM published.release_lineage WHERE release_id = :r"),
+                       {"r": release_id}).mappings().first()
+    if row is None:
+        raise TrajpubError(f"release {release_id} is not published (only a published release can be exported)",
+                           "published.release_lineage")
+    return json.loads(json.dumps(dict(row), default=str))
+
+
+def _layers(conn: sa.Connection, card: dict) -> dict[str, gpd.GeoDataFrame]:
+    main, companion = table_names(card["dataset"], card["release_id"])
+    q = lambda n: f"published.{quote(conn, n)}"
+    columns = {r[0] for r in conn.execute(sa.text(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'published' AND table_name = :t"),
+        {"t": main})}
+    if "fragment_id" in columns:
+        return {"fragments": gpd.read_postgis(
+            f"SELECT fragment_id, cells::text AS cells, length, estimated_count, round, geom FROM {q(main)}"
+            " ORDER BY fragment_id", conn, geom_col="geom")}
+    set_col = "set_id, " if "set_id" in columns else ""
+    if "region" in columns:  # a generalised sample: the region is what was published; geom is only its centre
+        points = gpd.read_postgis(f"SELECT {set_col}traj_id, seq, t, t_end, region AS geom FROM {q(main)}"
+                                  " ORDER BY traj_id, seq", conn, geom_col="geom")
+    else:
+        points = gpd.read_postgis(f"SELECT {set_col}traj_id, seq, t, geom FROM {q(main)} ORDER BY traj_id, seq",
+                                  conn, geom_col="geom")
+    trajectories = gpd.read_postgis(
+        f"SELECT {set_col.replace('set_id', 'l.set_id')}l.traj_id, l.n_points, p.t_start, p.t_end,"
+        f" ST_Force2D(l.geom) AS geom FROM {q(companion)} l JOIN (SELECT traj_id, min(t) AS t_start,"
+        f" max(t) AS t_end FROM {q(main)} GROUP BY traj_id) p USING (traj_id) ORDER BY l.traj_id",
+        conn, geom_col="geom")
+    return {"points": points, "trajectories": trajectories}
+
+
+def _paths(out: Path, fmt: str, layers: list[str]) -> dict[str, Path]:
+    if fmt == "gpkg":
+        return {name: out for name in layers}
+    first, *rest = layers
+    return {first: out, **{name: out.with_name(f"{out.stem}_{name}{out.suffix or FORMATS[fmt]}") for name in rest}}
+
+
+def _write(frame: gpd.GeoDataFrame, path: Path, fmt: str, layer: str, metadata: str) -> None:
+    if fmt == "geoparquet":
+        frame.to_parquet(path)
+        table = pq.read_table(path)  # geopandas writes the "geo" key; the release card goes beside it
+        pq.write_table(table.replace_schema_metadata({**table.schema.metadata, METADATA_KEY.encode(): metadata}),
+                       path)
+    elif fmt == "gpkg":
+        pyogrio.write_dataframe(frame, path, driver="GPKG", layer=layer, layer_metadata={METADATA_KEY: metadata})
+    else:  # FlatGeobuf's spatial index cannot hold a missing geometry (a one-point trajectory has no LineString)
+        pyogrio.write_dataframe(frame, path, driver="FlatGeobuf", layer=layer,
+                                layer_metadata={METADATA_KEY: metadata},
+                                layer_options={"SPATIAL_INDEX": "YES" if frame.geometry.notna().all() else "NO"})
+
+
+def export_release(engine: sa.Engine, release_id: int, fmt: str, out: Path) -> dict[str, Path]:
+    """Write a published release to ``out`` in ``fmt`` (a key of :data:`FORMATS`); returns each layer's file.
+
+    Reads as the consumer role (``SET LOCAL ROLE``), so it needs no more rights than a consumer has. An
+    existing file is refused rather than overwritten."""
+    if fmt not in FORMATS:
+        raise TrajpubError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}", "export --format")
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"SET LOCAL ROLE {CONSUMER_ROLE}"))
+        card = release_card(conn, release_id)
+        layers = _layers(conn, card)
+    paths = _paths(Path(out), fmt, list(layers))
+    taken = sorted({str(p) for p in paths.values() if p.exists()})
+    if taken:
+        raise TrajpubError(f"{', '.join(taken)} already exists; choose another --out", "export --out")
+    metadata = json.dumps(card, sort_keys=True)
+    for name, frame in layers.items():
+        _write(frame, paths[name], fmt, name, metadata)
+    return paths
+

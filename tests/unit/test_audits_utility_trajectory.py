@@ -1,0 +1,85 @@
+"""audits.utility, issue 13's synthetic-trajectory metrics: hand-checkable cases."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audits.utility import (
+    TRAJECTORY_METRICS,
+    _circle_counts,
+    circle_query_re,
+    duration_jsd,
+    outside_bbox_share,
+    start_hour_jsd,
+    trajectory_metrics,
+    transition_jsd,
+)
+
+LN2 = math.log(2)
+BBOX = (116.0, 39.0, 117.0, 40.0)
+
+
+def frame(trajs: dict[int, list[tuple[float, float]]], start_hour: int = 8, step_min: int = 1) -> pd.DataFrame:
+    t0 = pd.Timestamp("2008-02-02", tz="UTC") + pd.Timedelta(hours=start_hour)
+    rows = [(k, i, lon, lat, t0 + pd.Timedelta(minutes=i * step_min))
+            for k, pts in trajs.items() for i, (lon, lat) in enumerate(pts)]
+    return pd.DataFrame(rows, columns=["traj_id", "seq", "lon", "lat", "t"])
+
+
+# raw box lon 116.0-116.32, lat 39.0-39.32: on the 32 x 32 grid a cell is 0.01 degree wide
+RAW = frame({0: [(116.0, 39.0), (116.005, 39.0), (116.015, 39.0), (116.32, 39.32)],
+             1: [(116.015, 39.0), (116.005, 39.0)]})
+
+
+def test_transition_jsd_counts_moves_between_cells_only():
+    assert transition_jsd(RAW, RAW) == 0.0
+    # RAW moves: 0->1, 1->1023 and 1->0 (the repeat in cell 0 collapsed); this release has 0->1 and 1->0 only
+    release = frame({5: [(116.0, 39.0), (116.015, 39.0)], 6: [(116.015, 39.0), (116.001, 39.0)]})
+    p, q = np.array([1, 1, 1]) / 3, np.array([1, 0, 1]) / 2
+    m = (p + q) / 2
+    expected = 0.5 * np.sum(p * np.log(p / m)) + 0.5 * np.sum(q[q > 0] * np.log(q[q > 0] / m[q > 0]))
+    assert transition_jsd(RAW, release) == pytest.approx(expected)
+    assert transition_jsd(frame({0: [(116.0, 39.0), (116.015, 39.0)], 1: [(116.32, 39.32), (116.0, 39.0)]}),
+                          frame({0: [(116.015, 39.0), (116.0, 39.0)]})) == pytest.approx(LN2)  # no shared move
+
+
+def test_circle_counts_a_crossing_segment_and_each_trajectory_once():
+    xy = np.array([[-1000.0, 500.0], [1000.0, 500.0],  # trajectory 0 crosses the circle, no vertex inside
+                   [10.0, 0.0], [20.0, 0.0], [30.0, 0.0],  # trajectory 1: three points inside, counted once
+                   [2000.0, 2000.0], [3000.0, 3000.0]])  # trajectory 2: outside
+    codes = np.array([0, 0, 1, 1, 1, 2, 2])
+    assert _circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([600.0])).tolist() == [2]
+    assert _circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([400.0])).tolist() == [1]
+    # the last point of trajectory 0 and the first of 1 are not a segment
+    assert _circle_counts(xy[[1, 2]], np.array([0, 1]), np.array([[500.0, 250.0]]), np.array([100.0])).tolist() == [0]
+
+
+def test_circle_query_re_is_zero_for_the_raw_data_and_one_for_a_disjoint_release():
+    rng = np.random.default_rng
+    assert circle_query_re(RAW, RAW, rng(1)) == 0.0
+    # every circle (centre a raw point, radius <= 3 km) holds >= 1 raw trajectory >= the sanity bound 0.02: RE = 1
+    far = frame({0: [(116.9, 39.9), (116.95, 39.9)]})
+    assert circle_query_re(RAW, far, rng(1)) == 1.0
+
+
+def test_outside_bbox_share_and_time_metrics():
+    release = frame({0: [(116.0, 39.0), (118.0, 39.0), (116.5, 41.0), (116.5, 39.5)]})
+    assert outside_bbox_share(release, BBOX) == 0.5
+    later = frame({0: [(116.0, 39.0)] * 2, 1: [(116.0, 39.0)] * 2}, start_hour=9)
+    assert start_hour_jsd(later, later) == 0.0
+    assert start_hour_jsd(RAW, later) == pytest.approx(LN2)
+    # durations: RAW 3 min and 1 min (20 buckets of 9 s over [0, 180 s]); 3 min lands in the last bucket
+    slow = frame({0: [(116.0, 39.0)] * 4}, step_min=10)
+    expected = 0.5 * (0.5 * math.log(0.5 / 0.25) + 0.5 * math.log(0.5 / 0.75)) + 0.5 * math.log(1.0 / 0.75)
+    assert duration_jsd(RAW, slow) == pytest.approx(expected)
+
+
+def test_trajectory_metrics_of_the_raw_data_are_perfect_and_untimed_releases_have_no_time_metrics():
+    out = trajectory_metrics(RAW.drop(columns="seq"), RAW, BBOX, rng_seed=3)
+    assert tuple(out) == TRAJECTORY_METRICS
+    assert out["pattern_f1"] == 1.0
+    assert all(out[k] == 0.0 for k in TRAJECTORY_METRICS if k != "pattern_f1")
+    untimed = trajectory_metrics(RAW, RAW.drop(columns="t"), BBOX, rng_seed=3)
+    assert untimed["start_hour_jsd"] is None and untimed["duration_jsd"] is None

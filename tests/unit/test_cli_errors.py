@@ -1,0 +1,102 @@
+"""Issue 16, findings 7 and 8: bad input and a database that does not answer are one sentence on stderr with exit
+code 1, never a traceback; YAML specs are read with a size and an alias limit; budget caps are finite; review
+reports are private."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trajpub.errors import ParameterError
+from trajpub.spec import ReleaseSpec, read_spec_file
+
+TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
+NOBODY_LISTENS = "postgresql+psycopg://postgres@127.0.0.1:1/trajpub"  # port 1: connection refused at once
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=600, check=False,
+                          env={**os.environ, **env})
+
+
+def assert_one_sentence(out: subprocess.CompletedProcess, says: str) -> None:
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize("args", [["release", "list"], ["load", "tdrive", "/dev/null", "--dataset", "d"],
+                                  ["budget", "show"]])
+def test_the_database_down_is_one_sentence(args):
+    assert_one_sentence(run_cli(*args, TRAJPUB_DATABASE_URL=NOBODY_LISTENS), "the database does not answer")
+
+
+def test_a_release_run_with_the_database_down_is_one_sentence(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("dataset: d\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
+    out = run_cli("release", "run", "--spec", str(spec), TRAJPUB_DATABASE_URL=NOBODY_LISTENS)
+    assert_one_sentence(out, "the database does not answer")
+
+
+def test_a_malformed_param_is_one_sentence():
+    out = run_cli("release", "run", "--dataset", "d", "--param", "epsilon=[1, 2")
+    assert_one_sentence(out, "the value of parameter 'epsilon' is not a YAML value")
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0"])
+def test_a_budget_cap_must_be_finite_and_positive(value):
+    assert_one_sentence(run_cli("budget", "cap", "d", value), "the cap must be a positive finite number")
+
+
+@pytest.mark.parametrize(("yaml_text", "says"), [
+    ("prepare: {cell_size_m: abc}", "cell_size_m must be a finite number, got 'abc' (prepare.cell_size_m)"),
+    ("validation: {max_quarantine_share: lots}", "max_quarantine_share must be a finite number"),
+    ("time_precision_s: .inf", "time_precision_s must be a positive number of seconds, got inf"),
+    ("prepare: {split_by_day: maybe}", "split_by_day must be true or false"),
+])
+def test_spec_values_of_the_wrong_type_are_refused_by_name(tmp_path, yaml_text, says):
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"dataset: d\nbbox: [115.4, 39.4, 117.6, 41.1]\n{yaml_text}\n")
+    with pytest.raises(ParameterError) as err:
+        ReleaseSpec.from_dict(read_spec_file(path))
+    assert says in str(err.value)
+
+
+def test_a_yaml_alias_bomb_is_refused_fast_without_its_expansion(tmp_path):
+    """Nine levels of nine aliases: 9^9 (387 million) leaves if expanded."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\ndataset: d\n")
+    began = time.perf_counter()
+    with pytest.raises(ParameterError, match="more than 100000 values once its aliases are expanded") as err:
+        read_spec_file(path)
+    assert time.perf_counter() - began < 5  # stopped while composing (the bomb took 16 s, 517 MB)
+    assert len(str(err.value)) < 200
+
+
+def test_an_oversized_spec_is_refused(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("dataset: d\n#" + "x" * 1_000_001 + "\n")
+    with pytest.raises(ParameterError, match="larger than 1000000 bytes"):
+        read_spec_file(path)
+
+
+def test_review_reports_are_0600_in_a_0700_folder(tmp_path, monkeypatch):
+    from tasks import report
+
+    monkeypatch.setattr(report, "REPORT_DIR", tmp_path / "reports")
+    old = tmp_path / "reports"
+    old.mkdir(mode=0o755)  # a folder from before the rule is tightened
+    path = report.report_path(1)
+    path.write_text("old")
+    path.chmod(0o644)
+    report.write_private(path, "<html></html>")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == "<html></html>"
+    assert stat.S_IMODE(old.stat().st_mode) == 0o700

@@ -1,0 +1,87 @@
+"""The empirical DP audit (audits.dp_audit) on the DP mechanisms at a small scale: a mechanism run at its claim
+must not be refuted, and one run with half the noise its claim needs (the mechanism lying by 2x) must be.
+
+Fixed seeds. Each scenario puts at least 90 % of ε on one count, so at 2ε the true privacy loss of the audited
+count is ≥ 1.8 > ε = 1; the run sizes are chosen so that the Clopper-Pearson bound of such a count clears 1.
+The large run is ``python -m bench.dp_audit`` (bench/DP_AUDIT_RESULTS.md)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from audits import dp_scenarios
+from audits.dp_audit import audit_pair, clopper_pearson, epsilon_lower_bound, select_event
+from trajpub import noise
+from trajpub.errors import ParameterError
+
+EPS = 1.0
+
+
+def test_clopper_pearson_has_its_closed_form_at_the_ends():
+    n = 200
+    assert clopper_pearson(0, n) == (0.0, pytest.approx(1 - 0.025 ** (1 / n)))
+    assert clopper_pearson(n, n) == (pytest.approx(0.025 ** (1 / n)), 1.0)
+    lo, hi = clopper_pearson(50, n)
+    assert lo < 0.25 < hi
+    with pytest.raises(ParameterError):
+        clopper_pearson(3, 2)
+
+
+def test_a_bound_needs_evidence():
+    assert epsilon_lower_bound(0, 0, 100, 100) == 0.0
+    assert epsilon_lower_bound(50, 50, 100, 100) == 0.0
+    # 10 000 hits against 0 of 10 000: the bound is capped by the sample size, ln(0.99963 / 0.00037)
+    assert epsilon_lower_bound(10_000, 0, 10_000, 10_000) == pytest.approx(
+        math.log(0.025 ** (1 / 10_000) / (1 - 0.025 ** (1 / 10_000))))
+
+
+def test_the_event_is_chosen_in_the_direction_of_the_evidence():
+    rng = np.random.default_rng(0)
+    event = select_event(rng.normal(0, 1, 5000), rng.normal(2, 1, 5000))
+    assert event.above and event.first == 1
+
+
+def _single_count(scale: float):
+    return lambda which, n, rng: which + noise.laplace(scale, n, rng)
+
+
+def test_one_laplace_count_is_tight_and_a_halved_scale_is_caught():
+    honest = audit_pair(_single_count(1 / EPS), 2000, 10_000, np.random.default_rng(1))
+    liar = audit_pair(_single_count(0.5 / EPS), 2000, 10_000, np.random.default_rng(2))
+    assert 0.5 < honest.lower_bound <= EPS
+    assert liar.lower_bound > EPS
+
+
+SCENARIOS = {
+    # name: (scenario, selection runs, fresh runs)
+    "prefix_tree": (dp_scenarios.prefix_tree_scenarios()[0], 1000, 6000),
+    "dpt": (dp_scenarios.dpt_scenarios()[0], 500, 4000),
+    "adatrace": (dp_scenarios.adatrace_scenarios()[0], 320, 1920),
+    "fastpub": (dp_scenarios.fastpub_scenarios()[0], 2000, 10_000),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_mechanism_meets_its_claim_and_a_2x_lie_is_caught(name):
+    scenario, selection, runs = SCENARIOS[name]
+    assert scenario.tight
+
+    def at(epsilon):
+        return lambda which, n, rng: scenario.run(which, n, epsilon, rng)
+
+    honest = audit_pair(at(EPS), selection, runs, np.random.default_rng(11))
+    liar = audit_pair(at(2 * EPS), selection, runs, np.random.default_rng(12))
+    assert honest.lower_bound <= EPS, honest
+    assert liar.lower_bound > EPS, liar
+
+
+def test_an_object_with_three_records_is_protected_at_three_epsilon_not_epsilon():
+    # Record-level DP: an object holding 3 records on one path moves that count by 3, so its privacy loss is
+    # 3ε by group privacy (Dwork & Roth 2014, Thm 2.2), which the audit sees above ε and never above 3ε.
+    scenario = dp_scenarios.prefix_tree_scenarios()[2]
+    assert scenario.object_factor == 3 and not scenario.tight
+    out = audit_pair(lambda which, n, rng: scenario.run(which, n, EPS, rng), 1000, 6000, np.random.default_rng(13))
+    assert EPS < out.lower_bound <= 3 * EPS, out
