@@ -348,9 +348,10 @@ def review_report(release_id: int, out: Path | None) -> None:
 def export(release_id: int, fmt: str, out: Path) -> None:
     """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
     (read as the consumer role); prints the files written."""
+    from tasks.db import database_url, engine
     from tasks.export import export_release
 
-    for layer, path in export_release(_engine(), release_id, fmt, out).items():
+    for layer, path in export_release(engine(database_url(config.CONSUMER)), release_id, fmt, out).items():
         click.echo(f"{layer}: {path}")
 
 

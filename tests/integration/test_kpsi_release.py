@@ -105,7 +105,7 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
         assert conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar() == 200 * k * 50
         with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             conn.execute(sa.text("SELECT * FROM staging.candidate_owners LIMIT 1"))
-    check_exports(engine, run.release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    check_exports(run.release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
 
 
 def test_kpsi_on_tdrive_without_a_road_network_states_the_fallback(engine, loaded_tdrive, tmp_path):

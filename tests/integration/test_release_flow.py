@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
-from tests.integration.exports import check_exports
+from tests.integration.exports import check_exports, consumer_engine
 
 pytestmark = pytest.mark.integration
 
@@ -270,10 +270,10 @@ def test_export_round_trips_in_every_format_and_only_when_published(engine, publ
 
     dataset, release_id = published
     table = f"published.{dataset}__r{release_id}"
-    check_exports(engine, release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    check_exports(release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
     (unpublished,) = q(engine, "SELECT max(release_id) + 1 FROM governance.releases")[0]
     with pytest.raises(TrajpubError, match=f"release {unpublished} is not published"):
-        export_release(engine, unpublished, "gpkg", tmp_path / "nothing.gpkg")
+        export_release(consumer_engine(), unpublished, "gpkg", tmp_path / "nothing.gpkg")
     assert not (tmp_path / "nothing.gpkg").exists()
     first, again = (cli("export", str(release_id), "--format", "gpkg", "--out", str(tmp_path / "cli.gpkg"))
                     for _ in range(2))
@@ -329,4 +329,4 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
     assert q(engine, f"SELECT count(*) FROM published.{dataset}_latest_fragments") == [(len(rows),)]
-    check_exports(engine, run.release_id, tmp_path, {"fragments": table})
+    check_exports(run.release_id, tmp_path, {"fragments": table})

@@ -73,7 +73,7 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
     groups = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t, t_end, region::text)), "
                        f"max(seq) + 1 FROM {table} GROUP BY set_id")
     assert all(members >= 5 and distinct == length for _, members, distinct, length in groups)
-    check_exports(engine, int(table.rsplit("__r", 1)[1]), tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    check_exports(int(table.rsplit("__r", 1)[1]), tmp_path, {"points": table, "trajectories": f"{table}_traj"})
 
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):
