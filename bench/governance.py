@@ -105,7 +105,8 @@ def load_dataset(prefix: str, n_taxis: int, cap: float) -> str:
     done = cli("load", "tdrive", str(tdrive_subset(n_taxis)), "--dataset", name)
     if done.returncode != 0:
         raise SystemExit(f"loading {name} failed:\n{done.stdout}\n{done.stderr}")
-    capped = cli("budget", "cap", name, f"{cap:g}")
+    cli("steward", "add", "bench")  # idempotent: the steward login that sets the bench's caps
+    capped = cli("budget", "cap", name, f"{cap:g}", "--steward", "bench")
     if capped.returncode != 0:
         raise SystemExit(f"setting the cap of {name} failed:\n{capped.stderr}")
     return name

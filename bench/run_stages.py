@@ -402,7 +402,8 @@ def stage_table(runs: list[dict]) -> dict:
 def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, what: str) -> dict:
     """``repeat`` releases as the flow runs them (its own LocalCluster), then ``warm_repeat`` on a long-lived
     LocalCluster whose workers already imported Great Expectations (``dask_address`` in the spec)."""
-    done = run_cli("budget", "cap", dataset, str(max(100.0, 2.0 * (repeat + warm_repeat))))
+    run_cli("steward", "add", STEWARD)  # idempotent: the steward login that caps and rejects the bench's runs
+    done = run_cli("budget", "cap", dataset, str(max(100.0, 2.0 * (repeat + warm_repeat))), "--steward", STEWARD)
     if done.returncode:
         raise RuntimeError(f"trajpub budget cap failed: {done.stderr}")
 

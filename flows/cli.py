@@ -76,9 +76,22 @@ def _tracebacks_to_the_log_only() -> None:
 
 
 def _engine():
+    """The pipeline role's engine: loading, releases, road networks, reading governance."""
     from tasks.db import engine
 
     return engine()
+
+
+def _steward_engine(login: str):
+    """The engine of a steward's login (its password from the local credentials file): the database records this
+    login with what the steward decides."""
+    from tasks.db import steward_engine
+
+    return steward_engine(login)
+
+
+STEWARD_OPTION = click.option("--steward", required=True, envvar="TRAJPUB_STEWARD", show_envvar=True,
+                              help="Your steward login (`trajpub steward add`); the database records it.")
 
 
 def _valid_dataset(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -127,9 +140,9 @@ def db_down() -> None:
 
 @db.command("migrate")
 def db_migrate() -> None:
-    from tasks.db import migrate
+    from tasks.db import migrate, owner_engine
 
-    applied = migrate(_engine())
+    applied = migrate(owner_engine())
     click.echo("applied: " + ", ".join(applied) if applied else "database is up to date")
 
 
@@ -340,14 +353,45 @@ def review_report(release_id: int, out: Path | None) -> None:
 def export(release_id: int, fmt: str, out: Path) -> None:
     """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
     (read as the consumer role); prints the files written."""
+    from tasks.db import database_url, engine
     from tasks.export import export_release
 
-    for layer, path in export_release(_engine(), release_id, fmt, out).items():
+    for layer, path in export_release(engine(database_url(config.CONSUMER)), release_id, fmt, out).items():
         click.echo(f"{layer}: {path}")
 
 
 # --- steward --------------------------------------------------------------------------------------------------
+@main.group()
+def steward() -> None:
+    """Steward logins and the one-time codes that carry a login into the Prefect UI form."""
+
+
+@steward.command("add")
+@click.argument("login")
+def steward_add(login: str) -> None:
+    """Create the steward LOGIN (a member of trajpub_steward) with a generated password in the local credentials
+    file (readable by you only). Runs as the database superuser."""
+    from flows import services
+
+    click.echo(services.add_steward(login))
+
+
+@steward.command("code")
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+def steward_code(release_id: int, steward: str) -> None:
+    """Issue a one-time decision code (one release, one hour) for the Prefect UI form: the decision made with it
+    records your login."""
+    from tasks import governance
+
+    with _steward_engine(steward).begin() as conn:
+        code = governance.issue_decision_code(conn, release_id)
+    click.echo(code)
+
+
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
+    """Record the decision as the steward's login (the database checks status, four-eyes and the comment), then
+    let the waiting flow run publish, or publish in a flow run of its own when none waits (nothing lost)."""
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
@@ -355,15 +399,11 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     from tasks import governance
 
     _tracebacks_to_the_log_only()
-    eng = _engine()
-    with eng.connect() as conn:
+    status = "approved" if decision == "approve" else "rejected"
+    with _steward_engine(steward).begin() as conn:
         rel = governance.get_release(conn, release_id)
-        if decision == "approve":
-            governance.check_four_eyes(conn, release_id, steward)
-    if rel["status"] != "awaiting_approval":
-        raise TrajpubError(f"release {release_id} is '{rel['status']}', not awaiting approval", "governance.releases")
-    if decision == "reject" and not (comment and comment.strip()):
-        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
+        login = governance.decide(conn, release_id, status, comment)
+    click.echo(f"release {release_id} {status} by {login}")
     paused = False
     if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
         deadline = time.monotonic() + 30
@@ -376,36 +416,31 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
                 time.sleep(0.5)
     if paused:
         resume_flow_run(rel["flow_run_id"], run_input={"release_id": release_id, "decision": decision,
-                                                       "steward": steward, "comment": comment or ""})
+                                                       "comment": comment or ""})
         click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
-        deadline = time.monotonic() + wait_s
         final = {"approve": "published", "reject": "rejected"}[decision]
+        deadline = time.monotonic() + wait_s
+        eng = _engine()
         while time.monotonic() < deadline:
             with eng.connect() as conn:
-                status = governance.get_release(conn, release_id)["status"]
-            if status in (final, "failed"):
-                click.echo(f"release {release_id} is {status}")
-                if status == "failed":
+                current = governance.get_release(conn, release_id)["status"]
+            if current in (final, "failed"):
+                click.echo(f"release {release_id} is {current}")
+                if current == "failed":
                     sys.exit(1)
                 return
             time.sleep(1)
-        click.echo(f"the flow run has the decision but release {release_id} is still '{status}'; "
+        click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
                    f"see `trajpub release show {release_id}`")
         return
-    # the flow stopped waiting: record the decision here, and publish in a flow run of its own (nothing lost)
-    status = "approved" if decision == "approve" else "rejected"
-    with eng.begin() as conn:
-        governance.record_decision(conn, release_id, status, steward, comment or None)
-    if status == "rejected":
-        click.echo(f"release {release_id} is rejected")
-        return
-    outcome = publish_approved_flow(release_id=release_id)
-    click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
+    if status == "approved":
+        outcome = publish_approved_flow(release_id=release_id)
+        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True, help="Your name, recorded with the approval.")
+@STEWARD_OPTION
 @click.option("--comment")
 @click.option("--wait", "wait_s", type=float, default=120, show_default=True,
               help="Seconds to wait for the flow to publish.")
@@ -416,12 +451,29 @@ def approve(release_id: int, steward: str, comment: str | None, wait_s: float) -
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True)
+@STEWARD_OPTION
 @click.option("--comment", required=True, help="Why the release is rejected.")
 @click.option("--wait", "wait_s", type=float, default=120, show_default=True)
 def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
     """Reject a release awaiting approval; nothing is published."""
     _decide(release_id, "reject", steward, comment, wait_s)
+
+
+@main.command()
+@click.option("--anchor", type=click.Path(path_type=Path), help="The heads of the last clean check (default: "
+              ".trajpub/chain-anchor.json); keep a copy where the database's owner cannot write.")
+def verify(anchor: Path | None) -> None:
+    """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
+    edited or inserted behind the database's back, or which chain was rewritten since the last check."""
+    from tasks import chains
+
+    with _engine().begin() as conn:
+        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE)
+    if problems:
+        for p in problems:
+            click.secho(f"TAMPERED: {p}", fg="red", err=True)
+        sys.exit(1)
+    click.echo("intact: " + ", ".join(f"governance.{t} ({n} rows)" for t, n in sizes.items()))
 
 
 @main.command("publish-approved")
@@ -630,7 +682,8 @@ def budget_show(dataset: str | None) -> None:
 @click.option("--delta", type=float, help="The ε-DP δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
 @click.option("--account", type=click.Choice(["epsilon-DP", "epsilon-LDP", "Pufferfish"]), default="epsilon-DP",
               show_default=True, help="The model whose cap this is: models are never summed under one cap.")
-def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str) -> None:
+@STEWARD_OPTION
+def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, steward: str) -> None:
     """Set a dataset's ε cap of one model (per its unit of protection), and optionally the ε-DP δ cap."""
     from tasks.governance import CAP_COLUMNS
 
@@ -638,7 +691,8 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str) 
         raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
     if delta is not None and (account != "epsilon-DP" or not 0 <= delta < 1):
         raise TrajpubError("the δ cap is an ε-DP cap in [0, 1)", "budget cap --delta")
-    _set_dataset_policy(dataset, f"{CAP_COLUMNS[account]} = :e" + (", delta_cap = :dl" if delta is not None else ""),
+    _set_dataset_policy(steward, dataset,
+                        f"{CAP_COLUMNS[account]} = :e" + (", delta_cap = :dl" if delta is not None else ""),
                         {"e": epsilon, "dl": delta})
     click.echo(f"{dataset}: {account} ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None
                                                                   else ""))
@@ -647,7 +701,8 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str) 
 @budget.command("unit")
 @click.argument("dataset")
 @click.argument("unit", type=click.Choice(["object", "record"]))
-def budget_unit(dataset: str, unit: str) -> None:
+@STEWARD_OPTION
+def budget_unit(dataset: str, unit: str, steward: str) -> None:
     """Declare what DATASET protects: one object (a person, a vehicle; the default) or one trajectory record.
     Only before its first charge: a ledger is kept in one unit."""
     import sqlalchemy as sa
@@ -656,7 +711,7 @@ def budget_unit(dataset: str, unit: str) -> None:
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    with _engine().begin() as conn:
+    with _steward_engine(steward).begin() as conn:
         governance.accounts(conn, dataset, lock=True)  # a charge locks the same row: no charge can slip between
         charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
                                {"d": dataset}).scalar()
@@ -671,10 +726,11 @@ def budget_unit(dataset: str, unit: str) -> None:
 @main.command()
 @click.argument("dataset")
 @click.argument("days", type=click.IntRange(min=0))
-def retention(dataset: str, days: int) -> None:
+@STEWARD_OPTION
+def retention(dataset: str, days: int, steward: str) -> None:
     """Keep the candidate points and private owner keys of DATASET's ended releases DAYS days in staging
     (0, the default: delete them when the release ends). Audit figures and review reports are always kept."""
-    _set_dataset_policy(dataset, "staging_retention_days = :n", {"n": days})
+    _set_dataset_policy(steward, dataset, "staging_retention_days = :n", {"n": days})
     click.echo(f"{dataset}: staging kept {days} day(s) after a release ends")
 
 
@@ -688,23 +744,23 @@ def policy() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--name", help="Register the file as the next version of this policy name (default: the dataset's "
                              "name).")
-@click.option("--steward", required=True, help="Your name, recorded with the policy.")
+@STEWARD_OPTION
 def policy_set(dataset: str, file: Path, name: str | None, steward: str) -> None:
     """Register FILE (a gate policy YAML) and make it DATASET's policy from its next release on."""
     from audits.gate import GatePolicy
     from tasks import policies
 
     parsed = GatePolicy.from_yaml(file)
-    with _engine().begin() as conn:
-        version = policies.register(conn, name or dataset, parsed, steward)
-        policies.set_for_dataset(conn, dataset, name or dataset, version, steward)
+    with _steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name or dataset, parsed)
+        policies.set_for_dataset(conn, dataset, name or dataset, version)
     click.echo(f"{dataset}: gate policy {name or dataset} v{version} (set by {steward})")
 
 
 @policy.command("register")
 @click.argument("name")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--steward", required=True, help="Your name, recorded with the policy.")
+@STEWARD_OPTION
 def policy_register(name: str, file: Path, steward: str) -> None:
     """Register FILE as the next version of policy NAME without setting it for a dataset: a spec may then name
     it (gate_policy: NAME) for a release of any dataset whose own policy it is at least as strict as."""
@@ -712,8 +768,8 @@ def policy_register(name: str, file: Path, steward: str) -> None:
     from tasks import policies
 
     parsed = GatePolicy.from_yaml(file)
-    with _engine().begin() as conn:
-        version = policies.register(conn, name, parsed, steward)
+    with _steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name, parsed)
     click.echo(f"gate policy {name} v{version} registered by {steward}")
 
 
@@ -736,19 +792,21 @@ def policy_show(dataset: str) -> None:
 @main.command("four-eyes")
 @click.argument("dataset")
 @click.argument("state", type=click.Choice(["on", "off"]))
-def four_eyes(dataset: str, state: str) -> None:
+@STEWARD_OPTION
+def four_eyes(dataset: str, state: str, steward: str) -> None:
     """Require (on) or not (off) that a release of DATASET is approved by someone other than its requester."""
-    _set_dataset_policy(dataset, "four_eyes = :f", {"f": state == "on"})
+    _set_dataset_policy(steward, dataset, "four_eyes = :f", {"f": state == "on"})
     click.echo(f"{dataset}: four-eyes approval {state}")
 
 
-def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
+def _set_dataset_policy(steward: str, dataset: str, assignments: str, values: dict) -> None:
+    """A steward's change of a dataset's policy (only stewards may: the pipeline cannot update these columns)."""
     import sqlalchemy as sa
 
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    with _engine().begin() as conn:
+    with _steward_engine(steward).begin() as conn:
         n = conn.execute(sa.text(f"UPDATE governance.datasets SET {assignments} WHERE dataset = :d"),
                          {**values, "d": dataset}).rowcount
     if not n:
@@ -757,14 +815,14 @@ def _set_dataset_policy(dataset: str, assignments: str, values: dict) -> None:
 
 @main.command()
 @click.argument("release_id", type=int)
-@click.option("--steward", required=True, help="Your name, recorded with the withdrawal.")
+@STEWARD_OPTION
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
     from tasks.lineage import deliver
     from tasks.publish import withdraw as withdraw_release
 
-    dropped = withdraw_release(_engine(), release_id, steward, reason)
+    dropped = withdraw_release(_steward_engine(steward), release_id, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
     deliver(_engine())
 

@@ -21,7 +21,7 @@ config.apply_environment()
 SPEC = Path(__file__).with_name("specs") / "tdrive_demo.yaml"
 DATA = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
 TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
-STEWARD = "Dana Steward"
+STEWARD = "dana"  # a steward login, added by the demo as an operator would
 
 
 def banner(text: str) -> None:
@@ -70,7 +70,8 @@ def main() -> None:
         sys.exit(f"the release did not reach approval (exit code {proc.wait()}); see the output above")
     release_id = found["id"]
 
-    banner(f"steward {STEWARD} approves release {release_id}")
+    banner(f"steward {STEWARD} approves release {release_id}, logged in as themselves")
+    run("steward", "add", STEWARD)
     run("approve", str(release_id), "--steward", STEWARD, "--comment", "demo: guarantee and audit reviewed")
     proc.wait(timeout=300)
     reader.join(timeout=5)

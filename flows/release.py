@@ -35,7 +35,7 @@ from tasks import (
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
-from trajpub.errors import TrajpubError
+from trajpub.errors import PolicyError, TrajpubError
 from trajpub.spec import ReleaseSpec
 
 step = task(cache_policy=NO_CACHE, retries=0)
@@ -169,8 +169,9 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     return not outcome.decision.blocked
 
 
-def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
-    """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``."""
+def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecision | None]:
+    """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``. Returns
+    the review (markdown) and the answer (None after the timeout)."""
     eng = db_engine()
     with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
         governance.transition(conn, release_id, "awaiting_approval", None)
@@ -178,10 +179,15 @@ def steward_review(release_id: int, timeout_s: float) -> StewardDecision | None:
     create_markdown_artifact(key=f"review-r{release_id}", markdown=markdown,
                              description=f"Steward review of release {release_id}")
     print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")
+    return markdown, ask_steward(release_id, markdown, timeout_s, attempt=0)
+
+
+def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) -> StewardDecision | None:
+    """One pause for the steward's form (a fresh key per attempt, so a refused answer is not read again)."""
     try:
         return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=markdown,
                                                                                release_id=release_id),
-                              timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}")
+                              timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}-{attempt}")
     except FlowPauseTimeout:
         return None
 
@@ -218,14 +224,20 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
     try:
-        decision = steward_review(release_id, parsed.approval_timeout_s)
+        markdown, decision = steward_review(release_id, parsed.approval_timeout_s)
     except Exception as exc:
         fail(release_id, parsed.dataset, exc)
         raise
-    if decision is None:
-        get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
-        return {"release_id": release_id, "status": "awaiting_approval"}
-    return apply_decision(release_id, decision.decision, decision.steward, decision.comment)
+    attempt = 0
+    while decision is not None:
+        try:
+            return apply_decision(release_id, decision.decision, decision.comment, decision.decision_code)
+        except PolicyError as exc:  # a wrong or used code, four-eyes: the release still awaits a decision
+            print(f"the decision was refused: {exc}; waiting for another")
+            attempt += 1
+            decision = ask_steward(release_id, markdown, parsed.approval_timeout_s, attempt)
+    get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
+    return {"release_id": release_id, "status": "awaiting_approval"}
 
 
 def recover_interrupted(dataset: str | None = None, running: int | None = None) -> list[int]:
@@ -254,13 +266,18 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
     return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]
 
 
-def apply_decision(release_id: int, decision: str, steward: str, comment: str | None) -> dict:
-    """Record the steward's decision; publish when approved (idempotent)."""
+def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
+    """Carry out the steward's answer to the form: record the decision with its one-time ``code`` (the code
+    names the steward's login; :func:`tasks.governance.decide`) unless ``trajpub approve/reject`` recorded it
+    already, which then holds; publish when approved (idempotent)."""
     eng = db_engine()
-    status = "approved" if decision == "approve" else "rejected"
     with eng.begin() as conn:
-        if governance.approval(conn, release_id) is None:
-            governance.record_decision(conn, release_id, status, steward, comment or None)
+        recorded = governance.approval(conn, release_id)
+        if recorded is None:
+            status = "approved" if decision == "approve" else "rejected"
+            steward = governance.decide(conn, release_id, status, comment, code=code or "")
+        else:
+            status, steward = recorded["decision"], recorded["steward"]
     if status == "rejected":
         abort(release_id, f"rejected by the steward {steward}")
         print(f"release {release_id} rejected by {steward}")

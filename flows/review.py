@@ -12,11 +12,15 @@ from tasks import governance, report
 
 
 class StewardDecision(RunInput):
-    """What the steward answers. A rejection needs a comment."""
+    """What the steward answers. The form cannot tell who fills it in: the decision code, issued to the steward's
+    login by ``trajpub steward code RELEASE --steward LOGIN``, says who decides (the database records that login).
+    A decision already recorded with ``trajpub approve/reject`` resumes the flow without a code. A rejection needs
+    a comment."""
 
     release_id: int = Field(description="The release under review (for reference; not editable in effect).")
     decision: Literal["approve", "reject"] = Field(description="Approve to publish; reject to stop it for good.")
-    steward: str = Field(min_length=1, description="Your name, recorded with the decision.")
+    decision_code: str = Field(default="", description="Your one-time code: trajpub steward code RELEASE "
+                                                       "--steward LOGIN")
     comment: str = Field(default="", description="Why (required for a rejection).")
 
 
@@ -74,6 +78,7 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
                 e = m[key]
                 lines.append(f"- {e['kind']}: ε_x = {e['epsilon_x']:.4g}, ε_y = {e['epsilon_y']:.4g}, "
                              f"total {e['epsilon_total']:.4g}")
-    lines += ["", (f"Approve or reject here, or with `trajpub approve {release_id} --steward NAME` / "
-                   f"`trajpub reject {release_id} --steward NAME --comment WHY`.")]
+    lines += ["", (f"Approve or reject here with the decision code from `trajpub steward code {release_id} "
+                   f"--steward LOGIN` (it records your login), or with `trajpub approve {release_id} --steward "
+                   f"NAME` / `trajpub reject {release_id} --steward NAME --comment WHY`.")]
     return "\n".join(lines)

@@ -7,7 +7,10 @@ Both are idempotent: ``up`` on a running service does nothing. With ``TRAJPUB_DA
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -70,10 +73,15 @@ def pg_running() -> bool:
 
 
 def db_up() -> str:
-    """Install (if needed), initialise and start the local cluster on 127.0.0.1; create the database."""
+    """Install (if needed), initialise and start the local cluster on 127.0.0.1; create the database, the logins
+    with generated passwords (:data:`trajpub.config.CREDENTIALS_FILE`) and a password (scram-sha-256) rule for
+    every connection. A cluster made before passwords (trusting local connections) is upgraded in place."""
     if not config.uses_local_database():
-        return f"using the existing database TRAJPUB_DATABASE_URL ({_redact(config.database_url())})"
+        if "TRAJPUB_DATABASE_URL" in os.environ:
+            return f"using the existing database TRAJPUB_DATABASE_URL ({_redact(os.environ['TRAJPUB_DATABASE_URL'])})"
+        return "using the existing database named by the Prefect Secret block TRAJPUB_DATABASE_SECRET"
     ensure_postgis_installed()
+    credentials = _credentials()
     if not (PGDATA / "PG_VERSION").exists():
         print(f"initialising a PostgreSQL cluster in {PGDATA} ...", flush=True)
         PGDATA.mkdir(parents=True, exist_ok=True)
@@ -82,27 +90,139 @@ def db_up() -> str:
             shutil.chown(PGDATA, "postgres", "postgres")
             shutil.chown(PG_SOCKET_DIR, "postgres", "postgres")
         PGDATA.chmod(0o700)
-        subprocess.run(_as_postgres([str(PG_BIN / "initdb"), "-D", str(PGDATA), "-U", "postgres",
-                                     "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"]),
-                       check=True, stdout=subprocess.DEVNULL)
+        pwfile = PG_HOME / ".initdb-password"  # read by initdb (the postgres user when root), then removed
+        pwfile.write_text(credentials[config.OWNER])
+        pwfile.chmod(0o600)
+        if _is_root():
+            shutil.chown(pwfile, "postgres", "postgres")
+        try:
+            subprocess.run(_as_postgres([str(PG_BIN / "initdb"), "-D", str(PGDATA), "-U", config.OWNER,
+                                         "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8",
+                                         "--locale=C.UTF-8"]), check=True, stdout=subprocess.DEVNULL)
+        finally:
+            pwfile.unlink(missing_ok=True)
     if not pg_running():
         opts = (f"-p {config.PG_PORT} -c listen_addresses=127.0.0.1 -k {PG_SOCKET_DIR} "
                 "-c max_connections=200 -c shared_buffers=512MB")
         subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-l",
                                      str(PGDATA / "server.log"), "-w", "-t", "60", "-o", opts, "start"]),
                        check=True, stdout=subprocess.DEVNULL)
-    _create_database()
-    return f"PostGIS running on 127.0.0.1:{config.PG_PORT} (data in {PGDATA})"
+    _create_database_and_logins(credentials)
+    _require_passwords()
+    return f"PostGIS running on 127.0.0.1:{config.PG_PORT} (data in {PGDATA}; passwords in {config.CREDENTIALS_FILE})"
 
 
-def _create_database() -> None:
+# The logins `db up` makes; stewards are added one by one (`trajpub steward add`).
+LOGINS = (config.OWNER, config.PIPELINE, config.CONSUMER)
+HBA = """# trajpub: every connection authenticates with a password (scram-sha-256); nothing is trusted.
+local   all   all                 scram-sha-256
+host    all   all   127.0.0.1/32  scram-sha-256
+host    all   all   ::1/128       scram-sha-256
+"""
+
+
+def _credentials() -> dict[str, str]:
+    """The local logins' passwords, generated once and kept in a file only the local user can read."""
+    path = config.CREDENTIALS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    known = json.loads(path.read_text()) if path.exists() else {}
+    missing = {login: secrets.token_urlsafe(24) for login in LOGINS if login not in known}
+    if missing:
+        _write_credentials({**known, **missing})
+    return {**known, **missing}
+
+
+def _write_credentials(credentials: dict[str, str]) -> None:
+    path = config.CREDENTIALS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.touch(mode=0o600)
+    tmp.chmod(0o600)
+    tmp.write_text(json.dumps(credentials, indent=1))
+    tmp.replace(path)
+
+
+def _owner_connection(credentials: dict[str, str]):
     import psycopg
 
-    with psycopg.connect(f"host=127.0.0.1 port={config.PG_PORT} user=postgres dbname=postgres",
-                         autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (config.PG_DATABASE,)).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{config.PG_DATABASE}"')
+    return psycopg.connect(host="127.0.0.1", port=config.PG_PORT, user=config.OWNER,
+                           password=credentials[config.OWNER], dbname="postgres", autocommit=True)
+
+
+def _create_database_and_logins(credentials: dict[str, str]) -> None:
+    """The database, and every login with its password (idempotent: passwords are set again each time, so a
+    cluster from before passwords gets them)."""
+    import psycopg
+    from psycopg import sql
+
+    try:
+        conn = _owner_connection(credentials)
+    except psycopg.OperationalError as exc:
+        raise TrajpubError(f"the superuser cannot log in with the password in {config.CREDENTIALS_FILE} "
+                           f"({str(exc).strip().splitlines()[-1]})", "trajpub db up") from None
+    with conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (config.PG_DATABASE,)).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config.PG_DATABASE)))
+        for login in LOGINS:
+            _set_login(conn, login, credentials[login])
+        # the steward group: members are logins made by `trajpub steward add`
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'trajpub_steward'").fetchone():
+            conn.execute("CREATE ROLE trajpub_steward NOLOGIN")
+        for login, password in credentials.items():
+            if login not in LOGINS:
+                _set_login(conn, login, password, group="trajpub_steward")
+
+
+def _set_login(conn, login: str, password: str, group: str | None = None) -> None:
+    from psycopg import sql
+
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone()
+    verb = "ALTER" if exists else "CREATE"
+    conn.execute(sql.SQL("SET password_encryption = 'scram-sha-256'"))
+    conn.execute(sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(login), sql.Literal(password)))
+    if group:
+        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(login)))
+
+
+def _require_passwords() -> None:
+    """Write the password-only pg_hba.conf (when it differs) and reload the server."""
+    hba = PGDATA / "pg_hba.conf"
+    if _is_root():
+        current = subprocess.run(_as_postgres(["cat", str(hba)]), capture_output=True, text=True,
+                                 check=True).stdout
+    else:
+        current = hba.read_text()
+    if current == HBA:
+        return
+    if _is_root():
+        subprocess.run(_as_postgres(["tee", str(hba)]), input=HBA, text=True, check=True, stdout=subprocess.DEVNULL)
+    else:
+        hba.write_text(HBA)
+    subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "reload"]), check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+STEWARD_LOGIN = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+def add_steward(login: str) -> str:
+    """Create the steward login ``login`` (a member of the trajpub_steward group) with a generated password,
+    kept in the local credentials file; on an existing login, nothing changes."""
+    if not STEWARD_LOGIN.match(login) or login.startswith(("trajpub", "pg_")) or login == config.OWNER:
+        raise TrajpubError(f"a steward's login is lower-case letters, digits and underscores, starting with a "
+                           f"letter, not a trajpub or system role; got {login!r}", "steward add NAME")
+    if not config.uses_local_database():
+        raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator adds logins (CREATE ROLE "
+                           f"{login} LOGIN PASSWORD ... IN ROLE trajpub_steward)", "steward add")
+    credentials = _credentials()
+    if login in credentials:
+        return f"steward {login} already exists (password in {config.CREDENTIALS_FILE})"
+    with _owner_connection(credentials) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone():
+            raise TrajpubError(f"a role named {login} exists already and is not a local steward", "steward add")
+        credentials[login] = secrets.token_urlsafe(24)
+        _write_credentials(credentials)  # first: a login whose password is lost would be locked out
+        _set_login(conn, login, credentials[login], group="trajpub_steward")
+    return f"steward {login} added (login in the trajpub_steward group; password in {config.CREDENTIALS_FILE})"
 
 
 def db_down() -> str:

@@ -22,10 +22,11 @@ MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 MIGRATION_LOCK = 7_420_001  # advisory lock id: one migrator at a time
 
 
-def database_url() -> str:
-    """The database URL: from the Prefect Secret block named by ``TRAJPUB_DATABASE_SECRET`` when set, else
-    ``TRAJPUB_DATABASE_URL``, else the project's local cluster. Credentials never go to logs, artifacts or
-    lineage (lineage names the server by host and port only)."""
+def database_url(login: str = config.PIPELINE) -> str:
+    """The database URL for ``login`` (the pipeline role unless said otherwise): from the Prefect Secret block
+    named by ``TRAJPUB_DATABASE_SECRET`` when set, else ``TRAJPUB_DATABASE_URL``, else the project's local cluster
+    with the login's generated password. Credentials never go to logs, artifacts or lineage (lineage names the
+    server by host and port only)."""
     block = os.environ.get("TRAJPUB_DATABASE_SECRET")
     if block:
         from prefect.blocks.system import Secret
@@ -35,13 +36,23 @@ def database_url() -> str:
         except ValueError as exc:
             raise TrajpubError(f"cannot read the database URL from the Prefect Secret block '{block}': {exc}",
                                "TRAJPUB_DATABASE_SECRET") from None
-    return config.database_url()
+    return config.database_url(login)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def engine(url: str | None = None) -> sa.Engine:
-    """A pooled engine for the trajpub database (one per URL per process)."""
+    """A pooled engine for the trajpub database (one per URL per process), as the pipeline role by default."""
     return sa.create_engine(url or database_url(), pool_pre_ping=True, future=True)
+
+
+def owner_engine() -> sa.Engine:
+    """The superuser's engine: migrations and role management only."""
+    return engine(database_url(config.OWNER))
+
+
+def steward_engine(login: str) -> sa.Engine:
+    """The engine of the steward ``login``: the database records this login with every decision."""
+    return engine(database_url(login))
 
 
 def lock_key(name: str) -> int:

@@ -28,7 +28,6 @@ from trajpub.errors import TrajpubError
 
 FORMATS = {"geoparquet": ".parquet", "gpkg": ".gpkg", "flatgeobuf": ".fgb"}
 METADATA_KEY = "trajpub"
-CONSUMER_ROLE = "trajpub_consumer"
 
 
 def release_card(conn: sa.Connection, release_id: int) -> dict:
@@ -91,12 +90,11 @@ def _write(frame: gpd.GeoDataFrame, path: Path, fmt: str, layer: str, metadata: 
 def export_release(engine: sa.Engine, release_id: int, fmt: str, out: Path) -> dict[str, Path]:
     """Write a published release to ``out`` in ``fmt`` (a key of :data:`FORMATS`); returns each layer's file.
 
-    Reads as the consumer role (``SET LOCAL ROLE``), so it needs no more rights than a consumer has. An
+    ``engine`` is the consumer's login (the CLI's), so the export needs no more rights than a consumer has. An
     existing file is refused rather than overwritten."""
     if fmt not in FORMATS:
         raise TrajpubError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}", "export --format")
     with engine.begin() as conn:
-        conn.execute(sa.text(f"SET LOCAL ROLE {CONSUMER_ROLE}"))
         card = release_card(conn, release_id)
         layers = _layers(conn, card)
     paths = _paths(Path(out), fmt, list(layers))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,17 +17,21 @@ from trajpub.errors import PolicyError, TrajpubError
 from trajpub.guarantee import ACCOUNTS, Charge, Guarantee
 
 # planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
-# → withdrawn; any non-final status → failed (with the reason).
-TRANSITIONS: dict[str, set[str]] = {
-    "planned": {"validated"},
-    "validated": {"protected"},
-    "protected": {"audited"},
-    "audited": {"blocked", "awaiting_approval"},
-    "awaiting_approval": {"approved", "rejected"},
-    "approved": {"published"},
-    "published": {"withdrawn"},
-}
+# → withdrawn; any non-final status → failed (with the reason). The moves are the table
+# governance.release_status_moves, which a trigger enforces for every role (sql/015).
 FINAL = {"blocked", "rejected", "published", "failed", "withdrawn"}
+REFUSED = "TP001"  # the SQLSTATE of a governance rule the database enforces
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Turn a governance rule the database enforced (SQLSTATE TP001) into a one-sentence PolicyError."""
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) != REFUSED:
+            raise
+        raise PolicyError(exc.orig.diag.message_primary, "governance") from None
 
 
 def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
@@ -43,18 +49,21 @@ def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarant
 
 
 def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None = None) -> None:
-    """Move a release to ``to``; refuses transitions the status machine does not allow."""
+    """Move a release to ``to``; refuses moves the status machine does not allow (a steward's decision and a
+    withdrawal are not moves of this kind: :func:`decide`, :func:`tasks.publish.withdraw`)."""
     current = conn.execute(sa.text("SELECT status FROM governance.releases WHERE release_id = :r FOR UPDATE"),
                            {"r": release_id}).scalar()
     if current is None:
         raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
-    allowed = TRANSITIONS.get(current, set()) | ({"failed"} if current not in FINAL else set())
-    if to not in allowed:
+    allowed = conn.execute(sa.text("SELECT 1 FROM governance.release_status_moves WHERE from_status = :f AND "
+                                   "to_status = :t"), {"f": current, "t": to}).scalar()
+    if not allowed:
         raise TrajpubError(f"release {release_id} is '{current}' and cannot become '{to}'", "governance.releases")
-    conn.execute(sa.text(
-        "UPDATE governance.releases SET status = :to, updated_at = now(),"
-        " failure_reason = CASE WHEN :to = 'failed' THEN :detail ELSE failure_reason END"
-        " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
+    with refusals():
+        conn.execute(sa.text(
+            "UPDATE governance.releases SET status = :to, updated_at = now(),"
+            " failure_reason = CASE WHEN :to = 'failed' THEN :detail ELSE failure_reason END"
+            " WHERE release_id = :r"), {"to": to, "detail": detail, "r": release_id})
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
                          " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
     if to in FINAL:
@@ -249,13 +258,14 @@ def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism:
     before any data is read: a reservation, given back by :func:`release_reservation` if the release fails
     before its mechanism runs."""
     charge = check_budget(conn, dataset, guarantee, lock=True)
-    conn.execute(sa.text(
-        "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
-        " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, :m, :e, :dl,"
-        " :u, :k, :acc, :unit, :ue, :ud, :how) ON CONFLICT (release_id, entry_kind) DO NOTHING"),
-        {"d": dataset, "r": release_id, "m": mechanism, "e": guarantee.epsilon or 0.0, "dl": guarantee.delta,
-         "u": guarantee.privacy_unit, "k": guarantee.privacy_map.records_per_object, "acc": charge.account,
-         "unit": charge.unit, "ue": charge.epsilon, "ud": charge.delta, "how": charge.how})
+    with refusals():  # the database applies the same caps to any writer (sql/015)
+        conn.execute(sa.text(
+            "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
+            " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, :m, :e,"
+            " :dl, :u, :k, :acc, :unit, :ue, :ud, :how) ON CONFLICT (release_id, entry_kind) DO NOTHING"),
+            {"d": dataset, "r": release_id, "m": mechanism, "e": guarantee.epsilon or 0.0, "dl": guarantee.delta,
+             "u": guarantee.privacy_unit, "k": guarantee.privacy_map.records_per_object, "acc": charge.account,
+             "unit": charge.unit, "ue": charge.epsilon, "ud": charge.delta, "how": charge.how})
     return charge
 
 
@@ -314,38 +324,28 @@ def budget_lines(conn: sa.Connection, release: dict) -> list[str]:
     return lines
 
 
-def check_four_eyes(conn: sa.Connection, release_id: int, steward: str) -> None:
-    """Refuse an approval by the release's own requester when its dataset has the four-eyes policy (the
-    database enforces the same rule on ``governance.approvals``; this check gives the clear error first)."""
-    row = conn.execute(sa.text(
-        "SELECT r.requested_by, d.four_eyes FROM governance.releases r JOIN governance.datasets d USING (dataset)"
-        " WHERE r.release_id = :r"), {"r": release_id}).first()
-    if row and row.four_eyes and row.requested_by == steward:
-        raise PolicyError(f"four-eyes policy: {steward} requested release {release_id} and cannot approve it; "
-                          "another steward must", "approve --steward")
+def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None,
+           code: str | None = None) -> str:
+    """Record a steward's decision ('approved' or 'rejected') and move the release; returns the steward's login.
+
+    Without ``code``, ``conn`` must be a steward's login (the CLI): the database records that login. With
+    ``code`` (the Prefect UI form, answered in the flow as the pipeline role), the one-time code the steward
+    issued with ``trajpub steward code`` names the login. Either way the database checks the status, four-eyes
+    (the login against the requester) and that a rejection says why, and writes the append-only approval."""
+    with refusals():
+        if code is None:
+            conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
+                         {"r": release_id, "d": decision, "c": comment or ""})
+            return conn.execute(sa.text("SELECT session_user")).scalar_one()
+        return conn.execute(sa.text("SELECT governance.decide_with_code(:r, :d, :c, :k)"),
+                            {"r": release_id, "d": decision, "c": comment or "", "k": code}).scalar_one()
 
 
-def record_decision(conn: sa.Connection, release_id: int, decision: str, steward: str, comment: str | None) -> None:
-    """Record a steward's decision as the steward role (the database enforces who may write approvals, that
-    they are append-only, and the four-eyes policy)."""
-    if decision not in ("approved", "rejected"):
-        raise TrajpubError(f"decision must be 'approved' or 'rejected', not {decision!r}", "approval")
-    if not steward or not steward.strip():
-        raise TrajpubError("a decision needs the steward's name", "approval --steward")
-    if decision == "rejected" and not (comment and comment.strip()):
-        raise TrajpubError("a rejection needs a comment saying why", "reject --comment")
-    existing = conn.execute(sa.text("SELECT decision, steward FROM governance.approvals WHERE release_id = :r"),
-                            {"r": release_id}).first()
-    if existing:
-        raise TrajpubError(f"release {release_id} was already {existing[0]} by {existing[1]}",
-                           "governance.approvals")
-    if decision == "approved":
-        check_four_eyes(conn, release_id, steward)
-    transition(conn, release_id, decision, f"{decision} by {steward}" + (f": {comment}" if comment else ""))
-    conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-    conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward, comment) "
-                         "VALUES (:r, :d, :s, :c)"), {"r": release_id, "d": decision, "s": steward, "c": comment})
-    conn.execute(sa.text("RESET ROLE"))
+def issue_decision_code(conn: sa.Connection, release_id: int) -> str:
+    """A one-time code (valid one hour, for this release only) that carries the connected steward's login into
+    the Prefect UI form."""
+    with refusals():
+        return conn.execute(sa.text("SELECT governance.issue_decision_code(:r)"), {"r": release_id}).scalar_one()
 
 
 def approval(conn: sa.Connection, release_id: int) -> dict | None:

@@ -42,9 +42,10 @@ def _comparable(policy: dict) -> str:
     return json.dumps({k: v for k, v in policy.items() if k != "version"}, sort_keys=True)
 
 
-def register(conn: sa.Connection, name: str, policy: GatePolicy, registered_by: str) -> int:
-    """Register ``policy`` as the next version of ``name`` (as the steward role); an identical policy already
-    registered as the newest version of ``name`` is not registered twice. Returns the version."""
+def register(conn: sa.Connection, name: str, policy: GatePolicy) -> int:
+    """Register ``policy`` as the next version of ``name`` on a steward's connection (the database records the
+    login as ``registered_by``); an identical policy already registered as the newest version of ``name`` is not
+    registered twice. Returns the version."""
     validate_policy_name(name, "policy name")
     latest = conn.execute(sa.text("SELECT version, policy FROM governance.gate_policies WHERE name = :n"
                                   " ORDER BY version DESC LIMIT 1"), {"n": name}).first()
@@ -53,22 +54,18 @@ def register(conn: sa.Connection, name: str, policy: GatePolicy, registered_by: 
         return latest.version
     version = (latest.version if latest else 0) + 1
     record["version"] = version
-    conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-    conn.execute(sa.text("INSERT INTO governance.gate_policies (name, version, policy, registered_by) VALUES"
-                         " (:n, :v, CAST(:p AS jsonb), :b)"),
-                 {"n": name, "v": version, "p": json.dumps(record), "b": registered_by})
-    conn.execute(sa.text("RESET ROLE"))
+    conn.execute(sa.text("INSERT INTO governance.gate_policies (name, version, policy) VALUES"
+                         " (:n, :v, CAST(:p AS jsonb))"), {"n": name, "v": version, "p": json.dumps(record)})
     return version
 
 
-def set_for_dataset(conn: sa.Connection, dataset: str, name: str, version: int, set_by: str) -> None:
-    """Make ``name`` version ``version`` the dataset's policy (as the steward role; the history stays)."""
+def set_for_dataset(conn: sa.Connection, dataset: str, name: str, version: int) -> None:
+    """Make ``name`` version ``version`` the dataset's policy, on a steward's connection (the database records
+    the login as ``set_by``; the history stays)."""
     if conn.execute(sa.text("SELECT 1 FROM governance.datasets WHERE dataset = :d"), {"d": dataset}).first() is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-    conn.execute(sa.text("INSERT INTO governance.dataset_policies (dataset, policy_name, policy_version, set_by)"
-                         " VALUES (:d, :n, :v, :b)"), {"d": dataset, "n": name, "v": version, "b": set_by})
-    conn.execute(sa.text("RESET ROLE"))
+    conn.execute(sa.text("INSERT INTO governance.dataset_policies (dataset, policy_name, policy_version)"
+                         " VALUES (:d, :n, :v)"), {"d": dataset, "n": name, "v": version})
 
 
 def load(conn: sa.Connection, name: str, version: int | None = None) -> RegisteredPolicy:

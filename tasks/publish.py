@@ -132,7 +132,7 @@ def point_latest_view(conn: sa.Connection, q, view: str, table: str) -> None:
     and ``CREATE OR REPLACE VIEW`` cannot rename or drop columns (issue 16, finding 2)."""
     conn.execute(sa.text(f"DROP VIEW IF EXISTS {q(view)}"))
     conn.execute(sa.text(f"CREATE VIEW {q(view)} AS SELECT * FROM {q(table)}"))
-    conn.execute(sa.text(f"GRANT SELECT ON {q(view)} TO trajpub_consumer"))
+    hand_over(conn, "VIEW", q(view))
 
 
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
@@ -166,7 +166,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         else:
             counts, tables = _create_trajectories(conn, q, release_id, main, companion)
         for table, suffix in tables:
-            conn.execute(sa.text(f"GRANT SELECT ON {q(table)} TO trajpub_consumer"))
+            hand_over(conn, "TABLE", q(table))
             point_latest_view(conn, q, f"{rel['dataset']}_latest{suffix}", table)
         guarantee_text = (rel["guarantee"] or {}).get("statement", "")
         comment = (f"trajpub release {release_id} of {rel['dataset']} ({rel['mechanism']}, {product}). "
@@ -199,18 +199,26 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
     return f"published.{main}"
 
 
-def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> list[str]:
+def hand_over(conn: sa.Connection, kind: str, name: str) -> None:
+    """Give a published table or view to the publisher group (the pipeline publishes, a steward withdraws) and
+    let the consumer read it."""
+    conn.execute(sa.text(f"ALTER {kind} {name} OWNER TO trajpub_publisher"))
+    conn.execute(sa.text(f"GRANT SELECT ON {name} TO trajpub_consumer"))
+
+
+def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
     """Withdraw a published release in one transaction; returns the tables dropped.
 
     The release's published tables go (with the ``_latest`` views that pointed at them, which are re-created on
     the newest remaining published release of the same dataset and product, if any). Its lineage events,
-    approval and ledger entries stay: the ε it spent is not given back. The withdrawal is recorded (append-only,
-    written as the steward role) with a lineage OTHER event, and the status becomes ``withdrawn``.
+    approval and ledger entries stay: the ε it spent is not given back. ``engine`` is a steward's login, which the
+    database records with the withdrawal (append-only) as it moves the status to ``withdrawn``; a lineage OTHER
+    event names it too.
     """
-    if not steward.strip() or not reason.strip():
-        raise TrajpubError("a withdrawal needs the steward's name and a reason", "withdraw --steward/--reason")
-    with engine.begin() as conn:
-        rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r FOR UPDATE"),
+    if not reason.strip():
+        raise TrajpubError("a withdrawal needs a reason", "withdraw --reason")
+    with engine.begin() as conn:  # governance.record_withdrawal locks the release row and checks it again
+        rel = conn.execute(sa.text("SELECT * FROM governance.releases WHERE release_id = :r"),
                            {"r": release_id}).mappings().first()
         if rel is None:
             raise TrajpubError(f"release {release_id} does not exist", "governance.releases")
@@ -233,11 +241,10 @@ def withdraw(engine: sa.Engine, release_id: int, steward: str, reason: str) -> l
             if newest is not None and exists is None:
                 point_latest_view(conn, q, view, table.replace(f"__r{int(release_id)}", f"__r{int(newest)}", 1))
         dropped = [f"published.{t}" for t in suffixes]
-        governance.transition(conn, release_id, "withdrawn", f"withdrawn by {steward}: {reason}")
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-        conn.execute(sa.text("INSERT INTO governance.withdrawals (release_id, steward, reason, tables) VALUES"
-                             " (:r, :s, :w, :t)"), {"r": release_id, "s": steward, "w": reason, "t": dropped})
-        conn.execute(sa.text("RESET ROLE"))
+        with governance.refusals():
+            conn.execute(sa.text("SELECT governance.record_withdrawal(:r, :w, :t)"),
+                         {"r": release_id, "w": reason, "t": dropped})
+        steward = conn.execute(sa.text("SELECT session_user")).scalar_one()
         lineage.emit(conn, release_id, "OTHER", run_id=None, dataset=rel["dataset"],
                      outputs=[{"name": f"trajpub.{t}", "facets": {"withdrawn_release": {"withdrawn": True}}} for t in dropped],
                      facets={"withdrawal": {"steward": steward, "reason": reason}})

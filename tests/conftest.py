@@ -13,7 +13,8 @@ config.apply_environment()
 
 @pytest.fixture(scope="session")
 def engine():
-    """The real trajpub database, migrated. Fails (never skips) when the server is not up."""
+    """The real trajpub database, migrated, as the pipeline role (what the flow connects as). Fails (never
+    skips) when the server is not up."""
     import sqlalchemy as sa
 
     from tasks import db
@@ -23,10 +24,18 @@ def engine():
         with eng.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
     except sa.exc.OperationalError as exc:  # pragma: no cover - environment problem, reported clearly
-        pytest.fail(f"PostGIS is not reachable at {config.database_url()}: run `make test` "
+        pytest.fail(f"PostGIS is not reachable at {eng.url.render_as_string()}: run `make test` "
                     f"(or `trajpub db up`) first. {exc}")
-    db.migrate(eng)
+    db.migrate(db.owner_engine())
     return eng
+
+
+@pytest.fixture(scope="session")
+def owner(engine):
+    """The superuser's engine, for a test's setup only (the code under test connects as the pipeline role)."""
+    from tasks import db
+
+    return db.owner_engine()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ own PostGIS cluster and Prefect server on loopback, with their state under ``.tr
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -28,15 +29,39 @@ SHARED_DATA_DIR = _shared_data_dir()
 
 PG_PORT = int(os.environ.get("TRAJPUB_PG_PORT", "5433"))
 PG_DATABASE = "trajpub"
-LOCAL_DATABASE_URL = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{PG_DATABASE}"
+# The local cluster's logins and their generated passwords (``trajpub db up``, ``trajpub steward add``): a JSON
+# object login -> password, readable by the local user only (0600).
+CREDENTIALS_FILE = STATE_DIR / "credentials.json"
+OWNER = "postgres"  # the superuser: migrations, `db up` and `steward add` only
+PIPELINE = "trajpub_pipeline"  # the release flow, loading, road networks
+CONSUMER = "trajpub_consumer"  # reads published.* only
 
 PREFECT_PORT = int(os.environ.get("TRAJPUB_PREFECT_PORT", "4200"))
 LOCAL_PREFECT_API_URL = f"http://127.0.0.1:{PREFECT_PORT}/api"
 
 
-def database_url() -> str:
-    """The SQLAlchemy URL of the trajpub database."""
-    return os.environ.get("TRAJPUB_DATABASE_URL", LOCAL_DATABASE_URL)
+def local_database_url(login: str = PIPELINE) -> str:
+    """The SQLAlchemy URL of the local cluster for ``login``, with its password from :data:`CREDENTIALS_FILE`."""
+    from sqlalchemy.engine import URL
+
+    from trajpub.errors import TrajpubError
+
+    try:
+        password = json.loads(CREDENTIALS_FILE.read_text())[login]
+    except FileNotFoundError:
+        raise TrajpubError("the local database's passwords are missing; run `trajpub db up`",
+                           str(CREDENTIALS_FILE)) from None
+    except KeyError:
+        raise TrajpubError(f"no password for the login '{login}' (a steward is added with `trajpub steward add "
+                           f"{login}`)", str(CREDENTIALS_FILE)) from None
+    return URL.create("postgresql+psycopg", username=login, password=password, host="127.0.0.1", port=PG_PORT,
+                      database=PG_DATABASE).render_as_string(hide_password=False)
+
+
+def database_url(login: str = PIPELINE) -> str:
+    """The SQLAlchemy URL of the trajpub database for ``login``: ``TRAJPUB_DATABASE_URL`` when set (an external
+    server, whose roles its operator manages), else the local cluster."""
+    return os.environ.get("TRAJPUB_DATABASE_URL") or local_database_url(login)
 
 
 def uses_local_database() -> bool:

@@ -65,7 +65,7 @@ def set_dataset_policy(dataset: str, policy: dict, tmp_path: Path) -> str:
     output (it names the registered version)."""
     path = tmp_path / f"policy-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(policy))
-    done = cli("policy", "set", dataset, str(path), "--steward", "pytest-steward")
+    done = cli("policy", "set", dataset, str(path), "--steward", "ada")
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -159,7 +159,7 @@ def tdrive_subset(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def loaded_tdrive(engine, tdrive_subset):
+def loaded_tdrive(engine, owner, tdrive_subset):
     """A function that loads the subset into a fresh dataset and returns its name. Its ε-DP cap is 100 per
     object: :func:`base_spec`'s prefix tree costs 4 per record x 7 records = 28 per object, and several tests
     release twice from one dataset."""
@@ -168,7 +168,7 @@ def loaded_tdrive(engine, tdrive_subset):
     def load(prefix: str = "flow") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:8]}"
         load_source(engine, "tdrive", tdrive_subset, name)
-        with engine.begin() as conn:
+        with owner.begin() as conn:  # a steward's decision; the pipeline cannot change a cap
             conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 100 WHERE dataset = :d"), {"d": name})
         return name
 
@@ -224,11 +224,13 @@ def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) ->
     """Issue 14: what a consumer reads about a release (as ``trajpub_consumer``: ``published.release_lineage``,
     the comments and columns of the release's published tables and views; and its lineage events, which are meant
     for export) holds no exact raw count, bbox coordinate or empirical epsilon of governance."""
+    from tests.integration.exports import consumer_engine
+
     forbidden = raw_statistics(engine, release_id)
-    with engine.begin() as conn:
+    with engine.connect() as conn:
         events = [r[0] for r in conn.execute(sa.text("SELECT event FROM governance.lineage_events WHERE "
                                                      "release_id = :r"), {"r": release_id})]
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+    with consumer_engine().connect() as conn:
         lineage_rows = [dict(r) for r in conn.execute(sa.text(
             "SELECT * FROM published.release_lineage WHERE release_id = :r"), {"r": release_id}).mappings()]
         tables = [dict(r) for r in conn.execute(sa.text(
@@ -247,3 +249,36 @@ def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) ->
         for name, v in forbidden.items():
             hits = [n for n in numbers if abs(n - v) <= 1e-9 * max(1.0, abs(v))]
             assert not hits, f"{name} = {v} is readable in {where}"
+
+
+STEWARDS = ("alice", "bob", "ada")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stewards(engine) -> dict[str, sa.Engine]:
+    """Steward logins made as an operator makes them (``trajpub steward add``), by name, as engines."""
+    from tasks.db import steward_engine
+
+    for login in STEWARDS:
+        out = cli("steward", "add", login)
+        assert out.returncode == 0, out.stderr
+    return {login: steward_engine(login) for login in STEWARDS}
+
+
+def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester") -> int:
+    """A release recorded as the flow's plan step records it (status planned), without running anything."""
+    from tasks import governance
+
+    with engine.begin() as conn:
+        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
+                                                "requested_by": requested_by, "window_start": None,
+                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
+
+
+def to_awaiting_approval(engine: sa.Engine, release_id: int) -> None:
+    """Walk a release through the status machine to awaiting_approval, as the flow does."""
+    from tasks import governance
+
+    with engine.begin() as conn:
+        for status in ("validated", "protected", "audited", "awaiting_approval"):
+            governance.transition(conn, release_id, status)

@@ -11,7 +11,15 @@ import pyarrow.parquet as pq
 import pyogrio
 import sqlalchemy as sa
 
+from tasks.db import database_url
+from tasks.db import engine as db_engine
 from tasks.export import FORMATS, export_release
+from trajpub import config
+
+
+def consumer_engine() -> sa.Engine:
+    """The consumer's own login, as a data user connects."""
+    return db_engine(database_url(config.CONSUMER))
 
 
 def card_of(path: Path, layer: str) -> dict:
@@ -21,9 +29,11 @@ def card_of(path: Path, layer: str) -> dict:
     return json.loads(pyogrio.read_info(path, layer=layer)["layer_metadata"]["trajpub"])
 
 
-def check_exports(engine: sa.Engine, release_id: int, folder: Path, layers: dict[str, str]) -> None:
+def check_exports(release_id: int, folder: Path, layers: dict[str, str]) -> None:
     """Export ``release_id`` in every format into ``folder`` and check each layer (name -> published table)
-    against the database: same rows, same geometries, and the card of ``published.release_lineage``."""
+    against the database: same rows, same geometries, and the card of ``published.release_lineage``; all as the
+    consumer's login."""
+    engine = consumer_engine()
     with engine.connect() as conn:
         expected_card = dict(conn.execute(sa.text("SELECT release_id, mechanism, guarantee, lineage_run_id FROM "
                                                   "published.release_lineage WHERE release_id = :r"),

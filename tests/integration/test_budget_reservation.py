@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 def test_releases_racing_over_the_cap_are_refused_before_reading(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("race")
     # room for one release at ε = 10 per record x 7 records = 70 per object, not two
-    assert cli("budget", "cap", dataset, "100").returncode == 0
+    assert cli("budget", "cap", dataset, "100", "--steward", "ada").returncode == 0
     runs = [start_release(base_spec(dataset, approval_timeout_s=1), tmp_path) for _ in range(2)]
     codes = sorted(run.proc.wait(timeout=300) for run in runs)
     for run in runs:

@@ -66,7 +66,7 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
     row = wait_until(settled, 300, f"the release of flow run {flow_run.id} to reach the steward")
     assert row.status == "awaiting_approval", row
     assert row.params["epsilon"] == 8.0
-    approved = cli("approve", str(row.release_id), "--steward", "UI Steward")
+    approved = cli("approve", str(row.release_id), "--steward", "alice")
     assert approved.returncode == 0, approved.stderr
     with engine.connect() as conn:
         status, eps = conn.execute(sa.text(
@@ -130,7 +130,7 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
         ("2008-02-03", "2008-02-04"), ("2008-02-04", "2008-02-05")]
     assert {r.requested_by for r in rows} == {"backfill-operator"}
     for r in rows:  # end the waiting runs
-        done = cli("reject", str(r.release_id), "--steward", "Ada Steward", "--comment", "backfill test")
+        done = cli("reject", str(r.release_id), "--steward", "ada", "--comment", "backfill test")
         assert done.returncode == 0, done.stderr
 
     def finished():  # the worker's flow processes end before the worker is stopped

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest
 import sqlalchemy as sa
 
 from tasks import governance
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tasks.db import database_url
+from tests.integration.conftest import (
+    base_spec,
+    cli,
+    new_release,
+    start_release,
+    to_awaiting_approval,
+    wait_for_status,
+)
 from trajpub.errors import PolicyError
 from trajpub.guarantee import Guarantee, PrivacyMap
 
@@ -22,9 +29,10 @@ def q(engine, sql: str, **params):
 
 
 @pytest.fixture
-def bare_dataset(engine, dataset_name):
-    """A dataset with governance rows and no points: enough for ledger and approval rules."""
-    with engine.begin() as conn:
+def bare_dataset(owner, dataset_name):
+    """A dataset with governance rows and no points: enough for ledger and approval rules (its cap set by the
+    owner: the pipeline cannot choose a cap)."""
+    with owner.begin() as conn:
         conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
                      {"d": dataset_name})
@@ -36,13 +44,6 @@ def guarantee(epsilon: float, delta: float = 0.0, account: str = "epsilon-DP", r
     return Guarantee(model=account, privacy_unit="one object" if rule == "per_object" else "one trajectory record",
                      statement="test", proven=True, epsilon=epsilon, delta=delta,
                      privacy_map=PrivacyMap(account, rule, records_per_object))
-
-
-def new_release(engine, dataset: str, requested_by: str = "requester") -> int:
-    with engine.begin() as conn:
-        return governance.create_release(conn, {"dataset": dataset, "mechanism": "prefix_tree",
-                                                "requested_by": requested_by, "window_start": None,
-                                                "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
 def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
@@ -73,13 +74,14 @@ def test_twenty_concurrent_charges_never_overspend(engine, bare_dataset):
     assert (spent, n, unit) == (5.0, 5, "object")
 
 
-def test_delta_is_composed_and_capped(engine, bare_dataset):
+def test_delta_is_composed_and_capped(engine, stewards, bare_dataset):
     rid = new_release(engine, bare_dataset)
     with engine.begin() as conn, pytest.raises(PolicyError, match="delta cap 0"):
         governance.charge_budget(conn, rid, bare_dataset, "m", guarantee(1.0, 1e-6))
-    with engine.begin() as conn:
+    with stewards["ada"].begin() as conn:
         conn.execute(sa.text("UPDATE governance.datasets SET delta_cap = 1.5e-6 WHERE dataset = :d"),
                      {"d": bare_dataset})
+    with engine.begin() as conn:
         governance.charge_budget(conn, rid, bare_dataset, "m", guarantee(1.0, 1e-6))
     with engine.begin() as conn, pytest.raises(PolicyError, match="needs delta 1e-06"):
         governance.charge_budget(conn, new_release(engine, bare_dataset), bare_dataset, "m",
@@ -110,52 +112,41 @@ def test_the_ledger_charges_per_object_and_never_sums_models(engine, bare_datase
     # nothing capping an object's records: unbounded per object, refused; per record it would be 0.5
     with engine.begin() as conn, pytest.raises(PolicyError, match="unbounded"):
         governance.check_budget(conn, bare_dataset, guarantee(0.5, rule="group_privacy"))
-    assert cli("budget", "unit", bare_dataset, "record").returncode == 1  # the ledger already has entries
+    assert cli("budget", "unit", bare_dataset, "record", "--steward", "ada").returncode == 1  # the ledger has entries
     shown = cli("budget", "show", "--dataset", bare_dataset)
     assert "epsilon-DP: epsilon 3.5 per object spent of cap 5.5 (2 left)" in shown.stdout, shown.stdout
 
 
 def test_a_record_unit_dataset_charges_the_mechanisms_own_epsilon(engine, bare_dataset):
-    assert cli("budget", "unit", bare_dataset, "record").returncode == 0
+    assert cli("budget", "unit", bare_dataset, "record", "--steward", "ada").returncode == 0
     rid = new_release(engine, bare_dataset)
     with engine.begin() as conn:
         charge = governance.charge_budget(conn, rid, bare_dataset, "prefix_tree", guarantee(0.5, rule="group_privacy"))
     assert (charge.epsilon, charge.unit) == (0.5, "record")
 
 
-def test_approvals_need_the_steward_role(engine, bare_dataset):
+def test_approvals_are_written_only_by_the_decision_functions(engine, stewards, bare_dataset):
+    """No role inserts an approval directly, the steward included: a decision goes through governance.decide,
+    which records the connection's login; the pipeline and the consumer cannot call it."""
     rid = new_release(engine, bare_dataset)
-    for role in ("trajpub_pipeline", "trajpub_consumer"):
-        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
-            conn.execute(sa.text(f"SET LOCAL ROLE {role}"))
+    to_awaiting_approval(engine, rid)
+    consumer = sa.create_engine(database_url("trajpub_consumer"))
+    for eng in (engine, consumer, stewards["ada"]):
+        with eng.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
                                  "VALUES (:r, 'approved', 'mallory')"), {"r": rid})
+    for eng in (engine, consumer):
+        with eng.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+            conn.execute(sa.text("SELECT governance.decide(:r, 'approved', '')"), {"r": rid})
+    with stewards["ada"].begin() as conn:
+        assert governance.decide(conn, rid, "approved", None) == "ada"
+    assert q(engine, "SELECT steward FROM governance.approvals WHERE release_id = :r", r=rid) == [("ada",)]
 
 
-def test_append_only_tables_refuse_truncate(engine):
+def test_append_only_tables_refuse_truncate(owner):
     for table in ("governance.approvals", "governance.budget_ledger", "governance.withdrawals"):
-        with engine.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="append-only"):
+        with owner.begin() as conn, pytest.raises(sa.exc.ProgrammingError, match="append-only"):
             conn.execute(sa.text(f"TRUNCATE {table} CASCADE"))
-
-
-def test_four_eyes_policy_is_enforced_by_the_database(engine, bare_dataset):
-    rid = new_release(engine, bare_dataset, requested_by="alice")
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE governance.releases SET status = 'awaiting_approval' WHERE release_id = :r"),
-                     {"r": rid})
-    assert cli("four-eyes", bare_dataset, "on").returncode == 0
-    with engine.begin() as conn, pytest.raises(PolicyError, match="four-eyes"):
-        governance.record_decision(conn, rid, "approved", "alice", None)
-    # the database refuses it even for a client that skips the check
-    with engine.begin() as conn, pytest.raises(sa.exc.DBAPIError, match="four-eyes policy: alice"):
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_steward"))
-        conn.execute(sa.text("INSERT INTO governance.approvals (release_id, decision, steward) "
-                             "VALUES (:r, 'approved', 'alice')"), {"r": rid})
-    refused = cli("approve", str(rid), "--steward", "alice", "--wait", "1")
-    assert refused.returncode == 1 and "four-eyes" in refused.stderr
-    with engine.begin() as conn:
-        governance.record_decision(conn, rid, "approved", "bob", None)
-    assert q(engine, "SELECT steward FROM governance.approvals WHERE release_id = :r", r=rid) == [("bob",)]
 
 
 def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_tdrive, tmp_path):
@@ -164,14 +155,14 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
     for _ in range(2):  # two published releases: withdrawing the newer repoints the views to the older
         run = start_release(base_spec(dataset), tmp_path)
         wait_for_status(engine, run, {"awaiting_approval"})
-        assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+        assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
         assert run.proc.wait(timeout=120) == 0, run.output()
         rids.append(run.release_id)
     old, new = rids
     ledger_before = q(engine, "SELECT release_id, epsilon FROM governance.budget_ledger WHERE dataset = :d "
                               "ORDER BY release_id", d=dataset)
-    assert cli("withdraw", str(new), "--steward", "Ada Steward").returncode != 0  # a reason is required
-    out = cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "a point of interest was exposed")
+    assert cli("withdraw", str(new), "--steward", "ada").returncode != 0  # a reason is required
+    out = cli("withdraw", str(new), "--steward", "ada", "--reason", "a point of interest was exposed")
     assert out.returncode == 0, out.stderr
     tables = {r[0] for r in q(engine, "SELECT table_name FROM information_schema.tables WHERE "
                                       "table_schema = 'published' AND table_name LIKE :p", p=f"{dataset}%")}
@@ -186,9 +177,10 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
                                       "ORDER BY event_id", r=new)]
     assert events == ["START", "COMPLETE", "OTHER"]
     assert q(engine, "SELECT steward, reason FROM governance.withdrawals WHERE release_id = :r", r=new) == [
-        ("Ada Steward", "a point of interest was exposed")]
-    assert cli("withdraw", str(new), "--steward", "Ada Steward", "--reason", "again").returncode == 1
-    with engine.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
+        ("ada", "a point of interest was exposed")]
+    assert cli("withdraw", str(new), "--steward", "ada", "--reason", "again").returncode == 1
+    consumer = sa.create_engine(database_url("trajpub_consumer"))
+    with consumer.connect() as conn:  # the consumer no longer sees the withdrawn release in the lineage view
         assert conn.execute(sa.text("SELECT count(*) FROM published.release_lineage WHERE release_id = :r"),
                             {"r": new}).scalar() == 0
 
@@ -251,43 +243,45 @@ def test_an_ended_release_leaves_nothing_in_staging_and_keeps_its_audit(engine, 
              r=rid) == [(True,)]
 
 
-def test_a_retention_setting_keeps_the_evidence_that_long(engine, bare_dataset):
-    assert cli("retention", bare_dataset, "3").returncode == 0
+def test_a_retention_setting_keeps_the_evidence_that_long(engine, owner, bare_dataset):
+    assert cli("retention", bare_dataset, "3", "--steward", "ada").returncode == 0
     rid = new_release(engine, bare_dataset)
     stage_rows(engine, rid)
     block(engine, rid)
     with engine.begin() as conn:
         assert rid not in governance.purge_expired_staging(conn)
     assert staged(engine, rid) == [1, 1, 1]  # blocked, but the steward keeps the evidence 3 days
-    with engine.begin() as conn:  # four days later
+    with owner.begin() as conn:  # four days later (the test moves the clock; no role of the platform can)
         conn.execute(sa.text("UPDATE governance.release_transitions SET at = at - interval '4 days'"
                              " WHERE release_id = :r"), {"r": rid})
+    with engine.begin() as conn:
         assert rid in governance.purge_expired_staging(conn)
     assert staged(engine, rid) == [0, 0, 0]
     assert q(engine, "SELECT count(*) FROM governance.audit_results WHERE release_id = :r", r=rid) == [(1,)]
-    refused = cli("retention", bare_dataset, "-1")
+    refused = cli("retention", bare_dataset, "-1", "--steward", "ada")
     assert refused.returncode != 0
 
 
-def test_migration_015_converts_old_ledger_rows_honestly(engine, bare_dataset):
-    """The conversion of migration 015, run on rows in the old layout (in a transaction rolled back): per-record
+def test_migration_014_converts_old_ledger_rows_honestly(engine, owner, bare_dataset):
+    """The conversion of migration 014, run on rows in the old layout (in a transaction rolled back): per-record
     ε-DP with a recorded cap → ε x cap per object; per-object Pufferfish as it is; heuristic → no ε; per-record
     ε-DP without a cap and per-trajectory ε-LDP → unconvertible."""
     from trajpub.config import SQL_DIR
 
-    sql = (SQL_DIR / "015_unit_of_protection.sql").read_text()
+    sql = (SQL_DIR / "014_unit_of_protection.sql").read_text()
     start = sql.index("UPDATE governance.budget_ledger l SET")
     update = sql[start:sql.index(";", start)]
     old = [("epsilon-DP", 1.0, 7, 1.0), ("epsilon-DP", 1.0, None, 1.0), ("epsilon-LDP", 10.0, None, 10.0),
            ("epsilon-Pufferfish (analytic, data-dependent)", 2.0, None, 2.0), ("heuristic", 0.0, None, None)]
-    rids = [new_release(engine, bare_dataset) for _ in old]
-    with engine.connect() as conn, conn.begin() as tx:
+    with engine.begin() as conn:  # releases as they were recorded then, with their own guarantee
+        rids = [governance.create_release(conn, {"dataset": bare_dataset, "mechanism": "m", "requested_by": "r",
+                                                 "window_start": None, "window_end": None}, {},
+                                          {"model": model, "epsilon": stated}) for model, _, _, stated in old]
+    with owner.connect() as conn, conn.begin() as tx:
         conn.execute(sa.text("ALTER TABLE governance.budget_ledger ALTER COLUMN account DROP NOT NULL,"
                              " ALTER COLUMN unit DROP NOT NULL, ALTER COLUMN conversion DROP NOT NULL"))
         conn.execute(sa.text("ALTER TABLE governance.budget_ledger DISABLE TRIGGER ledger_append_only"))
-        for rid, (model, eps, k, stated) in zip(rids, old, strict=True):
-            conn.execute(sa.text("UPDATE governance.releases SET guarantee = CAST(:g AS jsonb) WHERE release_id = :r"),
-                         {"g": json.dumps({"model": model, "epsilon": stated}), "r": rid})
+        for rid, (_, eps, k, _) in zip(rids, old, strict=True):
             conn.execute(sa.text("INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon,"
                                  " privacy_unit, max_records_per_object) VALUES (:d, :r, 'm', :e, 'one trajectory"
                                  " record', :k)"), {"d": bare_dataset, "r": rid, "e": eps, "k": k})

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import roads
+from tasks.db import database_url
 from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
 from tests.integration.exports import check_exports
 from trajpub.grid import GridSpec
@@ -87,7 +88,7 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     owners = q(engine, "SELECT count(*), count(DISTINCT traj_id) FROM staging.candidate_owners WHERE "
                        "release_id = :r", r=run.release_id)
     assert owners == [(200, 200)]  # one real member per set, known only to the private table
-    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=120) == 0
     table = f"published.{dataset}__r{run.release_id}"
     sets = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t)) FROM {table} GROUP BY set_id")
@@ -102,12 +103,11 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     assert columns == {"set_id", "traj_id", "seq", "t", "geom"}
     # published: the private key is deleted with the candidate (retention 0, the default)
     assert q(engine, "SELECT count(*) FROM staging.candidate_owners WHERE release_id = :r", r=run.release_id) == [(0,)]
-    with engine.begin() as conn:
-        conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+    with sa.create_engine(database_url("trajpub_consumer")).connect() as conn:
         assert conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar() == 200 * k * 50
         with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
             conn.execute(sa.text("SELECT * FROM staging.candidate_owners LIMIT 1"))
-    check_exports(engine, run.release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    check_exports(run.release_id, tmp_path, {"points": table, "trajectories": f"{table}_traj"})
 
 
 def test_kpsi_on_tdrive_without_a_road_network_states_the_fallback(engine, loaded_tdrive, tmp_path):
@@ -126,4 +126,4 @@ def test_kpsi_on_tdrive_without_a_road_network_states_the_fallback(engine, loade
     assert summary["mechanism"]["road_network_source"] == "none"
     assert len(q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                  r=run.release_id)) == len(TRUTHFUL)
-    assert cli("reject", str(run.release_id), "--steward", "Ada", "--comment", "test").returncode == 0
+    assert cli("reject", str(run.release_id), "--steward", "ada", "--comment", "test").returncode == 0

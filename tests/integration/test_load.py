@@ -28,8 +28,11 @@ SMALL_BAD = (
 )
 
 
-def _delete_dataset(engine: sa.Engine, dataset: str) -> None:
-    with engine.begin() as conn:
+def _delete_dataset(dataset: str) -> None:
+    """Remove a test's dataset (as the owner: the pipeline deletes no governance row)."""
+    from tasks.db import owner_engine
+
+    with owner_engine().begin() as conn:
         for sql in ("DELETE FROM staging.quarantine WHERE dataset = :d",
                     "DELETE FROM raw.points WHERE dataset = :d",
                     "DELETE FROM raw.sources WHERE dataset = :d",
@@ -42,7 +45,7 @@ def _delete_dataset(engine: sa.Engine, dataset: str) -> None:
 def dataset(engine, dataset_name):
     """A fresh dataset name whose rows are removed afterwards."""
     yield dataset_name
-    _delete_dataset(engine, dataset_name)
+    _delete_dataset(dataset_name)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,7 @@ def tdrive(engine):
     name = f"t_{uuid.uuid4().hex[:10]}"
     report = load_source(engine, "tdrive", TDRIVE_CSV, name)
     yield report, formats.parse("tdrive", TDRIVE_CSV)
-    _delete_dataset(engine, name)
+    _delete_dataset(name)
 
 
 def _counts(engine: sa.Engine, dataset: str) -> dict[str, int]:
@@ -158,7 +161,7 @@ def test_same_file_in_two_datasets_loads_twice(engine, dataset, tmp_path):
         assert first.source_id != second.source_id and first.sha256 == second.sha256
         assert _counts(engine, other)["points"] == 2
     finally:
-        _delete_dataset(engine, other)
+        _delete_dataset(other)
 
 
 def test_folder_source_hashes_all_files_in_order(engine, dataset, tmp_path):

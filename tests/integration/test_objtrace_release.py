@@ -24,7 +24,7 @@ def test_objtrace_publishes_timestamped_synthetic_trajectories_charged_per_taxi(
     spec = base_spec(dataset, mechanism="objtrace", params={"epsilon": 10.0}, prepare={"cell_size_m": 2000})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
-    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=180) == 0, run.output()
     rid = run.release_id
     table = f"published.{dataset}__r{rid}"

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from tasks import governance, publish
 from tasks.adapters.base import Protected
+from tasks.db import database_url, steward_engine
 from tests.integration.conftest import cli
 
 pytestmark = pytest.mark.integration
@@ -56,7 +57,8 @@ def approved_release(engine, dataset: str, shape: str) -> int:
                 publish.stage(conn, rid, candidate)
                 governance.merge_summary(conn, rid, {"product": candidate.product})
             governance.transition(conn, rid, status)
-        governance.record_decision(conn, rid, "approved", "Ada Steward", None)
+    with steward_engine("ada").begin() as conn:  # a steward login (the session fixture `stewards` adds it)
+        governance.decide(conn, rid, "approved", None)
     return rid
 
 
@@ -83,8 +85,7 @@ def test_the_latest_views_follow_a_change_of_shape(engine, first, second):
     for suffix, rid in newest.items():
         table = f"{dataset}__r{rid}" + ("_traj" if suffix == "_traj" else "")
         assert columns(engine, f"{dataset}_latest{suffix}") == columns(engine, table)
-        with engine.begin() as conn:
-            conn.execute(sa.text("SET LOCAL ROLE trajpub_consumer"))
+        with sa.create_engine(database_url("trajpub_consumer")).connect() as conn:
             n_view = conn.execute(sa.text(f'SELECT count(*) FROM published."{dataset}_latest{suffix}"')).scalar()
             n_table = conn.execute(sa.text(f'SELECT count(*) FROM published."{table}"')).scalar()
         assert n_view == n_table > 0

@@ -37,11 +37,14 @@ def kill_tree(pid: int) -> None:
 
 
 @contextlib.contextmanager
-def dataset_row_locked(engine, dataset: str):
-    """Hold the dataset's governance row: a release blocks in its budget reservation at plan."""
-    with engine.connect() as conn:
+def dataset_row_locked(dataset: str):
+    """Hold the dataset's governance row (as the owner: the pipeline may not lock it for update): a release
+    blocks in its budget reservation at plan (the ledger's cap trigger locks the row)."""
+    from tasks.db import owner_engine
+
+    with owner_engine().connect() as conn:
         conn.execute(sa.text("SELECT 1 FROM governance.datasets WHERE dataset = :d FOR NO KEY UPDATE"),
-                     {"d": dataset})  # the charge (FOR UPDATE) waits; new releases (FK: KEY SHARE) do not
+                     {"d": dataset})  # the ledger's cap trigger (FOR UPDATE) waits; new releases (KEY SHARE) do not
         yield
         with contextlib.suppress(sa.exc.DBAPIError):  # the server may have been stopped meanwhile
             conn.rollback()
@@ -101,7 +104,7 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
                      "entry_id", r=run.release_id) == [("charge", 10.0), ("release", -10.0)]
     rerun = start_release(base_spec(dataset), tmp_path)
     wait_for_status(engine, rerun, {"awaiting_approval"})
-    assert cli("approve", str(rerun.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(rerun.release_id), "--steward", "ada").returncode == 0
     assert rerun.proc.wait(timeout=120) == 0
     assert published_tables(engine, dataset) == {f"{dataset}__r{rerun.release_id}",
                                                  f"{dataset}__r{rerun.release_id}_traj"}
@@ -114,7 +117,7 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
     with engine.connect() as blocker:
         # publish writes its tables, then blocks on its lineage event; the process dies there
         blocker.execute(sa.text("LOCK TABLE governance.lineage_events IN SHARE MODE"))
-        approve = cli("approve", str(run.release_id), "--steward", "Ada Steward", "--wait", "1")
+        approve = cli("approve", str(run.release_id), "--steward", "ada", "--wait", "1")
         assert approve.returncode == 0, approve.stderr
         wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.lineage_events"), 120,
                    "publish to block on the lineage event")
@@ -137,8 +140,9 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
     dataset = loaded_tdrive("pgstop")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
     try:
-        with dataset_row_locked(engine, dataset):  # the budget is reserved at plan, under the dataset's row lock
-            wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget reservation to block")
+        with dataset_row_locked(dataset):  # the budget is reserved at plan, under the dataset's row lock
+            wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120,
+                       "the budget reservation to block")
             down = cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
     finally:
@@ -165,9 +169,8 @@ def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, 
                     found.append(p)
         return found
 
-    with dataset_row_locked(engine, dataset):  # the prepared partitions sit in worker memory
-        wait_for_status(engine, run, {"validated"})
-        wait_until(lambda: waiting_on_lock(engine, "governance.datasets"), 120, "the budget charge to block")
+    with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
+        wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
         before = workers()
         assert before, "no Dask worker process found"
         before[0].send_signal(signal.SIGKILL)

@@ -58,7 +58,7 @@ def test_malformed_spec_yaml_names_file_line_and_column(tmp_path):
 
 def test_budget_cap_refuses_before_reading_data(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("cap")
-    assert cli("budget", "cap", dataset, "0.5").returncode == 0
+    assert cli("budget", "cap", dataset, "0.5", "--steward", "ada").returncode == 0
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
     result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")  # no cap on records per object
@@ -127,7 +127,7 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
     """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
     dataset = loaded_tdrive("gate")
-    assert cli("budget", "cap", dataset, "2000").returncode == 0
+    assert cli("budget", "cap", dataset, "2000", "--steward", "ada").returncode == 0
     set_dataset_policy(dataset, {"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
     spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
                                                                "max_records_per_object": 7})

@@ -22,7 +22,7 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
 )
 
-from tests.integration.conftest import TDRIVE_CSV, TRAJPUB, base_spec, cli
+from tests.integration.conftest import TDRIVE_CSV, TRAJPUB, base_spec, cli, to_awaiting_approval
 from trajpub import config
 
 pytestmark = pytest.mark.integration
@@ -49,7 +49,8 @@ def test_identifiers_from_users_are_validated_before_any_sql(engine, name, tmp_p
     spec.write_text(yaml.safe_dump({**base_spec(name), "seed": None}))
     for args in (["load", "tdrive", str(TDRIVE_CSV), "--dataset", name],
                  ["release", "run", "--spec", str(spec)], ["release", "list", "--dataset", name],
-                 ["budget", "cap", name, "5"], ["four-eyes", name, "on"], ["budget", "show", "--dataset", name],
+                 ["budget", "cap", name, "5", "--steward", "ada"],
+                 ["four-eyes", name, "on", "--steward", "ada"], ["budget", "show", "--dataset", name],
                  ["recover", "--dataset", name], ["roads", "load-osm", name, "--pbf", "helsinki_pbf"],
                  ["roads", "synthetic", name, "--lon", "24.9", "--lat", "60.1"]):
         out = CliRunner().invoke(main, args)
@@ -59,28 +60,31 @@ def test_identifiers_from_users_are_validated_before_any_sql(engine, name, tmp_p
 
 
 def test_free_text_is_stored_literally(engine, dataset_name):
-    """Comments and reasons go through bound parameters: an injection string is just text."""
+    """Comments and reasons go through bound parameters: an injection string is just text; a steward is a login,
+    so an injection string there names nobody."""
     with engine.begin() as conn:
         conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
         rid = conn.execute(sa.text(
-            "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, status) VALUES "
-            "(:d, 'prefix_tree', '{}', '{}', 'x', 'awaiting_approval') RETURNING release_id"),
-            {"d": dataset_name}).scalar_one()
+            "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by) VALUES "
+            "(:d, 'prefix_tree', '{}', '{}', 'x') RETURNING release_id"), {"d": dataset_name}).scalar_one()
+    to_awaiting_approval(engine, rid)
     evil = "'); DELETE FROM governance.approvals; --"
-    out = cli("reject", str(rid), "--steward", evil, "--comment", evil, "--wait", "1")
+    nobody = cli("reject", str(rid), "--steward", evil, "--comment", evil, "--wait", "1")
+    assert nobody.returncode == 1 and nobody.stderr.startswith("error: no password for the login"), nobody.stderr
+    out = cli("reject", str(rid), "--steward", "ada", "--comment", evil, "--wait", "1")
     assert out.returncode == 0, out.stderr
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT steward, comment FROM governance.approvals WHERE release_id = :r"),
-                            {"r": rid}).one() == (evil, evil)
+                            {"r": rid}).one() == ("ada", evil)
 
 
 def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(engine, loaded_tdrive, tmp_path):
-    """The database URL, password included, comes from a Prefect Secret block (the local server trusts loopback,
-    so any password connects); after a whole release the password appears nowhere a user can read."""
-    password = f"pw-{uuid.uuid4().hex}"
-    url = config.database_url().replace("postgres@", f"postgres:{password}@", 1)
-    assert password in url
+    """The database URL, the pipeline role's real password included, comes from a Prefect Secret block; after a
+    whole release the password appears nowhere a user can read."""
+    password = json.loads(config.CREDENTIALS_FILE.read_text())[config.PIPELINE]
+    url = config.database_url()
+    assert password in url and len(password) >= 24
     block = f"trajpub-db-{uuid.uuid4().hex[:8]}"
     Secret(value=url).save(block)
     dataset = loaded_tdrive("sec")

@@ -33,7 +33,7 @@ def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_
     attacks = {r[0] for r in q(engine, "SELECT attack FROM governance.audit_results WHERE release_id = :r",
                                r=run.release_id)}
     assert attacks == set(TRUTHFUL)
-    assert cli("approve", str(run.release_id), "--steward", "Ada Steward").returncode == 0
+    assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=180) == 0, run.output()
     (guarantee, charged) = q(engine, "SELECT r.guarantee, (SELECT sum(epsilon) FROM governance.budget_ledger l "
                                      "WHERE l.release_id = r.release_id) FROM governance.releases r "
@@ -73,7 +73,7 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
     groups = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t, t_end, region::text)), "
                        f"max(seq) + 1 FROM {table} GROUP BY set_id")
     assert all(members >= 5 and distinct == length for _, members, distinct, length in groups)
-    check_exports(engine, int(table.rsplit("__r", 1)[1]), tmp_path, {"points": table, "trajectories": f"{table}_traj"})
+    check_exports(int(table.rsplit("__r", 1)[1]), tmp_path, {"points": table, "trajectories": f"{table}_traj"})
 
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):

@@ -26,13 +26,20 @@ from playwright.sync_api import Locator, Page, expect
 
 from tasks import report
 from tests.integration.browser import chromium_page
-from tests.integration.conftest import base_spec, release_status, start_release, wait_for_status, wait_until
+from tests.integration.conftest import (
+    base_spec,
+    cli,
+    release_status,
+    start_release,
+    wait_for_status,
+    wait_until,
+)
 from trajpub import config
 
 pytestmark = pytest.mark.integration
 
 UI_URL = config.prefect_api_url().rstrip("/").removesuffix("/api")
-STEWARD = "Grace UI-Steward"
+STEWARD = "alice"  # a steward login (the session fixture `stewards` adds it)
 COMMENT = "reviewed the report; approved in the Prefect UI"
 
 
@@ -114,13 +121,13 @@ def test_steward_approves_a_paused_release_in_the_prefect_ui(engine, loaded_tdri
             expect(dialog.get_by_role("heading", name="Guarantee")).to_be_visible()
             expect(dialog.get_by_text(f"trajpub approve {rid} --steward NAME")).to_be_visible()
 
-            # the StewardDecision form: release id prefilled, decision approve/reject, steward, comment
+            # the StewardDecision form: release id prefilled, decision approve/reject, decision code, comment
             release_field = form_property(dialog, "Release Id (Optional)").locator("input")
             expect(release_field).to_have_value(str(rid))
             decision = form_property(dialog, "Decision").locator("button.p-select-button__control")
-            steward = form_property(dialog, "Steward").locator("textarea")
+            code_field = form_property(dialog, "Decision Code (Optional)").locator("textarea")
             comment = form_property(dialog, "Comment (Optional)").locator("textarea")
-            for control in (decision, steward, comment):
+            for control in (decision, code_field, comment):
                 expect(control).to_be_visible()
 
             decision.focus()
@@ -129,7 +136,10 @@ def test_steward_approves_a_paused_release_in_the_prefect_ui(engine, loaded_tdri
             expect(options).to_have_text(["approve", "reject"])
             options.filter(has_text=re.compile(r"^approve$")).click()
             expect(decision).to_have_text("approve")
-            steward.fill(STEWARD)
+            # the steward's login comes with the one-time code they issue as themselves
+            issued = cli("steward", "code", str(rid), "--steward", STEWARD)
+            assert issued.returncode == 0, issued.stderr
+            code_field.fill(issued.stdout.strip())
             comment.fill(COMMENT)
 
             dialog.get_by_role("button", name="Submit", exact=True).click()

@@ -51,7 +51,7 @@ def test_a_malformed_param_is_one_sentence():
 
 @pytest.mark.parametrize("value", ["inf", "nan", "0"])
 def test_a_budget_cap_must_be_finite_and_positive(value):
-    assert_one_sentence(run_cli("budget", "cap", "d", value), "the cap must be a positive finite number")
+    assert_one_sentence(run_cli("budget", "cap", "d", value, "--steward", "ada"), "the cap must be a positive finite number")
 
 
 @pytest.mark.parametrize(("yaml_text", "says"), [
