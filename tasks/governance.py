@@ -221,7 +221,7 @@ def charge_of(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Charge
     return guarantee.charge(dataset_unit(conn, dataset))
 
 
-def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee, lock: bool = False) -> Charge:
+def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Charge:
     """The release's charge in the dataset's unit; refuses one that is unbounded (no cap on records per object),
     or would pass its account's ε or δ cap (sequential composition within one account: its charges add up;
     accounts are never summed), or falls in an account holding unconvertible charges."""
@@ -233,7 +233,7 @@ def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee, lock: 
                           f"(trajpub budget unit {dataset} record)", "governance.budget_ledger")
     if charge.epsilon is None:
         return charge
-    acc = accounts(conn, dataset, lock=lock)[charge.account]
+    acc = accounts(conn, dataset)[charge.account]
     if acc.unconvertible:
         raise PolicyError(f"the {charge.account} account of dataset '{dataset}' holds charges that cannot be "
                           f"converted to epsilon per {charge.unit} (releases "
@@ -252,13 +252,14 @@ def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee, lock: 
 
 
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, guarantee: Guarantee) -> Charge:
-    """Charge the ledger in the dataset's unit under a row lock on the dataset, so that two releases cannot
-    overspend together (sequential composition: spent = Σ ε (and Σ δ) per account of every run on the raw data,
-    published or not). The mechanism's own ε and unit are kept beside the charge. The flow charges at plan,
-    before any data is read: a reservation, given back by :func:`release_reservation` if the release fails
-    before its mechanism runs."""
-    charge = check_budget(conn, dataset, guarantee, lock=True)
-    with refusals():  # the database applies the same caps to any writer (sql/015)
+    """Charge the ledger in the dataset's unit (sequential composition: spent = Σ ε (and Σ δ) per account of every
+    run on the raw data, published or not). The mechanism's own ε and unit are kept beside the charge. The flow
+    charges at plan, before any data is read: a reservation, given back by :func:`release_reservation` if the
+    release fails before its mechanism runs. :func:`check_budget` refuses first with the whole reason; the
+    ledger's trigger (sql/015) checks the same caps again under a lock on the dataset's row, so two releases
+    cannot overspend together (the pipeline role itself cannot lock that row)."""
+    charge = check_budget(conn, dataset, guarantee)
+    with refusals():
         conn.execute(sa.text(
             "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
             " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, :m, :e,"
