@@ -78,10 +78,10 @@ def test_budget_ledger_charged_once_with_the_mechanism_epsilon(engine, published
     rows = q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r", r=rid)
     assert rows == [(10.0, "one trajectory record")]
     shown = cli("budget", "show", "--dataset", dataset)
-    # charged per object: 4 per record x at most 7 records per taxi (group privacy)
+    # charged per object: 10 per record x at most 7 records per taxi (group privacy)
     assert q(engine, "SELECT account, unit, unit_epsilon FROM governance.budget_ledger WHERE release_id = :r",
-             r=rid) == [("epsilon-DP", "object", 28.0)]
-    assert shown.returncode == 0 and "epsilon-DP: epsilon 28 per object spent of cap 100" in shown.stdout
+             r=rid) == [("epsilon-DP", "object", 70.0)]
+    assert shown.returncode == 0 and "epsilon-DP: epsilon 70 per object spent of cap 1000" in shown.stdout
 
 
 def test_lineage_start_and_complete_without_seed(engine, published):
@@ -331,7 +331,7 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
     # dataset declares its unit the trajectory record
     refused = start_release(base_spec(dataset, mechanism="fastpub", params={"k": 5, "epsilon": 10.0}), tmp_path)
     assert refused.proc.wait(timeout=120) == 1 and "unbounded" in refused.output()
-    assert cli("budget", "unit", dataset, "record").returncode == 0
+    assert cli("budget", "unit", dataset, "record", "--steward", "ada").returncode == 0
     spec = base_spec(dataset, mechanism="fastpub", params={"k": 5, "epsilon": 10.0, "l_max": 3},
                      prepare={"cell_size_m": 25000})
     run = start_release(spec, tmp_path)
