@@ -110,11 +110,12 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
                                                  f"{dataset}__r{rerun.release_id}_traj"}
 
 
-def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(engine, loaded_tdrive, tmp_path):
+def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(engine, owner, loaded_tdrive,
+                                                                               tmp_path):
     dataset = loaded_tdrive("killpub")
     run = start_release(base_spec(dataset), tmp_path)
     wait_for_status(engine, run, {"awaiting_approval"})
-    with engine.connect() as blocker:
+    with owner.connect() as blocker:  # the test's own hand on the database, not a role of the platform
         # publish writes its tables, then blocks on its lineage event; the process dies there
         blocker.execute(sa.text("LOCK TABLE governance.lineage_events IN SHARE MODE"))
         approve = cli("approve", str(run.release_id), "--steward", "ada", "--wait", "1")
