@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mechanisms.objtrace.params import PARTS, ObjTraceParams
+from trajpub import noise
 from trajpub.guarantee import Guarantee, PrivacyMap
 
 
@@ -47,8 +48,7 @@ def guarantee(params: ObjTraceParams) -> Guarantee:
          f"{params.max_moves} are not modelled."),
         ("Timestamps are synthetic: a start hour of day (UTC) drawn per start region and a constant pace per "
          f"record; the date is the public reference date {params.reference_date}, not a date of the data."),
-        ("Laplace noise is sampled in floating point (trajpub.noise); until the hardened samplers land, the "
-         "guarantee is for ideal real-valued noise (Mironov 2012)."),
+        noise.CAVEAT,
         ("Differential privacy bounds what the release reveals about one object, not population-level facts: "
          "hot spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive "
          "for a group."),

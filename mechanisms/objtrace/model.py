@@ -39,5 +39,7 @@ def fit(counts: ObjTraceCounts, geometry: Geometry, params: ObjTraceParams, rng:
         true = np.atleast_1d(np.asarray(getattr(counts, part), dtype=float))
         if part in SPATIAL_PARTS:
             true = quadtree.level_sums(true, grid.n_cols, grid.n_rows, params.quadtree_levels)
-        noisy[part] = true + noise.laplace(params.scale(part), true.shape, rng)
+        # real-valued (per-object normalised) counts: snapped to the noise grid, the rounding paid in the scale
+        eps_part = params.budget()[part]
+        noisy[part] = noise.laplace_real(true, params.scale(part) * eps_part, eps_part, rng)
     return NoisyModel(params, geometry, noisy)
