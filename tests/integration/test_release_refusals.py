@@ -121,7 +121,7 @@ def test_reversed_timestamps_and_impossible_points_are_quarantined_and_fail_the_
     with engine.connect() as conn:  # reserved at plan, given back: refused before the mechanism ran
         ledger = conn.execute(sa.text("SELECT entry_kind, epsilon FROM governance.budget_ledger WHERE release_id = :r"
                                       " ORDER BY entry_id"), {"r": rid}).all()
-    assert [tuple(r) for r in ledger] == [("charge", 10.0), ("release", -10.0)]
+    assert [tuple(r) for r in ledger] == [("charge", 1.0), ("release", -1.0)]
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):

@@ -104,11 +104,12 @@ def test_the_pipeline_cannot_rewrite_the_requester_or_move_a_release_backwards(e
 def test_the_database_refuses_a_charge_over_the_cap_whatever_the_client(engine, dataset):
     """The cap holds for a client that skips the application's check: the ledger's trigger refuses."""
     first, second = new_release(engine, dataset), new_release(engine, dataset)
-    insert = ("INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, privacy_unit) "
-              "VALUES (:d, :r, 'm', :e, 'one object')")
+    insert = ("INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, privacy_unit, account,"
+              " unit, unit_epsilon, unit_delta, conversion) VALUES (:d, :r, 'm', :e, 'one object', 'epsilon-DP',"
+              " 'object', :e, 0, 'as stated')")
     with engine.begin() as conn:
         conn.execute(sa.text(insert), {"d": dataset, "r": first, "e": 9.5})  # the default cap is 10
-    refused(engine, insert, "needs epsilon 1 but dataset '.*' has only 0.5 of its cap 10 left",
+    refused(engine, insert, "needs epsilon-DP epsilon 1 per object but dataset '.*' has only 0.5 of its cap 10 left",
             d=dataset, r=second, e=1.0)
 
 
