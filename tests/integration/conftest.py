@@ -247,6 +247,8 @@ def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) ->
     for where, value in readable.items():
         numbers = _numbers(value, release_id)
         for name, v in forbidden.items():
+            if v == 0:  # e.g. the raw bbox of a logger's (0, 0) fixes: zero is in every record, it tells nothing
+                continue
             hits = [n for n in numbers if abs(n - v) <= 1e-9 * max(1.0, abs(v))]
             assert not hits, f"{name} = {v} is readable in {where}"
 
