@@ -125,11 +125,13 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
                                               for r in rows) else None
 
     rows = wait_until(releases, 480, "both backfilled releases to reach the steward")
-    assert [r.status for r in rows] == ["awaiting_approval"] * 2, rows
+    # governed to their end: the weekly spec (ObjTrace, ε 5 per taxi) on one day of 40 taxis may be blocked by the
+    # utility floor; a failed window would be an error
+    assert all(r.status in ("awaiting_approval", "blocked") for r in rows), rows
     assert [(r.window_start.date().isoformat(), r.window_end.date().isoformat()) for r in rows] == [
         ("2008-02-03", "2008-02-04"), ("2008-02-04", "2008-02-05")]
     assert {r.requested_by for r in rows} == {"backfill-operator"}
-    for r in rows:  # end the waiting runs
+    for r in (r for r in rows if r.status == "awaiting_approval"):  # end the waiting runs
         done = cli("reject", str(r.release_id), "--steward", "ada", "--comment", "backfill test")
         assert done.returncode == 0, done.stderr
 

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from tasks import chains, governance
 from tests.integration.conftest import cli
+from trajpub.guarantee import Guarantee, PrivacyMap
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,9 @@ def charged(engine, dataset_name) -> list[int]:
         with engine.begin() as conn:
             rid = governance.create_release(conn, {"dataset": dataset_name, "mechanism": "m", "requested_by": "x",
                                                    "window_start": None, "window_end": None}, {}, {})
-            governance.charge_budget(conn, rid, dataset_name, "m", 1.0, 0.0, "one object")
+            governance.charge_budget(conn, rid, dataset_name, "m", Guarantee(
+                model="epsilon-DP", privacy_unit="one object", statement="test", proven=True, epsilon=1.0,
+                privacy_map=PrivacyMap("epsilon-DP", "per_object")))
             entries.append(conn.execute(sa.text("SELECT entry_id FROM governance.budget_ledger WHERE "
                                                 "release_id = :r"), {"r": rid}).scalar_one())
     return entries

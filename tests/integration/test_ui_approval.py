@@ -78,7 +78,7 @@ def check_report_link(page: Page, href: str, rid: int) -> None:
     tab = page.context.new_page()
     try:
         tab.goto(urljoin(page.url, href))
-        expect(tab.get_by_role("heading", name=f"Release {rid}: prefix_tree on")).to_be_visible(timeout=60_000)
+        expect(tab.get_by_role("heading", name=f"Release {rid}: adatrace on")).to_be_visible(timeout=60_000)
         expect(tab.get_by_role("heading", name="Linkage attacks")).to_be_visible()
         plots = tab.locator("img[alt^='Density']")
         expect(plots.first).to_be_visible()
@@ -113,7 +113,7 @@ def test_steward_approves_a_paused_release_in_the_prefect_ui(engine, loaded_tdri
             expect(dialog.get_by_text("Resume Flow Run", exact=True)).to_be_visible()
 
             # the review description: title, the report link, the guarantee, the CLI alternative
-            expect(dialog.get_by_role("heading", name=f"Release {rid}: prefix_tree on {dataset}")).to_be_visible()
+            expect(dialog.get_by_role("heading", name=f"Release {rid}: adatrace on {dataset}")).to_be_visible()
             expect(dialog.get_by_text("Full review report", exact=True)).to_be_visible()
             link = dialog.get_by_role("link", name="open the full review report", exact=True)
             expect(link).to_be_visible()
