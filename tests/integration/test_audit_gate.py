@@ -103,8 +103,8 @@ def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw)
 
 def test_an_attack_that_fails_blocks_the_release(client, raw):
     """home_work needs timestamps; a synthetic release has none: the attack raises and the gate fails closed."""
-    policy = {"attacks": {"home_work": {"max_risk": 1.0, "products": ["truthful"]},
-                          "signature_linkage": {"max_risk": 1.0}}}
+    policy = {"attacks": {"home_work": {"max_risk": 0.3, "products": ["truthful"]},
+                          "signature_linkage": {"max_risk": 0.2}}}
     no_times = truthful(raw.assign(t=pd.NaT))
     outcome = audit.run(client, raw, no_times, GatePolicy.from_dict(policy), "truthful", SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked
@@ -113,7 +113,7 @@ def test_an_attack_that_fails_blocks_the_release(client, raw):
 
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
-    policy = {"timeout_s": 0.001, "attacks": {"signature_linkage": {"max_risk": 1.0}}}
+    policy = {"timeout_s": 0.001, "attacks": {"signature_linkage": {"max_risk": 0.2}}}
     outcome = audit.run(client, raw, truthful(raw), GatePolicy.from_dict(policy), "truthful", SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked
     assert list(outcome.failures) == ["signature_linkage"]

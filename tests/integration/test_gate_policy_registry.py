@@ -36,7 +36,7 @@ def default_with(**max_risk) -> dict:
     return d
 
 
-@pytest.mark.parametrize("gate_policy", [{"attacks": {"known_points": {"max_risk": 1.0}}}, "/etc/passwd"])
+@pytest.mark.parametrize("gate_policy", [{"attacks": {"known_points": {"max_risk": 0.9}}}, "/etc/passwd"])
 def test_finding_1_a_spec_cannot_write_or_point_at_its_gate_policy(engine, loaded_tdrive, tmp_path, gate_policy):
     dataset = loaded_tdrive("pol")
     spec = write(tmp_path, "spec.yaml", base_spec(dataset, gate_policy=gate_policy))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 
 import psutil
 import pytest
@@ -61,6 +60,7 @@ def release_row_locked_once_validated(engine, run):
     mechanism starts (its next write to the row), before the mechanism has the data."""
     with engine.connect() as conn:
         def grabbed() -> bool:
+            assert run.proc.poll() is None, run.output()  # the flow must still be on its way to the mechanism
             if run.release_id is None:
                 return False
             got = conn.execute(sa.text(
@@ -72,10 +72,7 @@ def release_row_locked_once_validated(engine, run):
             conn.rollback()
             return False
 
-        deadline = time.monotonic() + 240
-        while not grabbed():
-            assert time.monotonic() < deadline and run.proc.poll() is None, run.output()
-            time.sleep(0.05)
+        wait_until(grabbed, 240, f"release {run.release_id} to be validated")
         yield
         with contextlib.suppress(sa.exc.DBAPIError):
             conn.rollback()

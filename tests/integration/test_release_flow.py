@@ -249,7 +249,7 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
     dataset = loaded_tdrive("fgs")
     truthful = ["ap_attack", "home_work", "known_points", "reidentification_location",
                 "reidentification_location_sequence", "signature_linkage"]
-    policy = {"attacks": {name: {"max_risk": 1.0} for name in truthful}}  # record every figure, block nothing
+    policy = {"attacks": {name: {"max_risk": 0.95} for name in truthful}}  # lenient; raw data (0.99-1.0) is blocked
     policy["attacks"]["home_work"]["params"] = {"timezone": "Asia/Shanghai"}
     set_dataset_policy(dataset, policy, tmp_path)
     spec = base_spec(dataset, mechanism="fgs_pufferfish",

@@ -17,7 +17,9 @@ from trajpub.grid import GridSpec
 
 pytestmark = pytest.mark.integration
 TRUTHFUL = ["ap_attack", "home_work", "known_points", "reidentification_location", "signature_linkage"]
-RECORD_ALL = {"attacks": {name: {"max_risk": 1.0} for name in TRUTHFUL}}  # figures recorded, nothing blocked
+# A lenient policy for these shape tests that still blocks the raw data released unchanged (its re-identification
+# and known-points risks are 0.99-1.0 at the adversary's 250 m: bench/AUDIT_RESOLUTIONS_RESULTS.md)
+RECORD_ALL = {"attacks": {name: {"max_risk": 0.95} for name in TRUTHFUL}}
 
 
 def q(engine, sql: str, **params):

@@ -112,7 +112,7 @@ def test_spec_refuses_non_numeric_timeouts_and_non_utf8_files(tmp_path):
 
 
 @pytest.mark.parametrize("gate_policy", [
-    {"attacks": {"known_points": {"max_risk": 1.0}}},  # issue 16, finding 1: the requester writes the gate
+    {"attacks": {"known_points": {"max_risk": 0.9}}},  # issue 16, finding 1: the requester writes the gate
     "/etc/passwd",  # ... or points it at any file
     "nonsense.yaml",
     {"name": "default", "version": 0},

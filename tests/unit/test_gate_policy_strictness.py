@@ -37,7 +37,7 @@ def test_the_same_policy_and_a_stricter_one_are_accepted():
 
 
 @pytest.mark.parametrize(("changes", "says"), [
-    ({"attacks__known_points__max_risk": 1.0}, "raises known_points max_risk from 0.2 to 1"),  # finding 1
+    ({"attacks__known_points__max_risk": 0.9}, "raises known_points max_risk from 0.2 to 0.9"),  # finding 1
     ({"attacks__known_points__max_risk": None}, "drops attack known_points"),
     ({"attacks__home_work__params": {"timezone": "UTC"}}, "changes the parameters of home_work"),
     ({"utility__synthetic__density_jsd__max": 0.31}, "raises the utility max on density_jsd for synthetic"),
