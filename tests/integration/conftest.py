@@ -110,15 +110,15 @@ def start_release(spec: dict, tmp_path: Path, *extra: str, own_cluster: bool = F
 POLL_S = 0.5
 
 
-def wait_until(condition, timeout: float, what: str):
-    """Poll ``condition()`` every POLL_S seconds until it returns something truthy (returned); fail after
+def wait_until(condition, timeout: float, what: str, poll_s: float = POLL_S):
+    """Poll ``condition()`` every ``poll_s`` seconds until it returns something truthy (returned); fail after
     ``timeout`` seconds saying ``what`` was awaited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        time.sleep(POLL_S)
+        time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 

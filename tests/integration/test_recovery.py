@@ -72,7 +72,8 @@ def release_row_locked_once_validated(engine, run):
             conn.rollback()
             return False
 
-        wait_until(grabbed, 240, f"release {run.release_id} to be validated")
+        # polled finely: the flow leaves 'validated' for its mechanism within a second or two
+        wait_until(grabbed, 240, f"release {run.release_id} to be validated", poll_s=0.05)
         yield
         with contextlib.suppress(sa.exc.DBAPIError):
             conn.rollback()
