@@ -38,6 +38,7 @@ import pickle
 import re
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ import pandas as pd
 
 from bench import utility_data
 from bench.fgs_pufferfish import machine
+from trajpub.grid import GridSpec
 from trajpub.segment import keep_trajectories, to_grid
 
 ROOT = Path(__file__).resolve().parent
@@ -53,7 +55,12 @@ OUT = ROOT / "out" / "references"
 RESULTS = ROOT / "references" / "results.json"
 RESULTS_MD = ROOT / "UTILITY_RESULTS.md"
 BEGIN, END = "<!-- references:begin -->", "<!-- references:end -->"
-COLUMNS = ("density", "query", "trip", "length", "pattern_f1", "transition", "outside_bbox_share")
+BAR_METRICS = ("density", "query", "trip", "length", "pattern_f1", "transition")
+"""Issue 13's six metrics, the bar's."""
+HIGHER_IS_BETTER = {"pattern_f1"}
+COLUMNS = (*BAR_METRICS, "outside_bbox_share")
+TIME_COLUMNS = ("start_hour_jsd", "duration_jsd")
+RUNTIME_BAR_S = 10.0
 DATASETS = {"tdrive": (utility_data.tdrive_records, utility_data.TDRIVE_BBOX),
             "geolife": (utility_data.geolife_records, utility_data.GEOLIFE_BBOX)}
 EARTH_RADIUS_M = 6_371_008.8
@@ -136,14 +143,28 @@ def run_ldptrace(records: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.D
                              "--epsilon", str(epsilon), "--re_syn"], cwd=code, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and not output.exists():  # synthesis ends when it writes its output; then it
-        time.sleep(0.05)                                # evaluates with its own metrics, which we do not time
+        time.sleep(0.05)                                # evaluates with its own metrics, which we do not need
     wall = time.perf_counter() - started
+    try:
+        synthetic = read_pickle_when_written(output, proc)
+    except (OSError, EOFError, pickle.UnpicklingError) as e:
+        proc.wait()
+        raise RuntimeError(f"LDPTrace failed: {proc.stderr.read()[-2000:]}") from e
+    proc.terminate()
     proc.wait()
-    if proc.returncode != 0:
-        raise RuntimeError(f"LDPTrace failed: {proc.stderr.read()[-2000:]}")
-    with open(output, "rb") as f:
-        synthetic = pickle.load(f)
     return as_records([np.array(t, dtype=float) for t in synthetic]), wall
+
+
+def read_pickle_when_written(path: Path, proc: subprocess.Popen) -> object:
+    """The pickle at ``path`` once the running ``proc`` has finished writing it (a partial pickle fails to load)."""
+    while True:
+        try:
+            with open(path, "rb") as f:
+                return pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            if proc.poll() is not None:
+                raise
+            time.sleep(0.1)
 
 
 def run(dataset: str, tool: str, epsilon: float, runs: int, first_seed: int) -> None:
@@ -165,25 +186,42 @@ def run(dataset: str, tool: str, epsilon: float, runs: int, first_seed: int) -> 
               f"{release['traj_id'].nunique()} records", flush=True)
 
 
+def objtrace_models() -> list:
+    """ObjTrace at ε = 1 and 5 per object, its other parameters at their defaults."""
+    from bench.table4 import Model
+
+    return [Model(f"ObjTrace eps={eps} per object", "objtrace", {"epsilon": float(eps)}) for eps in (1, 5)]
+
+
+def mechanism_models() -> list:
+    """The trajpub rows: every model of the survey's Table 4 bench (:data:`bench.table4.MODELS`, its setups) and
+    :func:`objtrace_models`."""
+    from bench.table4 import MODELS, RAW
+
+    return [m for m in MODELS if m.mechanism != RAW] + objtrace_models()
+
+
 def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
-    """Each Table 4 model on the cleaned records: prepared on the model's grid over the public bbox with the
-    adapter's per-object record cap, split in two partitions by object, run by :func:`bench.table4.protect`."""
+    """Each model of :func:`mechanism_models` on the cleaned records: prepared on a grid of the model's cell size
+    over the dataset's public bbox with the adapter's per-object record cap, split in two partitions by object,
+    run by :func:`bench.table4.protect`."""
     from distributed import Client
 
-    from bench.table4 import MODELS, protect
+    from bench.table4 import protect
     from tasks.audit import fragment_utility
     from tasks.dask_cluster import local_cluster
     from tasks.protect import adapter
 
-    load, _ = DATASETS[dataset]
+    load, bbox = DATASETS[dataset]
     records = load()
     records = records.assign(seq=records.groupby("traj_id").cumcount())
     target = OUT / dataset
     target.mkdir(parents=True, exist_ok=True)
     with local_cluster(2, memory_limit="6GB") as cluster, Client(cluster) as client:
-        for model in MODELS:
-            if model.mechanism == "raw" or (only and model.mechanism not in only):
+        for model in mechanism_models():
+            if only and model.mechanism not in only:
                 continue
+            model = replace(model, grid=GridSpec(bbox, model.grid.cell_size_m))
             params = model.parsed()
             prepared = to_grid(keep_trajectories(records, 2, adapter(model.mechanism).max_records_per_object(params)),
                                model.grid)
@@ -191,7 +229,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
             parts = [prepared[half == h].reset_index(drop=True) for h in (0, 1)]
             for seed in seeds:
                 candidate, wall, kind = protect(client, model, params, parts, seed)
-                stem = target / f"trajpub-{model.mechanism}_run{seed}"
+                stem = target / f"trajpub-{model.mechanism}-{slug(model.label)}_run{seed}"
                 meta = {"tool": f"trajpub {model.mechanism}", "label": model.label, "kind": kind, "seed": seed,
                         "wall_s": wall, "params": model.params}
                 if candidate.product == "fragments":
@@ -203,7 +241,12 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
                 release.to_csv(f"{stem}.csv.gz", index=False)
                 meta.update(records=int(release["traj_id"].nunique()), points=len(release))
                 Path(f"{stem}.json").write_text(json.dumps(meta, default=str))
-                print(f"{dataset} {model.label} seed {seed}: {wall:.1f} s", flush=True)
+                print(f"{dataset} {model.label} seed {seed}: {wall:.1f} s, {meta['records']} records", flush=True)
+
+
+def slug(label: str) -> str:
+    """A file-name part for a model's label ("ObjTrace eps=1 per object" -> "objtrace-eps-1-per-object")."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40]
 
 
 def commits() -> dict[str, str]:
@@ -213,7 +256,7 @@ def commits() -> dict[str, str]:
 
 def score() -> dict:
     """Every kept run scored with the issue's metrics (seed = the run's number for the metric's random queries)."""
-    from audits.utility import trajectory_metrics
+    from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
 
     rows = []
     for dataset, (load, bbox) in DATASETS.items():
@@ -228,6 +271,9 @@ def score() -> dict:
                 rows.append({"dataset": dataset, **meta, "metrics": None})
                 continue
             release = pd.read_csv(output)
+            if release.empty:  # nothing released (a noisy record count <= 0): no utility to measure
+                rows.append({"dataset": dataset, **meta, "metrics": dict.fromkeys(TRAJECTORY_METRICS)})
+                continue
             if "t" in release:
                 release["t"] = pd.to_datetime(release["t"], utc=True, format="ISO8601")
             metrics = trajectory_metrics(raw, release, bbox, meta["seed"])
@@ -241,28 +287,86 @@ def score() -> dict:
     return results
 
 
+def setting(run: dict) -> str:
+    """A run's row name: the model's label for trajpub, the tool and its ε per record for the references."""
+    if "label" in run:
+        return run["label"]
+    unit = "per record, local DP" if run["tool"] == "ldptrace" else "per record"
+    return f"{'PrivTrace' if run['tool'] == 'privtrace' else 'LDPTrace'} eps={run['epsilon']:g} {unit}"
+
+
+def summary(results: dict) -> pd.DataFrame:
+    """One row per (dataset, setting): the number of runs, the number with a release, and per column of
+    :data:`COLUMNS` and the wall seconds the mean and sd over the runs that released something."""
+    runs = pd.DataFrame([{"dataset": r["dataset"], "setting": setting(r), "wall_s": r["wall_s"],
+                          "records": r.get("records"), **(r["metrics"] or {})} for r in results["runs"]])
+    rows = []
+    for (dataset, name), group in runs.groupby(["dataset", "setting"], sort=False):
+        row = {"dataset": dataset, "setting": name, "runs": len(group)}
+        for col in (*COLUMNS, *TIME_COLUMNS, "wall_s", "records"):
+            values = pd.to_numeric(group[col], errors="coerce").dropna() if col in group else pd.Series([])
+            row[col] = (values.mean(), values.std(ddof=1) if len(values) > 1 else np.nan, len(values)) \
+                if len(values) else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def cell(value: tuple | None, runs: int) -> str:
+    """mean ± sd (the mean alone for one run; "(k of n)" when only k runs released something)."""
+    if value is None:
+        return "n/a"
+    mean, sd, n = value
+    text = f"{mean:.3f}" if np.isnan(sd) else f"{mean:.3f} ± {sd:.3f}"
+    return text if n == runs else f"{text} ({n} of {runs})"
+
+
 def table(results: dict) -> str:
-    """Mean ± sd over the runs of each (dataset, tool, ε), the issue's metric columns and the wall seconds."""
+    """Per dataset, mean ± sd over the runs of each setting: the issue's metric columns, the time metrics, the
+    wall seconds and the records released; then :func:`verdict`."""
     m = results["machine"]
-    lines = [(f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, shared with other jobs; "
-             f"{m['date'][:16]} UTC. References: PrivTrace {results['references']['PrivTrace'][:12]}, LDPTrace "
-             f"{results['references']['LDPTrace'][:12]}."), ""]
-    runs = pd.DataFrame([{**{k: r.get(k) for k in ("dataset", "tool", "epsilon", "wall_s")},
-                          "params": json.dumps(r.get("params", {}), sort_keys=True),
-                          **(r["metrics"] or {"fragments": r.get("fragments")})} for r in results["runs"]])
-    for dataset, part in runs.groupby("dataset", sort=False):
-        lines += [f"### {dataset}", "", "| tool | ε / params | runs | " + " | ".join(COLUMNS) + " | runtime s |",
-                  "|---|---|---|" + "---|" * (len(COLUMNS) + 1)]
-        for (tool, eps, params), group in part.groupby(["tool", "epsilon", "params"], sort=False, dropna=False):
-            setting = f"{eps:g}" if isinstance(eps, float) and not np.isnan(eps) else params
-            cells = []
-            for col in (*COLUMNS, "wall_s"):
-                values = group[col].astype(float) if col in group and group[col].notna().any() else None
-                cells.append("n/a" if values is None else
-                             f"{values.mean():.3f} ± {values.std(ddof=1) if len(values) > 1 else 0:.3f}")
-            lines.append(f"| {tool} | {setting} | {len(group)} | " + " | ".join(cells) + " |")
-        lines.append("")
+    lines = [(f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, shared with other jobs; scored "
+              f"{m['date'][:16]} UTC. References: PrivTrace {results['references']['PrivTrace'][:12]}, LDPTrace "
+              f"{results['references']['LDPTrace'][:12]}."), ""]
+    rows = summary(results)
+    columns = (*COLUMNS, *TIME_COLUMNS, "wall_s", "records")
+    for dataset, part in rows.groupby("dataset", sort=False):
+        lines += [f"### {dataset}", "", "| setting | runs | " + " | ".join(columns) + " |",
+                  "|---|---|" + "---|" * len(columns)]
+        for row in part.itertuples(index=False):
+            lines.append(f"| {row.setting} | {row.runs} | "
+                         + " | ".join(cell(getattr(row, c), row.runs) for c in columns) + " |")
+        lines += ["", *verdict(part), ""]
     return "\n".join(lines)
+
+
+def verdict(part: pd.DataFrame) -> list[str]:
+    """ObjTrace at ε per object against PrivTrace at the same ε per record, metric by metric (issue 13's bar):
+    the means, the margin (positive = ObjTrace better) and the margin in standard errors of the difference."""
+    by_name = {row.setting: row for row in part.itertuples(index=False)}
+    lines = []
+    for eps in (5, 1):
+        ours, ref = by_name.get(f"ObjTrace eps={eps} per object"), by_name.get(f"PrivTrace eps={eps} per record")
+        if ours is None or ref is None:
+            continue
+        title = (f"ObjTrace ε = {eps} per object against PrivTrace ε = {eps} per record ({ours.runs} and "
+                 f"{ref.runs} runs):")
+        lines += [title, "", "| metric | ObjTrace | PrivTrace | margin | margin / s.e. | ObjTrace better |",
+                  "|---|---|---|---|---|---|"]
+        for col in BAR_METRICS:
+            a, b = getattr(ours, col), getattr(ref, col)
+            if a is None or b is None:
+                lines.append(f"| {col} | {cell(a, ours.runs)} | {cell(b, ref.runs)} | n/a | n/a | n/a |")
+                continue
+            margin = (a[0] - b[0]) if col in HIGHER_IS_BETTER else (b[0] - a[0])
+            se = math.sqrt(a[1] ** 2 / a[2] + b[1] ** 2 / b[2]) if a[2] > 1 and b[2] > 1 else math.nan
+            ratio = "n/a" if math.isnan(se) or se == 0 else f"{margin / se:.1f}"
+            lines.append(f"| {col} | {cell(a, ours.runs)} | {cell(b, ref.runs)} | {margin:+.3f} | {ratio} | "
+                         f"{'yes' if margin > 0 else '**no**'} |")
+        wall = ours.wall_s
+        fast = "yes" if wall and wall[0] <= RUNTIME_BAR_S else "**no**"
+        lines += [(f"| runtime s (bar: <= {RUNTIME_BAR_S:g} s) | {cell(wall, ours.runs)} | "
+                  f"{cell(ref.wall_s, ref.runs)} | | | {fast} |"), ""]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
