@@ -16,16 +16,24 @@ copied here), each run from its own repository root with its own virtual environ
   own generators with 2022 and shuffles the input: our seed permutes the records before they are written, so
   each seed is a different draw. Its ε is per record under local DP.
 
+Setting them up (from the repository root; the commits we ran are in ``bench/UTILITY_RESULTS.md``)::
+
+    git clone <PrivTrace> bench/ref/PrivTrace && git clone <LDPTrace> bench/ref/LDPTrace
+    uv venv -p 3.11 bench/ref/venv-privtrace && VIRTUAL_ENV=bench/ref/venv-privtrace uv pip install \
+        "numpy<1.24" "scipy<1.12" "cvxpy<1.4" networkx pandas matplotlib torch
+    uv venv -p 3.11 bench/ref/venv-ldptrace && VIRTUAL_ENV=bench/ref/venv-ldptrace uv pip install "numpy<1.24"
+
 Caveat from reading both codes: they take exact statistics of the raw data outside their budgets (PrivTrace: the
 exact bbox and record count, a noise-free transition mask; LDPTrace: the exact bbox of the data). Their
 figures are therefore optimistic for a formal guarantee.
 
 ``python -m bench.references run --dataset tdrive --tool privtrace --epsilon 1 --runs 3`` keeps each run's
 output as lon/lat records in ``bench/out/references/`` with its wall seconds; ``mechanisms`` runs every trajpub
-mechanism of the survey's Table 4 bench (:data:`bench.table4.MODELS`, the same setups) through its flow adapter on
-the same cleaned records and keeps its output the same way; ``score`` computes the issue's metrics of every kept
-run with :func:`audits.utility.trajectory_metrics` (one function for the references and trajpub) and writes
-``bench/references/results.json``.
+mechanism of :func:`mechanism_models` (the survey's Table 4 bench, :data:`bench.table4.MODELS`, with its setups,
+and ObjTrace) through its flow adapter on the same cleaned records and keeps its output the same way; ``score``
+computes the issue's metrics of every kept run with :func:`audits.utility.trajectory_metrics` (one function for
+the references and trajpub), writes ``bench/references/results.json`` and the tables and the verdict of
+``bench/UTILITY_RESULTS.md`` (between its markers).
 """
 
 from __future__ import annotations
