@@ -263,7 +263,8 @@ def commits() -> dict[str, str]:
 
 
 def score() -> dict:
-    """Every kept run scored with the issue's metrics (seed = the run's number for the metric's random queries)."""
+    """Every kept run scored with the issue's metrics (seed = the run's number for the metric's random queries);
+    a run's metrics are kept in ``scored/`` beside it and recomputed when its output file changes."""
     from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
 
     rows = []
@@ -278,14 +279,18 @@ def score() -> dict:
             if not output.exists():  # fragments: the trajectory metrics do not apply
                 rows.append({"dataset": dataset, **meta, "metrics": None})
                 continue
-            release = pd.read_csv(output)
-            if release.empty:  # nothing released (a noisy record count <= 0): no utility to measure
-                rows.append({"dataset": dataset, **meta, "metrics": dict.fromkeys(TRAJECTORY_METRICS)})
-                continue
-            if "t" in release:
-                release["t"] = pd.to_datetime(release["t"], utc=True, format="ISO8601")
-            metrics = trajectory_metrics(raw, release, bbox, meta["seed"])
-            rows.append({"dataset": dataset, **meta, "metrics": metrics})
+            cache = meta_path.parent / "scored" / meta_path.name  # the metrics of this very output file
+            scored = json.loads(cache.read_text()) if cache.exists() else {}
+            if scored.get("output_mtime") != output.stat().st_mtime:
+                release = pd.read_csv(output)
+                if "t" in release:
+                    release["t"] = pd.to_datetime(release["t"], utc=True, format="ISO8601")
+                metrics = (trajectory_metrics(raw, release, bbox, meta["seed"]) if len(release)
+                           else dict.fromkeys(TRAJECTORY_METRICS))  # nothing released: no utility to measure
+                scored = {"output_mtime": output.stat().st_mtime, "metrics": metrics}
+                cache.parent.mkdir(exist_ok=True)
+                cache.write_text(json.dumps(scored, default=float))
+            rows.append({"dataset": dataset, **meta, "metrics": scored["metrics"]})
     results = {"machine": machine(), "references": commits(), "runs": rows}
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, default=float))
