@@ -8,7 +8,7 @@ the Beijing bbox, the adapter's per-object record cap, two Dask workers), measur
 the verdict is the floor's alone.
 
     .venv/bin/python -m bench.utility_floor                        # 300 taxis, 2 km cells, seed 0
-    .venv/bin/python -m bench.utility_floor --taxis 40 --cell-m 4000 --seeds 7,1,2 --only prefix_tree,adatrace
+    .venv/bin/python -m bench.utility_floor --taxis 40 --cell-m 4000 --seeds 7,1,2 --only adatrace,objtrace
 
 prints one markdown table per release kind: the figures the policy limits, then the verdict and its reasons.
 """
@@ -35,6 +35,8 @@ RELEASES = [
           {"epsilon": 1.0, "height": 8, "max_records_per_object": 7}),
     *[m for m in MODELS if m.mechanism in ("dpt", "adatrace", "fgs_pufferfish", "w4m", "glove", "klt", "mixzone")],
     *objtrace_models(),
+    Model("AdaTrace eps=10 (the integration tests' release)", "adatrace", {"epsilon": 10.0, "max_records_per_object": 7}),
+    Model("ObjTrace eps=10 per object (the consumer-guide test's)", "objtrace", {"epsilon": 10.0}),
 ]
 
 
