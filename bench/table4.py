@@ -136,7 +136,7 @@ def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame]
     if model.mechanism == RAW:
         return Protected(pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
     mech = adapter(model.mechanism)
-    futures = client.scatter(parts)
+    futures = client.scatter(parts, hash=False)  # fresh keys: the last run's cancelled ones may still be in flight
     started = time.perf_counter()
     candidate = mech.run(client, futures, model.grid, params, np.random.default_rng(seed))
     wall = time.perf_counter() - started
