@@ -69,6 +69,7 @@ HIGHER_IS_BETTER = {"pattern_f1"}
 COLUMNS = (*BAR_METRICS, "outside_bbox_share")
 TIME_COLUMNS = ("start_hour_jsd", "duration_jsd")
 RUNTIME_BAR_S = 10.0
+DIGITS = {"wall_s": 1, "records": 0}
 DATASETS = {"tdrive": (utility_data.tdrive_records, utility_data.TDRIVE_BBOX),
             "geolife": (utility_data.geolife_records, utility_data.GEOLIFE_BBOX)}
 EARTH_RADIUS_M = 6_371_008.8
@@ -324,12 +325,12 @@ def summary(results: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cell(value: tuple | None, runs: int) -> str:
+def cell(value: tuple | None, runs: int, digits: int = 3) -> str:
     """mean ± sd (the mean alone for one run; "(k of n)" when only k runs released something)."""
     if value is None:
         return "n/a"
     mean, sd, n = value
-    text = f"{mean:.3f}" if np.isnan(sd) else f"{mean:.3f} ± {sd:.3f}"
+    text = f"{mean:.{digits}f}" if np.isnan(sd) else f"{mean:.{digits}f} ± {sd:.{digits}f}"
     return text if n == runs else f"{text} ({n} of {runs})"
 
 
@@ -346,8 +347,8 @@ def table(results: dict) -> str:
         lines += [f"### {dataset}", "", "| setting | runs | " + " | ".join(columns) + " |",
                   "|---|---|" + "---|" * len(columns)]
         for row in part.itertuples(index=False):
-            lines.append(f"| {row.setting} | {row.runs} | "
-                         + " | ".join(cell(getattr(row, c), row.runs) for c in columns) + " |")
+            lines.append(f"| {row.setting} | {row.runs} | " + " | ".join(
+                cell(getattr(row, c), row.runs, DIGITS.get(c, 3)) for c in columns) + " |")
         lines += ["", *verdict(part), ""]
     return "\n".join(lines)
 
@@ -377,8 +378,8 @@ def verdict(part: pd.DataFrame) -> list[str]:
                          f"{'yes' if margin > 0 else '**no**'} |")
         wall = ours.wall_s
         fast = "yes" if wall and wall[0] <= RUNTIME_BAR_S else "**no**"
-        lines += [(f"| runtime s (bar: <= {RUNTIME_BAR_S:g} s) | {cell(wall, ours.runs)} | "
-                  f"{cell(ref.wall_s, ref.runs)} | | | {fast} |"), ""]
+        lines += [(f"| runtime s (bar: <= {RUNTIME_BAR_S:g} s) | {cell(wall, ours.runs, 1)} | "
+                  f"{cell(ref.wall_s, ref.runs, 1)} | | | {fast} |"), ""]
     return lines
 
 
