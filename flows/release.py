@@ -44,7 +44,7 @@ step = task(cache_policy=NO_CACHE, retries=0)
 def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
     """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
     parsed = ReleaseSpec.from_dict(spec)
-    return parsed, protect.adapter(parsed.mechanism).parse_params(parsed.params)
+    return parsed, protect.parse_params(parsed)
 
 
 def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:

@@ -39,6 +39,10 @@ class Protected:
 
 
 class MechanismAdapter(Protocol):
+    """A mechanism in the release flow. Optionally also ``check_spec(spec, params) -> None``: refuse (with a
+    ParameterError) a release the mechanism cannot run with the spec's public inputs (window, grid), before
+    the plan charges its budget; :func:`tasks.protect.parse_params` calls it."""
+
     #: "synthetic" (no released record belongs to a person) or "truthful" (each released record is an
     #: object's own, perturbed): it decides which form of the linkage attack the audit runs.
     release_kind: str
