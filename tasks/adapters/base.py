@@ -37,6 +37,13 @@ class Protected:
     fragments: pd.DataFrame | None = None
     owners: pd.DataFrame | None = None
 
+    @property
+    def released_nothing(self) -> bool:
+        """No point (trajectories) or no fragment (fragments): nothing to audit or publish (FASTPub admitting no
+        fragment at its k, say)."""
+        released = self.fragments if self.product == "fragments" else self.points
+        return released is None or len(released) == 0
+
 
 class MechanismAdapter(Protocol):
     """A mechanism in the release flow. Optionally also ``check_spec(spec, params) -> None``: refuse (with a
