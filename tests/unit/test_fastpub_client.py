@@ -1,5 +1,5 @@
-"""The client side: randomised response (oracle 4), ε-LDP by the exact likelihood ratio (Thm 2), the exact
-aggregated fast path against the per-client reference (oracle 15, spec §6.10), and the server/client seam."""
+"""The client side: randomised response (Alg. 1), ε-LDP by the exact likelihood ratio (Thm 2), the exact
+aggregated fast path against the per-client reference (docs/design.md, FASTPub), and the server/client seam."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def _bins_of_at_least(expected: np.ndarray, minimum: float) -> np.ndarray:
 
 
 def test_fast_path_and_per_client_path_agree_in_distribution():
-    # Oracle 15 / spec §6.10: given the assignment, Y_f = Bin(h_f, 1−η) + Bin(m_f − h_f, η) independently over
+    # Given the assignment, Y_f = Bin(h_f, 1−η) + Bin(m_f − h_f, η) independently over
     # f, for the aggregated fast path AND for 300 clients running Algorithm 1 one by one.
     offsets, cells, mult, plan, m, h = _plan_and_truth(7)
     assert 0 < h.sum() < m.sum()  # the plan mixes holders and non-holders

@@ -1,4 +1,4 @@
-"""Fragments, keys, the Apriori join (oracles 9, 12), the counting database (oracle 14) and the metrics."""
+"""Fragments, keys, the Apriori join (eq. 12, Thm 1), the counting database (eq. 13) and the metrics."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_group_duplicates_keeps_the_multiset():
 
 
 def test_query_fallback_follows_the_markov_recursion():
-    # Oracle 14: Q reproduces Q(f[:-1])·Q(f[1:])/Q(f[1:-1]); base cases of [CODE]; never divides by zero.
+    # Q reproduces Q(f[:-1])·Q(f[1:])/Q(f[1:-1]); base cases of the authors' code; never divides by zero.
     db = CountingDatabase(n_locations=4, n_clients=1000, k=50)
     db.set(np.array([[0], [1], [2]]), np.array([400.0, 300.0, 200.0]))
     db.set(np.array([[0, 1], [1, 2]]), np.array([150.0, 120.0]))

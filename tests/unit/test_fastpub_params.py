@@ -1,4 +1,4 @@
-"""FASTPub parameters (spec seed-000 §3.2–3.3), η and the budget (oracle 1), Thm 4's helper (oracle 13),
+"""FASTPub parameters (Wang et al. 2022, §6.1, Thm 2), η and the budget, Thm 4's helper,
 and the guarantee text."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_participants_per_round_is_floor_rho_n():
 
 @pytest.mark.parametrize(
     ("eps", "n", "eta"),
-    # spec §3.2's table of η = 1/(1+e^{ε/n})
+    # η = 1/(1+e^{ε/n}) (Thm 2 with equality) at a few (ε, n)
     [(10, 1, 4.540e-5), (10, 2, 0.006693), (10, 3, 0.034445), (10, 5, 0.119203), (10, 10, 0.268941),
      (10, 20, 0.377541), (5, 5, 0.268941), (2, 1, 0.119203), (2, 3, 0.339244), (2, 20, 0.475021)],
 )

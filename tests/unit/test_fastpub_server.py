@@ -1,6 +1,6 @@
-"""The server loop (Alg. 2): budget ledger (oracle 1), one participation (2), assignment (3), the estimator (5),
-the (k, ξ) false-admission bound (6), the closed-form threshold (7), the deterministic limit (8), Apriori
-closure (9), Markov cleaning (10), termination (11) and reproducibility (15). Spec seed-000 §7."""
+"""The server loop (Alg. 2): budget ledger, one participation, assignment, the estimator, the (k, ξ)
+false-admission bound (Thm 3), the closed-form threshold (eq. 17), the deterministic limit, Apriori closure (Thm 1),
+Markov cleaning (eq. 13–14), termination and reproducibility (Wang et al. 2022, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_estimator_is_unbiased_with_the_predicted_variance():
 
 
 def test_noise_free_full_participation_reproduces_the_counts():
-    # Oracle 5 (η = 0, ρ = 1) and oracle 8: with C ≥ L every client answers every location, m = N, Ŝ = S, and
+    # η = 0, ρ = 1: with C ≥ L every client answers every location, m = N, Ŝ = S, and
     # P_1 = {a : S(a)/N ≥ k/N + √(ln(1/ξ)/(2N))}.
     offsets, cells = walks(2000, 7, 4)
     params = FastPubParams(k=700, l_max=1, rho=1.0, max_candidates=7)
