@@ -1,7 +1,8 @@
-"""The Fourier machinery of FGS: DFT with the spec's normalisation, the noisy low-pass reconstruction and the
+"""The Fourier machinery of FGS: DFT with our normalisation (G1), the noisy low-pass reconstruction and the
 temporal-correlation estimators.
 
-Ou et al. (2018), Defs. 3–4, 6, Eqs. 2, 4, 7; spec ``seed-001-pufferfish.md`` §3.4 step 4–7, §4.2, G1, G2, G11.
+Ou et al. (2018), Defs. 3–4, 6, Eqs. 2, 4, 7; G1, G2, G11 of docs/design.md
+(FGS-Pufferfish).
 All functions work on the last axis (the N slots) and broadcast over the leading ones.
 """
 
@@ -11,7 +12,7 @@ import numpy as np
 
 
 def dft(x: np.ndarray) -> np.ndarray:
-    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (Def. 3 with the 1/N of G1), so x_n = Σ_k F_k W_{n,k}."""
+    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (corrects Defs. 3–4, which cannot both hold without a 1/N: G1), so x_n = Σ_k F_k W_{n,k}."""
     x = np.asarray(x, dtype=float)
     return np.fft.fft(x, axis=-1) / x.shape[-1]
 
@@ -19,7 +20,7 @@ def dft(x: np.ndarray) -> np.ndarray:
 def hermitian_weights(n_slots: int) -> np.ndarray:
     """a_k, k < K_max = ⌊N/2⌋+1: 1 for the DC term, 2 for 1 ≤ k < N/2, 1 for k = N/2 when N is even.
 
-    Σ_{k<K_max} Re(a_k F_k W_{n,k}) is the real inverse DFT of a real series (spec §3.4 step 7).
+    Σ_{k<K_max} Re(a_k F_k W_{n,k}) is the real inverse DFT of a real series (G2).
     """
     a = np.full(n_slots // 2 + 1, 2.0)
     a[0] = 1.0

@@ -1,4 +1,4 @@
-"""The simulator and the CTS baseline (spec seed-001 §7 oracles 18, 19; §5.2, §5.3)."""
+"""The simulator and the CTS baseline (Ou et al. 2018, §VIII-A.2a; our CTS, docs/design.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Algorithm 1 on one object (spec seed-001 §7 oracles 11–13, 16, 17): the geometric K, the location noise,
+"""Algorithm 1 on one object (Ou et al. 2018, Alg. 1, Lemma 1): the geometric K, the location noise,
 the mean shift of C'_0, the output tuple and the random-number discipline.
 
-Monte-Carlo checks use R >= 1e5 and a 4-sigma tolerance (spec §7) with the standard error of the estimate
+Monte-Carlo checks use R >= 1e5 and a 4-sigma tolerance with the standard error of the estimate
 (exact for proportions, from the sample's fourth moment for variances).
 """
 

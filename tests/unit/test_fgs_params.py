@@ -1,4 +1,4 @@
-"""FGS parameters: validation, from_dict, and the feasibility guard (spec seed-001 §7.8, G4)."""
+"""FGS parameters: validation, from_dict, and the feasibility guard (Eq. 11 needs S < 6: G4 of docs/design.md, FGS-Pufferfish)."""
 
 from __future__ import annotations
 

