@@ -1,4 +1,4 @@
-"""Definitions 4-6 and the discernibility metric (spec seed-003 §2, §5.2; §7 oracles 3 and 15)."""
+"""Definitions 4-6 and the discernibility metric (Chen, Li, Zhang 2020, §4.1, §7.1 Eq. 20)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phase 2: the Laplace perturbation (spec seed-003 §3.6; §7 oracles 9-14)."""
+"""Phase 2: the Laplace perturbation (Chen, Li, Zhang 2020, §5.2–5.3, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_perturbation_only_moves_coordinates_independently_and_scales_with_one_o
 
 
 def test_closeness_matches_the_laplace_disc_probability():
-    # spec §5.5: F(rho) at rho = 1/3, 1, 5/3, 10/3 is 0.066, 0.354, 0.611, 0.914
+    # docs/design.md, (k-Ψ) calibration: F(rho) at rho = 1/3, 1, 5/3, 10/3 is 0.066, 0.354, 0.611, 0.914
     for rho, f in ((1 / 3, 0.066), (1.0, 0.354), (5 / 3, 0.611), (10 / 3, 0.914)):
         assert laplace_disc_probability(rho, 1.0) == pytest.approx(f, abs=6e-4)
     # ranges of 150 m at epsilon 0.5: b = 300 m, closeness (100, 500, 1000 m) = (0.066, 0.611, 0.914)
