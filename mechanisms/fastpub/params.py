@@ -1,7 +1,8 @@
 """Parameters of a FASTPub run (or of one of its two baselines) and the constants derived from them.
 
 Wang, Zhu, Wang, Han, "Secure Trajectory Publication in Untrusted Environments: A Federated Analytics
-Approach", IEEE TMC 2022 (FASTPub), §5–§6.1 (defaults §6.1, budget §4.1 and §5.3, baselines §6.1 and the authors' code), and the choices where the
+Approach", IEEE TMC 2022 (FASTPub), §5–§6.1 (defaults §6.1, budget §4.1 and §5.3, baselines §6.1 and the authors'
+code), and the choices where the
 paper is silent in docs/design.md, FASTPub. Every field is public: none may be chosen by looking at
 the data.
 """

@@ -56,7 +56,8 @@ def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: Empiric
         epsilon = analytic.total
     if empirical is not None:
         eps_words += (f" An empirical estimate from {empirical.n_samples}+ simulated releases per object "
-                      f"(a plug-in of the paper's Thm 4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y.")
+                      f"(a plug-in of the paper's Thm 4) is {empirical.epsilon_x:.4g} for x and "
+                      f"{empirical.epsilon_y:.4g} for y.")
     statement = (
         "Pufferfish privacy of each object's temporal correlation (Ou et al. 2018, FGS mechanism): from the "
         "released daily trajectories, an adversary who computes the temporal correlation (mobility pattern) of "
@@ -107,7 +108,8 @@ def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarante
     statement = (f"No formal privacy guarantee. Each day is resampled to {params.n_slots} slots and centred on "
                  f"the object's per-slot mean; {what}; {_noise_words(params)}.")
     if empirical is not None:
-        statement += (f" The empirical Pufferfish epsilon of the temporal correlations (a plug-in of Ou et al.'s Thm 4) is "
+        statement += (" The empirical Pufferfish epsilon of the temporal correlations (a plug-in of Ou et al.'s "
+                      f"Thm 4) is "
                       f"{empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a data-dependent "
                       "estimate, not a bound.")
     return Guarantee(

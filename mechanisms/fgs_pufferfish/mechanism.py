@@ -82,7 +82,8 @@ def release_object(
     FGS (Alg. 1 lines 3–15): per day and coordinate, F_k = DFT/N, K ~ Geo(p) clipped at K_max (one K per day
     for both coordinates if ``share_k``), Laplace(b_{F_k}) on Re and Im of F_k for k < K with the Eq. 11 (or
     uniform) scales at b_C0, inverse transform (G2). CTS adds correlated Laplace noise shaped
-    by the object's own circular correlation (docs/design.md, FGS-Pufferfish); FPA_k keeps K = k with uniform scales (G19).
+    by the object's own circular correlation (docs/design.md, FGS-Pufferfish); FPA_k keeps K = k with uniform
+    scales (G19).
 
     ``rng`` must be this object's own generator (e.g. one of ``Generator.spawn``), so that objects draw
     independent K and noise. Draw order: K, coefficient noise, mean-trajectory noise.

@@ -68,7 +68,8 @@ class FgsParams:
         into b_C0 = (σ̄_L / σ̄_L(b_C0 = 1))², a data-independent calibration (σ̄_L ∝ √b_C0 by Eq. 11); CTS uses
         b = σ̄_L/√2, FPA b = σ̄_L/√(2k).
     epsilon: the paper's analytic ε for the whole release, ε_x + ε_y (sequential composition), split equally
-        over x and y; b_C0 is then calibrated from the data (docs/design.md, FGS-Pufferfish), which leaks (G15). FGS only.
+        over x and y; b_C0 is then calibrated from the data (docs/design.md, FGS-Pufferfish), which leaks (G15).
+        FGS only.
     fpa_k: number of kept coefficients of FPA_k (1 ≤ k ≤ K_max); FPA only.
     """
 

@@ -12,7 +12,8 @@ import numpy as np
 
 
 def dft(x: np.ndarray) -> np.ndarray:
-    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (corrects Defs. 3–4, which cannot both hold without a 1/N: G1), so x_n = Σ_k F_k W_{n,k}."""
+    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (corrects Defs. 3–4, which cannot both hold
+    without a 1/N: G1), so x_n = Σ_k F_k W_{n,k}."""
     x = np.asarray(x, dtype=float)
     return np.fft.fft(x, axis=-1) / x.shape[-1]
 

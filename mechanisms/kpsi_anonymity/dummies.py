@@ -1,7 +1,8 @@
 """Phase 1: k−1 dummy trajectories per real one, inside the discs of Ψ (Chen, Li, Zhang 2020, §4.2, Alg. 1).
 
 Alg. 1 made implementable (A2, A4), linking over time (A5), the road-ignoring dummies of the paper's Fig. 6
-(also the fallback without a network). See docs/design.md ((k-Ψ)-anonymity). The work is vectorised over a batch of trajectories and loops over
+(also the fallback without a network). See docs/design.md ((k-Ψ)-anonymity). The work is vectorised over a batch
+of trajectories and loops over
 time steps only; every trajectory draws its randomness from its own generator, in a fixed order (one block per
 trajectory, then the re-draws of its failed steps in time order), so a trajectory's dummies do not depend on
 the other trajectories of the batch.

@@ -55,8 +55,8 @@ def closeness(perturbed: np.ndarray, reference: np.ndarray, radii) -> np.ndarray
 
 
 def laplace_disc_probability(r: float, bx: float, by: float | None = None) -> float:
-    """P(‖(X, Y)‖ < r) for independent X ~ Laplace(0, bx), Y ~ Laplace(0, by) (F of docs/design.md, (k-Ψ)-anonymity, with F(ρ) the case
-    bx = by = 1, r = ρ): ∫_0^r (1/bx) e^{−u/bx} (1 − e^{−√(r²−u²)/by}) du."""
+    """P(‖(X, Y)‖ < r) for independent X ~ Laplace(0, bx), Y ~ Laplace(0, by) (F of docs/design.md,
+    (k-Ψ)-anonymity, with F(ρ) the case bx = by = 1, r = ρ): ∫_0^r (1/bx) e^{−u/bx} (1 − e^{−√(r²−u²)/by}) du."""
     by = bx if by is None else by
     if r <= 0:
         return 0.0

@@ -1,6 +1,7 @@
 """Phase 2: Laplace perturbation of every location, real and dummy (Chen, Li, Zhang 2020, §5.2–5.3, Alg. 2).
 
-Choices A6–A9 and the accounting notes of docs/design.md, (k-Ψ)-anonymity. For the k locations L_i at timestamp t_i, each axis of
+Choices A6–A9 and the accounting notes of docs/design.md, (k-Ψ)-anonymity. For the k locations L_i at timestamp
+t_i, each axis of
 each location gets independent Laplace noise of scale b_i = Δ_i/ε_axis, drawn with the paper's inverse-CDF
 formula ``−b·sign(r)·ln(1 − 2|r|)`` from r uniform on the OPEN interval (−1/2, 1/2) (A9).
 """

@@ -1,7 +1,8 @@
 """The adaptive threshold set Ψ = (δ_1, …, δ_n) and the road edges that can host dummies (A1, A2).
 
 The paper says only that δ_i "is adaptively determined by the query context and the motion model … adapting to
-road changes of different segments" (§3.2, §4.1) and gives no formula. The rule here is ours (docs/design.md, (k-Ψ)-anonymity, A1): δ follows local road density through r_k, the distance at which a disc first touches k
+road changes of different segments" (§3.2, §4.1) and gives no formula. The rule here is ours (docs/design.md,
+(k-Ψ)-anonymity, A1): δ follows local road density through r_k, the distance at which a disc first touches k
 distinct edges, so that every disc holds enough road for k−1 dummies on distinct edges.
 """
 

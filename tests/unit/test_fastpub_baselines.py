@@ -1,5 +1,5 @@
-"""The paper's baselines (Wang et al. 2022, §6.1, as the authors' code runs them): TrieHH's trie, output and suffix DB on a hand-made example, and
-SFP's count-mean sketch (unbiased, with its exact variance) and puzzle decoding."""
+"""The paper's baselines (Wang et al. 2022, §6.1, as the authors' code runs them): TrieHH's trie, output and suffix DB
+on a hand-made example, and SFP's count-mean sketch (unbiased, with its exact variance) and puzzle decoding."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""FGS parameters: validation, from_dict, and the feasibility guard (Eq. 11 needs S < 6: G4 of docs/design.md, FGS-Pufferfish)."""
+"""FGS parameters: validation, from_dict, and the feasibility guard (Eq. 11 needs S < 6: G4 of
+docs/design.md, FGS-Pufferfish)."""
 
 from __future__ import annotations
 
