@@ -1,6 +1,6 @@
 """Mix zones: Liu, Kang, Wang, Zhang, "Traffic-aware multiple mix zone placement for protecting location
-privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (seed 002,
-ref. [79], "Mix-zone / UTMP" row; settings r = 500 m, 1,000 zones; [S-code] the survey's Java code
+privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (Jin et al., TKDE 2023,
+Sec. 3.2.1, ref. [79]; settings, Sec. 5.1: r = 500 m, 1,000 zones; [S-code] the survey's Java code
 ``uqwhua/TrjPrivacy`` ``MixZone.java``). Pure numpy/pandas/scipy.
 
 Public surface:
