@@ -85,7 +85,7 @@ def fig6(net: RoadNetwork, tr: pd.DataFrame, seed: int) -> dict:
                 locs = one.locations(r)
                 off = net.distance_to_network(locs[..., 0].ravel(), locs[..., 1].ravel())
                 off = off.reshape(locs.shape[:2])
-                off = off > 1e-6  # tau_v for on-network synthetic data (spec A10)
+                off = off > 1e-6  # tau_v for on-network synthetic data (docs/design.md, A10)
                 if name == "blind":
                     offroad_share.append(off[:-1].mean())
                 out[name].append(discernibility(locs, aware.psi[s], off))

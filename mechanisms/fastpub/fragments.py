@@ -8,8 +8,8 @@ Trajectories are CSR arrays: trajectory i is ``cells[offsets[i]:offsets[i+1]]``,
 length l over L locations has the key Σ f[i]·L^{l−1−i} (our choice: base-L integers), which is unique
 among fragments of the same length; keys of different lengths are never compared.
 
-Consecutive repeated cells are kept as given: neither the paper nor the authors' code collapses them (spec
-§3.1). The project's ``trajpub.segment.cell_sequences`` collapses them before this module sees the data (a
+Consecutive repeated cells are kept as given: neither the paper nor the authors' code collapses them.
+The project's ``trajpub.segment.cell_sequences`` collapses them before this module sees the data (a
 project choice shared with the prefix-tree mechanism); the mechanism is correct either way.
 """
 

@@ -89,7 +89,7 @@ def generate_dummies(real: np.ndarray, t_s: np.ndarray, offsets: np.ndarray, net
     """Phase 1 for a batch: ``real`` (P, 2) metres in the network's CRS, ``t_s`` (P,) seconds strictly
     increasing within each trajectory, ``offsets`` (R+1,), one generator per trajectory.
 
-    ``psi`` overrides the threshold rule with given δ_i (the spec's Fig. 6 protocol runs the road-ignoring
+    ``psi`` overrides the threshold rule with given δ_i (our protocol for the paper's Fig. 6 runs the road-ignoring
     baseline on the road-aware run's Ψ); with a network and road-aware dummies, discs that cannot host k−1
     dummies are still widened. Infeasible trajectories come back with ``ok`` False and a reason; raising or
     suppressing is the caller's decision (``params.on_infeasible``)."""

@@ -30,9 +30,9 @@ def is_k_psi_anonymous(locations: np.ndarray, psi: np.ndarray, k: int, tol: floa
 def discernibility(locations: np.ndarray, psi: np.ndarray, offroad: np.ndarray | None = None,
                    normalized: bool = True) -> float:
     """DM (Eq. 20): (1/(k(k−1))) Σ_{m≠i} 1/D_im with D_im = max_j d_im^j, where d_im^j = 2δ_j when either
-    point is off-road (``offroad`` (k, n) True: farther than τ_v from every edge), else their distance (spec
-    §5.2 [R]). Larger means harder to tell apart. ``normalized=False`` gives the plain double sum (gap
-    A11)."""
+    point is off-road (``offroad`` (k, n) True: farther than τ_v from every edge), else their distance (A10,
+    ours). Larger means harder to tell apart. ``normalized=False`` gives the plain double sum
+    (A11)."""
     locations = np.asarray(locations, dtype=float)
     k = locations.shape[0]
     diff = locations[:, None] - locations[None, :]

@@ -1,9 +1,8 @@
 """Parameters of a (k-Ψ)-anonymity release: Chen, Li, Zhang (2020), §7 defaults, with
 the choices A1–A16 of docs/design.md, (k-Ψ)-anonymity.
 
-Every field is public and fixed before the data is read. Names follow the spec; the paper's own choices are
-the defaults where it has one (k = 8, ε = 1, the range-based noise scale, ε per axis); the rest are the spec's
-reconstructions ([R]).
+Every field is public and fixed before the data is read. The paper's own choices are the defaults where it has
+one (k = 8, ε = 1, the range-based noise scale, ε per axis); the rest are our reconstructions.
 """
 
 from __future__ import annotations
