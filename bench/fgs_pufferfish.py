@@ -261,7 +261,7 @@ def table(res: dict, coord: int, unit: str) -> str:
 
 
 def orderings(res: dict, coord: int, key: str = "") -> dict:
-    """Oracle 20: FGS below CTS at equal sigma_L (same estimator), and monotone curves."""
+    """The paper's orderings (§VIII): FGS below CTS at equal sigma_L (same estimator), and monotone curves."""
     fgs = np.array([r[f"eps_hat{key}"][coord] for r in res["fgs"]])
     cts = np.array([r[f"eps_hat{key}"][coord] for r in res["cts"]])
     floor = np.array([max(r[f"floor{key}"][coord], s[f"floor{key}"][coord])

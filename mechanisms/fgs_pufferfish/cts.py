@@ -27,7 +27,7 @@ def normalised_autocorrelation(correlation: np.ndarray) -> np.ndarray:
 
 def gaussian_filter(rho: np.ndarray) -> np.ndarray:
     """Amplitude response H_k of the circular filter that turns unit white noise into a unit-variance
-    stationary Gaussian series with autocorrelation ρ_G = sqrt(max(ρ, 0)), spectrum clipped at 0 (§5.3).
+    stationary Gaussian series with autocorrelation ρ_G = sqrt(max(ρ, 0)), spectrum clipped at 0.
 
     Filtering white noise w by H gives Cov(G_n, G_{n+i}) = IDFT(H²)_i, so H is renormalised to mean(H²) = 1:
     the *theoretical* variance is 1 (the sample variance of each series is left alone)."""

@@ -4,7 +4,7 @@ Ou et al. (2018), Def. 6, Thms 3–4, Eq. 4; the empirical ε̂ and G8, G10, G15
 docs/design.md, FGS-Pufferfish.
 
 Both numbers are **data-dependent**: the "sensitivity" is the largest weighted L1 distance between two objects'
-correlations in this database (§4.1), so ε itself says something about the data, and a b_C0 calibrated from a
+correlations in this database (Thm 4; G15), so ε itself says something about the data, and a b_C0 calibrated from a
 target ε leaks that distance. The secrets stay in memory; none of them is returned in metadata.
 """
 
@@ -26,7 +26,7 @@ SCALE_ESTIMATORS = ("moments", "mle")
 
 def object_correlation(days: np.ndarray, params: FgsParams) -> np.ndarray:
     """The object's secret ℂ = (C_0..C_{I−1}) for x and y, shape (2, I): the ensemble average over its days of
-    the centred series' lag products (Def. 6), with ``params.correlation_estimator`` (§4.2)."""
+    the centred series' lag products (Def. 6), with ``params.correlation_estimator`` (G11)."""
     deviation, _ = centre_days(days, params.centre)
     return ensemble_correlation(np.transpose(deviation, (2, 0, 1)), params.lags, params.correlation_estimator)
 
@@ -55,7 +55,7 @@ def theorem4_epsilon(correlations: np.ndarray, mean_shifts: np.ndarray, scales: 
 class AnalyticEpsilon:
     """The paper's ε (Thm 4 with the Thm 3 scales b_{C_i}) per coordinate, at the b_C0 of the release.
 
-    With scales shared by all objects (this implementation) δC̄ is the same for everybody and Δ = 0 (§4.1).
+    With scales shared by all objects (this implementation) δC̄ is the same for everybody and Δ = 0 (Thm 4).
     It is a bookkeeping number, not a verified bound: Thm 3's variance is wrong (G8).
     """
 
@@ -91,7 +91,7 @@ def analytic_epsilon(
 ) -> AnalyticEpsilon:
     """Thm 4 for all objects' correlations (M, 2, I) (from :func:`object_correlation`) at the release's b_C0.
 
-    ε = (1/b_C0)·max_{u≠v} Σ_i |C_i^{(u)} − C_i^{(v)}|/r_i per coordinate, so ε·σ̄_L² is constant (§4.1).
+    ε = (1/b_C0)·max_{u≠v} Σ_i |C_i^{(u)} − C_i^{(v)}|/r_i per coordinate, so ε·σ̄_L² is constant (Thm 4).
     """
     correlations = _check_correlations(correlations, params)
     bx_by = fgs_b_c0(params, b_c0)
@@ -155,7 +155,7 @@ def noisy_correlations(
     b_c0: tuple[float, float] | None = None,
     ensemble: bool = False,
 ) -> np.ndarray:
-    """C' of ``n_realizations`` independent releases of one object's days, with the estimator of §4.2 applied
+    """C' of ``n_realizations`` independent releases of one object's days, with the estimator of G10–G11 applied
     to the released deviations x' (the adversary subtracts the published mean). Shape (samples, 2, I):
     one per (realization, day) by default (per-day ergodic C', G10), one per realization if ``ensemble``."""
     days = np.asarray(days, dtype=float)

@@ -109,7 +109,7 @@ def noise_scales(params: FgsParams, b_c0: float) -> NoiseScales:
 
 
 def b_c0_for_location_std(params: FgsParams, location_std: float) -> float:
-    """The b_C0 whose scales give σ̄_L = ``location_std``: b_C0 = (σ̄_L/σ̄_L(1))², as σ̄_L ∝ √b_C0 (§3.3)."""
+    """The b_C0 whose scales give σ̄_L = ``location_std``: b_C0 = (σ̄_L/σ̄_L(1))², as σ̄_L ∝ √b_C0 (Eq. 11)."""
     return float((location_std / noise_scales(params, 1.0).location_std) ** 2)
 
 

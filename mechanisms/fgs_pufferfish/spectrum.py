@@ -38,7 +38,7 @@ def reconstruct(coefficients: np.ndarray, n_slots: int) -> np.ndarray:
 
 
 def kept_mask(n_kept: np.ndarray, k_max: int) -> np.ndarray:
-    """Boolean (..., K_max): coefficient k is kept iff k < K (the lowest K frequencies, DC included, §3.1)."""
+    """Boolean (..., K_max): coefficient k is kept iff k < K (the lowest K frequencies, DC included, Alg. 1)."""
     return np.arange(k_max) < np.asarray(n_kept)[..., None]
 
 
@@ -101,5 +101,5 @@ def day_correlations(x: np.ndarray, lags: int, estimator: str = "circular") -> n
 
 
 def ensemble_correlation(x: np.ndarray, lags: int, estimator: str = "circular") -> np.ndarray:
-    """C_i = E_d{x_{n+i}^{(d)} x_n^{(d)}}, the mean over days (axis −2) of the per-day C_i (Def. 6, §4.2)."""
+    """C_i = E_d{x_{n+i}^{(d)} x_n^{(d)}}, the mean over days (axis −2) of the per-day C_i (Def. 6, Eq. 4)."""
     return day_correlations(x, lags, estimator).mean(axis=-2)

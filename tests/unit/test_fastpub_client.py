@@ -46,7 +46,7 @@ def walks(n: int, n_loc: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_randomised_response_flip_rate():
-    # Oracle 4: P(b'=1 | b=1) = 1−η and P(b'=1 | b=0) = η. 50,000 bits of each kind; a 5σ binomial interval.
+    # P(b'=1 | b=1) = 1−η and P(b'=1 | b=0) = η. 50,000 bits of each kind; a 5σ binomial interval.
     eta = noise_factor(3.0, 2)
     t = np.array([0, 1, 2, 3])
     bits = respond(t, eta, np.array([[1, 2]] * 50_000 + [[2, 1]] * 50_000), np.random.default_rng(0))

@@ -29,8 +29,8 @@ def test_p_theta_is_the_same_for_every_epsilon_and_height(epsilon, height, neigh
     assert params.p_theta == pytest.approx(0.0295529, abs=5e-8)
 
 
-def test_theta_matches_the_spec_table():
-    # Spec §3.1: θ at ε = 1 for h = 6..20 and at h = 12 for ε = 0.5..1.5.
+def test_theta_matches_the_closed_form():
+    # θ = 2√2/ε̄ = 2√2·h/ε (Sec. IV-A) at ε = 1 for h = 6..20 and at h = 12 for ε = 0.5..1.5.
     by_height = [PrefixTreeParams(epsilon=1.0, height=h).theta for h in (6, 8, 10, 12, 14, 16, 18, 20)]
     assert by_height == pytest.approx([16.97, 22.63, 28.28, 33.94, 39.60, 45.25, 50.91, 56.57], abs=0.006)
     by_eps = [PrefixTreeParams(epsilon=e, height=12).theta for e in (0.5, 0.75, 1.0, 1.25, 1.5)]
