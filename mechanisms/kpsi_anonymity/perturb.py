@@ -18,7 +18,7 @@ _HALF_ULP = 2.0 ** -54
 
 def open_centred_uniform(u: np.ndarray) -> np.ndarray:
     """Map uniforms from ``Generator.random`` (multiples of 2⁻⁵³ in [0, 1)) to r in (−1/2, 1/2): the midpoints
-    (m + 1/2)·2⁻⁵³ − 1/2, exact in float64, symmetric about 0, never ±1/2 (gap A9)."""
+    (m + 1/2)·2⁻⁵³ − 1/2, exact in float64, symmetric about 0, never ±1/2 (A9)."""
     return (np.asarray(u, dtype=float) - 0.5) + _HALF_ULP
 
 

@@ -25,7 +25,7 @@ PSI = np.array([20.0])
 def test_scales_follow_the_paper_and_the_alternative_modes_exactly():
     eps = np.array([0.5])
     paper = noise_scales(L, PSI, eps, KPsiParams(epsilon=0.5), cap=500.0)
-    assert paper.tolist() == [[30.0 / 0.5, 1.0 / 0.5]]  # y range 0 -> floor 1 m (gap A8)
+    assert paper.tolist() == [[30.0 / 0.5, 1.0 / 0.5]]  # y range 0 -> floor 1 m (docs/design.md, A8)
     floor = noise_scales(L, PSI, eps, KPsiParams(noise_floor_m=4.0), cap=500.0)
     assert floor.tolist() == [[60.0, 8.0]]
     diameter = noise_scales(L, PSI, eps, KPsiParams(noise_scale="diameter"), cap=500.0)
