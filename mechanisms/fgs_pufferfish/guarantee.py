@@ -109,9 +109,8 @@ def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarante
                  f"the object's per-slot mean; {what}; {_noise_words(params)}.")
     if empirical is not None:
         statement += (" The empirical Pufferfish epsilon of the temporal correlations (a plug-in of Ou et al.'s "
-                      f"Thm 4) is "
-                      f"{empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a data-dependent "
-                      "estimate, not a bound.")
+                      f"Thm 4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a "
+                      "data-dependent estimate, not a bound.")
     return Guarantee(
         model="heuristic",
         privacy_unit="the temporal correlation of one object",
