@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pandas as pd
-import yaml
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from tests.integration.conftest import (
     TDRIVE_CSV,
