@@ -72,7 +72,8 @@ def day_bounds(dates: np.ndarray, timezone: str) -> tuple[pd.DatetimeIndex, pd.D
     return start, end.tz_convert("UTC")
 
 
-def days_in_window(params: FgsParams, window_start: pd.Timestamp | None, window_end: pd.Timestamp | None) -> int | None:
+def days_in_window(params: FgsParams, window_start: pd.Timestamp | None,
+                   window_end: pd.Timestamp | None) -> int | None:
     """How many local days of a snapshot window ``[window_start, window_end)`` (UTC) can pass the day rules of
     :func:`prepare` at all: a day needs a fix within ``max_gap_minutes`` of its starting midnight and of its
     ending one, so the window must reach that close to both. Public inputs only (no data is read); None for a

@@ -86,12 +86,12 @@ class FgsPufferfishAdapter:
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fgs.FgsParams,
             rng: np.random.Generator) -> Protected:
         objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
-        correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params, pure=False))
-                        if len(c)]
+        correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
+                                                            pure=False)) if len(c)]
         if not correlations:  # data-dependent: the budget reserved at plan is spent (check_spec refuses windows)
-            raise InputError(f"no object has {params.min_days} local days of at least {params.min_fixes_per_day} fixes "
-                             f"without a gap over {params.max_gap_minutes:g} min: FGS-Pufferfish has nothing to "
-                             "release", "fgs_pufferfish.min_days")
+            raise InputError(f"no object has {params.min_days} local days of at least {params.min_fixes_per_day} "
+                             f"fixes without a gap over {params.max_gap_minutes:g} min: FGS-Pufferfish has nothing "
+                             "to release", "fgs_pufferfish.min_days")
         correlations = np.concatenate(correlations)
         b_c0 = fgs.noise_calibration(params, correlations)
         frames = client.gather(client.map(_fgs_release, objects, rng.spawn(len(objects)), params=params,

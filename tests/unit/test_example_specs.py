@@ -36,6 +36,8 @@ def test_every_mechanism_has_an_example_spec_that_names_it(mechanism: str):
 def test_a_mechanism_without_an_example_is_named():
     with pytest.raises(ParameterError, match="'no_such' has no example spec"):
         example_spec_file("no_such")
+    with pytest.raises(ParameterError, match="'tree' has no example spec"):  # tdrive_prefix_tree.yaml is not its
+        example_spec_file("tree")
 
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
