@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.protect import adapter, parse_params
+from tasks.protect import MECHANISMS, adapter, parse_params
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 
@@ -47,3 +47,24 @@ def test_prefix_tree_is_synthetic_and_charges_its_epsilon():
     assert (g.epsilon, pt.release_kind, pt.max_records_per_object(params)) == (0.5, "synthetic", 3)
     with pytest.raises(ParameterError, match="unknown parameter"):
         pt.parse_params({"epsilon": 0.5, "hieght": 3})
+
+
+#: what a spec must give, per mechanism (the others run on their defaults)
+REQUIRED = {"fgs_pufferfish": "epsilon", "fastpub": "k", "kpsi_anonymity": "road_network", "klt": "pois",
+            "mixzone": "road_network"}
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_an_empty_parameter_mapping_runs_on_defaults_or_names_what_is_missing(name):
+    if name not in REQUIRED:
+        adapter(name).parse_params({})
+        return
+    with pytest.raises(ParameterError, match=REQUIRED[name]) as err:
+        adapter(name).parse_params({})
+    assert REQUIRED[name] in err.value.where or name == "fgs_pufferfish"  # FGS: epsilon is one of three levels
+
+
+@pytest.mark.parametrize("name", ["mixzone", "klt", "fastpub"])
+def test_an_unknown_parameter_error_also_names_the_required_ones(name):
+    with pytest.raises(ParameterError, match=f"unknown parameter.*required: {REQUIRED[name]}; optional: "):
+        adapter(name).parse_params({"colour": 1})
