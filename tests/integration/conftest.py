@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import json
 import os
@@ -261,9 +262,11 @@ def stewards(engine) -> dict[str, sa.Engine]:
     """Steward logins made as an operator makes them (``trajpub steward add``), by name, as engines."""
     from tasks.db import steward_engine
 
-    for login in STEWARDS:
-        out = cli("steward", "add", login)
-        assert out.returncode == 0, out.stderr
+    with open(config.STATE_DIR / "test-stewards.lock", "w") as lock:  # xdist workers: one adds, the others find
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for login in STEWARDS:
+            out = cli("steward", "add", login)
+            assert out.returncode == 0, out.stderr
     return {login: steward_engine(login) for login in STEWARDS}
 
 
