@@ -61,6 +61,9 @@ SCENARIOS = {
     "dpt": (dp_scenarios.dpt_scenarios()[0], 500, 4000),
     "adatrace": (dp_scenarios.adatrace_scenarios()[0], 320, 1920),
     "fastpub": (dp_scenarios.fastpub_scenarios()[0], 2000, 10_000),
+    # ε per object: an object with 3x the record cap moves the noisy record count by the cap only, so it stays
+    # within ε (a broken cap would move it 3x and be caught like the 2x lie)
+    "objtrace": (dp_scenarios.objtrace_scenarios()[2], 1000, 6000),
 }
 
 
