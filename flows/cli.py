@@ -587,7 +587,7 @@ def roads_load_osm(name: str, pbf: str, network_type: str, replace: bool) -> Non
 @click.option("--replace", is_flag=True)
 def roads_synthetic(name: str, lon: float, lat: float, nx: int, ny: int, block_m: float, seed: int,
                     replace: bool) -> None:
-    """Generate and load the (k-Psi) spec's synthetic jittered grid network."""
+    """Generate and load the synthetic jittered grid network of the (k-Psi) experiments (docs/design.md)."""
     from tasks import roads as road_tasks
 
     n = road_tasks.load_synthetic(_engine(), name, lon, lat, nx, ny, block_m, seed, replace)
@@ -623,7 +623,7 @@ def roads_list() -> None:
 @click.option("--points", type=int, default=50, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def roads_simulate(network: str, dataset: str, n: int, points: int, seed: int) -> None:
-    """Generate trajectories on a stored network (the spec's network-based generator) and load them as a raw
+    """Generate trajectories on a stored network (our network-based generator, docs/design.md) and load them as a raw
     dataset: test data for the paper-style experiments, not anybody's movements."""
     import tempfile
 

@@ -1,6 +1,6 @@
 """The steward's review report: one self-contained HTML page per release (plots inlined as PNG data URIs).
 
-It says, for the data steward (DESIGN.md, "who uses it"): the guarantee in plain words, ε spent and left, each
+It says, for the data steward (docs/design.md, "Architecture"): the guarantee in plain words, ε spent and left, each
 attack's success against its baseline and threshold with intervals, the utility table, and plots: density maps
 raw vs release, trajectory length and diameter distributions, attack bars. The page is stored in
 ``governance.review_reports``, copied to ``<state dir>/reports/release-<id>.html`` (0600 in a 0700 folder), and

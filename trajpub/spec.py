@@ -31,7 +31,7 @@ def _check_keys(cls: type, data: dict, where: str) -> None:
 
 
 def _check_types(obj: Any, section: str) -> None:
-    """Every ``bool`` field of a spec section is a boolean, every ``float`` or ``int`` field a finite number (an
+    """Every ``bool`` field in a section of a spec is a boolean, every ``float`` or ``int`` field a finite number (an
     ``int`` field a whole one): a string, ``.inf`` or ``.nan`` from YAML is refused here, naming the key, not deep
     in the flow (issue 16, finding 8)."""
     for f in fields(obj):

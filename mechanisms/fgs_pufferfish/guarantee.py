@@ -1,7 +1,7 @@
 """The guarantee of an FGS-Pufferfish release (or of a baseline), in words a data steward reads verbatim.
 
-Ou et al. (2018), §V-A (the Pufferfish framework), Thm 4; spec ``seed-001-pufferfish.md`` §1.3, §4.1, G8, G9,
-G14, G15.
+Ou et al. (2018), §V-A (the Pufferfish framework), Thm 4; caveats G8, G9, G14, G15 of
+docs/design.md (FGS-Pufferfish).
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: Empiric
         epsilon = analytic.total
     if empirical is not None:
         eps_words += (f" An empirical estimate from {empirical.n_samples}+ simulated releases per object "
-                      f"(spec section 5.4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y.")
+                      f"(a plug-in of the paper's Thm 4) is {empirical.epsilon_x:.4g} for x and "
+                      f"{empirical.epsilon_y:.4g} for y.")
     statement = (
         "Pufferfish privacy of each object's temporal correlation (Ou et al. 2018, FGS mechanism): from the "
         "released daily trajectories, an adversary who computes the temporal correlation (mobility pattern) of "
@@ -91,7 +92,7 @@ def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: Empiric
         f"mean, and noise is added to a random number K ~ Geometric({params.p:g}) of its lowest Fourier "
         f"coefficients ({_noise_words(params)}); the higher frequencies are dropped. " + eps_words
         + " This epsilon is a bookkeeping number of the paper, not a proven bound: the paper's variance formula "
-        "for the noisy correlation is wrong (spec G8) and its Laplace shape is only asymptotic."
+        "for the noisy correlation (Thm 3) is wrong and its Laplace shape is only asymptotic."
     )
     caveats = [
         ("The sensitivity is data-dependent: epsilon is the largest weighted distance between two objects' "
@@ -107,7 +108,7 @@ def _fgs(params: FgsParams, analytic: AnalyticEpsilon | None, empirical: Empiric
     ]
     if params.allocation == "paper":
         caveats.append("The paper's 'optimal' noise scales (Eq. 11) are a stationary point of its utility "
-                       "objective, in fact its maximum, and are within 0.1% of uniform scales (spec G5).")
+                       "objective, in fact its maximum, and are within 0.1% of uniform scales.")
     return Guarantee(
         model="epsilon-Pufferfish (analytic, data-dependent)",
         privacy_unit="the temporal correlation of one object",
@@ -134,9 +135,9 @@ def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarante
     statement = (f"No formal privacy guarantee. Each day is resampled to {params.n_slots} slots and centred on "
                  f"the object's per-slot mean; {what}; {_noise_words(params)}.")
     if empirical is not None:
-        statement += (f" The empirical Pufferfish epsilon of the temporal correlations (spec section 5.4) is "
-                      f"{empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a data-dependent "
-                      "estimate, not a bound.")
+        statement += (" The empirical Pufferfish epsilon of the temporal correlations (a plug-in of Ou et al.'s "
+                      f"Thm 4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a "
+                      "data-dependent estimate, not a bound.")
     return Guarantee(
         model="heuristic",
         privacy_unit="the temporal correlation of one object",

@@ -1,7 +1,7 @@
 """Preparation for FGS: each object's points resampled to daily series of N equally spaced slots, in metres.
 
 The paper interpolates its real data "with a constant time interval" to 48 slots a day and says nothing more
-(Ou et al. 2018, §VIII-A.2b). Spec ``seed-001-pufferfish.md`` §5.2 [REC]: linear interpolation in time per
+(Ou et al. 2018, §VIII-A.2b). Our choice (docs/design.md, FGS-Pufferfish): linear interpolation in time per
 coordinate onto the slot centres, holding the nearest fix before the first and after the last one. Days are
 local days of ``params.day_timezone``; slot n of a day is centred at its local midnight + (n + ½)·τ with
 τ = (day length)/N (τ = 30 min for N = 48 on a 24-hour day). Coordinates are projected to the grid's local

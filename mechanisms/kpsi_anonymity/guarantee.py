@@ -1,8 +1,8 @@
 """The guarantee of a (k-Ψ)-anonymity release, in words a data steward reads verbatim.
 
-Chen, Li, Zhang (2020) §4.1, §5.2, §6; spec ``seed-003-kpsi.md`` §4 (what the claims really give: per-axis
-ε, composition over axes and timestamps, data-dependent scale, centroid leakage) and §6.1 (road network
-sources).
+Chen, Li, Zhang (2020) §4.1, §5.2, §6, and what the claims really give (per-axis ε, composition
+over axes and timestamps, data-dependent scale, centroid leakage, road network sources): docs/design.md,
+(k-Ψ)-anonymity.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dummy trajectories (DTPP, survey seed 002) per trajectory on the Dask partitions. Candidates come from a
+"""Dummy trajectories (DTPP, Liu et al. 2019) per trajectory on the Dask partitions. Candidates come from a
 public road network read from PostGIS (``road_network`` names one in ``roads.networks``), built once and
 broadcast, or, with ``road_network: null``, from fixed sub-cell centres built on each worker for its cells.
 

@@ -37,7 +37,7 @@ def _fgs_release(objects: list[tuple], rng: np.random.Generator, params: fgs.Fgs
 
 def _fgs_correlation_stats(objects: list[tuple], rng: np.random.Generator, params: fgs.FgsParams,
                            b_c0: tuple[float, float]) -> list:
-    """On a worker: the C' statistics of simulated releases of each object (spec §5.4 steps 1-2). These
+    """On a worker: the C' statistics of simulated releases of each object (docs/design.md, FGS-Pufferfish). These
     simulated releases are the auditor's, never published; they only estimate ε."""
     return [fgs.correlation_stats(fgs.noisy_correlations(days, params, object_rng, n_realizations=FGS_EMPIRICAL_RUNS,
                                                          b_c0=b_c0))

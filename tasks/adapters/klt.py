@@ -1,4 +1,4 @@
-"""KLT (Tu et al. 2019; survey seed-002 §2.2) on the Dask partitions: GLOVE's k phase as in
+"""KLT (Tu et al. 2019; Jin et al., TKDE 2023, Sec. 3.1.2) on the Dask partitions: GLOVE's k phase as in
 :mod:`tasks.adapters.glove` (fingerprints and candidate costs on the workers, merging on the driver), then the
 published regions are grown over the POI grid on the driver (vectorised; O(regions x rings x categories)).
 

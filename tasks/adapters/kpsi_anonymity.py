@@ -1,4 +1,4 @@
-"""(k-Ψ)-anonymity (Chen, Li, Zhang; spec seed-003) per trajectory on the Dask partitions, dummies on a road
+"""(k-Ψ)-anonymity (Chen, Li, Zhang 2020) per trajectory on the Dask partitions, dummies on a road
 network read from PostGIS (``roads.*``) or, without one, uniformly in the disc (the stated fallback).
 
 Release parameters are :class:`mechanisms.kpsi_anonymity.KPsiParams` plus ``road_network``: the name of a

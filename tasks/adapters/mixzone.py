@@ -1,4 +1,4 @@
-"""Mix zones (UTMP placement, survey seed 002) on the Dask partitions: the zones are placed once on a worker
+"""Mix zones (UTMP placement, Liu et al. 2012) on the Dask partitions: the zones are placed once on a worker
 from the road network alone, then every partition's trajectories are cut and (by default) their in-zone points
 suppressed; pseudonyms are drawn on the driver as one random permutation over all fragments.
 

@@ -1,4 +1,4 @@
-"""Preparation into daily slot series (spec seed-001 §5.2 [REC]): interpolation, local days, left-out days."""
+"""Preparation into daily slot series (docs/design.md, FGS-Pufferfish): interpolation, local days, left-out days."""
 
 from __future__ import annotations
 
