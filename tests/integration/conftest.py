@@ -200,12 +200,15 @@ def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
 
 
 IDENTIFIERS = {"release_id", "runId", "eventTime", "event_time", "approved_at", "published_at", "content_hash",
-               "version", "code_version", "window_start", "window_end", "decided_at"}
+               "version", "code_version", "window_start", "window_end", "decided_at",
+               "resolution_m"}  # an attack's cell size: the gate policy's parameter (250 m, like the subset's 250
+#                                   prepared trajectories by chance), not a statistic of the data
 
 
 def _numbers(value, release_id: int, key: str = "") -> list[float]:
     """Every number a consumer reads in ``value`` (JSON leaves, and numbers written in its texts); identifiers,
-    timestamps and the release's own id where a text names it ("release 36", "release_id = 36") excepted."""
+    timestamps, the attacks' cell sizes and the release's own id where a text names it ("release 36",
+    "release_id = 36") excepted."""
     if key in IDENTIFIERS:
         return []
     if isinstance(value, dict):
