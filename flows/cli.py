@@ -289,6 +289,7 @@ def release_show(release_id: int) -> None:
     import sqlalchemy as sa
 
     from tasks import governance, lineage
+    from trajpub.guarantee import empirical_bound_words
 
     with _engine().connect() as conn:
         rel = governance.get_release(conn, release_id)
@@ -314,6 +315,8 @@ def release_show(release_id: int) -> None:
     click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
+    if bound := empirical_bound_words(g):
+        click.echo(f"  {bound}")
     for c in g.get("caveats", []):
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))

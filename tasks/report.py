@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from tasks import governance
 from trajpub.config import STATE_DIR
+from trajpub.guarantee import empirical_bound_words
 
 REPORT_DIR = STATE_DIR / "reports"
 
@@ -221,6 +222,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         _table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
+        f"<p><b>{html.escape(bound)}</b></p>" if (bound := empirical_bound_words(g)) else "",
         _table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
                [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta"), _map_words(g)]]),
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in g.get("caveats", [])) + "</ul>",
