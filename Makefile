@@ -5,7 +5,7 @@ VENV := .venv
 TRAJPUB := $(VENV)/bin/trajpub
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 
-.PHONY: setup services browser demo test bench lint stop
+.PHONY: setup services browser demo test test-unit bench lint stop
 setup: $(VENV)/.synced
 
 $(VENV)/.synced: pyproject.toml uv.lock
@@ -27,8 +27,16 @@ browser:
 demo: services
 	$(VENV)/bin/python -m flows.demo
 
+# Two pytest-xdist workers (each integration module on one worker, unit tests spread over both), then the
+# tests that stop a shared service, alone.
+PYTEST := TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
 test: services browser
-	TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider --durations=20
+	$(PYTEST) -n 2 --dist loadgroup -m "not serial" --durations=25
+	$(PYTEST) -m serial --durations=5
+
+# The unit tests alone: no database, no Prefect server, no browser.
+test-unit: setup
+	$(PYTEST) tests/unit
 
 bench: services
 	$(VENV)/bin/python -m bench.run_stages

@@ -1,9 +1,10 @@
-"""Location-distribution linkage, the AP-attack (survey seed 002, attack A3, with the assignment variant A4).
+"""Location-distribution linkage, the AP-attack (attack A3, with the assignment variant A4;
+docs/design.md).
 
 Survey Sec. 2.2.1, ref. [35] (Maouche, Ben Mokhtar, Bouchenak, "AP-Attack: A Novel User Re-identification Attack
 on Mobility Datasets", MobiQuitous 2017): "discretize a map into a uniform grid, define the similarity between
 two individuals as the Jensen-Shannon divergence between their two location probability distributions, and link
-users minimizing the divergence". Our spec: ``specs/seed-002-survey.md`` sections 1.2 (A3, A4) and 6.2 (G3):
+users minimizing the divergence". Why (docs/design.md, The attacks):
 cheap, and robust to the point-level noise that defeats the exact-location signatures of A1, so it is the
 linkage test for noise-based mechanisms (FASTPub, geo-indistinguishability, Pufferfish, (k-Psi) Laplace).
 

@@ -1,8 +1,8 @@
 """The one lifecycle every attack follows: configured by frozen parameters, then ``evaluate(raw, release)``.
 
 The auditor holds the raw data D (the adversary's background knowledge) and simulates the adversary against
-the candidate release D* (survey seed 002, Sec. 6.2 of our spec: "the auditor holds D and simulates adversaries
-against D*"). Modelled on Anonymeter's evaluators: one verb, one result type with a confidence interval and a
+the candidate release D* (docs/design.md, "Audits and the gate"). Modelled on Anonymeter's evaluators: one verb,
+one result type with a confidence interval and a
 baseline.
 """
 

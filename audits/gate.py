@@ -1,9 +1,9 @@
 """The audit gate: a policy of thresholds, and the decision to block a release or pass it to the steward.
 
-DESIGN.md, "Audits and the gate": the gate runs the attacks a real adversary would run on the candidate
+docs/design.md, "Audits and the gate": the gate runs the attacks a real adversary would run on the candidate
 release and blocks it when a policy threshold is crossed. Thresholds apply to the baseline-corrected risk of
-:class:`audits.result.AttackResult` (comparable across mechanisms, unlike their privacy parameters: our survey
-spec 6.4), and optionally to utility errors (a release too distorted to be worth publishing).
+:class:`audits.result.AttackResult` (comparable across mechanisms, unlike their privacy parameters: Jin et al.,
+TKDE 2023, Sec. 5.3), and optionally to utility errors (a release too distorted to be worth publishing).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Home and work inference: attribute linkage from night-time and weekday-daytime places (survey seed 002, A7).
+"""Home and work inference: attribute linkage from night-time and weekday-daytime places (attack A7, docs/design.md).
 
 The survey (Sec. 2.2.1, refs [40], [43]) lists home and work as the most common attributes inferred from
 trajectories: home is where a person spends the nights (Gambs, Killijian, del Prado Cortez, "Show me how you
 move and I will tell you who you are", 2010), work where they spend weekday working hours (Zang, Bolot, "Anonymization of
-location data does not work", MobiCom 2011). Our spec ``specs/seed-002-survey.md`` 1.2 (A7) and 6.2 (G4):
+location data does not work", MobiCom 2011). Why (docs/design.md, The attacks):
 k-anonymity and dummies do not stop it, and it is the most concrete real-world harm; the metric is the fraction
 of users whose home/work inferred from D* is within r of the truth (250-500 m).
 
@@ -41,7 +41,7 @@ _P = Scope(NAME)
 class HomeWorkParams:
     """Parameters of :class:`HomeWorkInference`.
 
-    radius_m: r, an inferred place within r metres of the true one is a hit (spec A7: 250-500 m).
+    radius_m: r, an inferred place within r metres of the true one is a hit (docs/design.md, A7: 250-500 m).
     place_size_m: the side of the square places that are counted (independent of the release's grid).
     timezone: the IANA zone in which hours and weekdays are read (T-Drive: ``"Asia/Shanghai"``).
     night_hours: ``(start, end)`` local hours of the night window, ``start <= h < end``, wrapping past midnight

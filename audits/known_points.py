@@ -1,16 +1,16 @@
-"""Re-identification from a few known points: unicity (survey seed 002, attack A2; spec 1.2 A2, 3.1, 6.2 G2).
+"""Re-identification from a few known points: unicity (attack A2; docs/design.md, The attacks).
 
 The adversary has seen the target at ``p`` places and times (sightings, "exposed locations" [31], a few points
 of the kind that make 95% of people unique, de Montjoye et al., "Unique in the Crowd", Sci. Rep. 3:1376, 2013,
 the survey's ref. [15]) and looks for the released records consistent with them: a released point matches a
 known point when it lies within ``spatial_tolerance_m`` metres and ``temporal_tolerance_s`` seconds of it
-(the ``ST_DWithin`` plus time-window join of spec A2, here on a k-d tree).
+(a spatial tolerance plus a time window, as an ``ST_DWithin`` join would do, here on a k-d tree).
 
 Reported, for every prefix ``p' = 1..p`` of the same sampled points:
 
 - unicity ε_p' (de Montjoye): the share of targets whose knowledge is consistent with exactly one released
   record, and that record is theirs;
-- the complementary risk of spec A2: the mean of ``1/|C(K)|`` over targets whose own record is in ``C(K)``;
+- the complementary risk: the mean of ``1/|C(K)|`` over targets whose own record is in ``C(K)``;
 - the top-match rate, the headline: the adversary picks, among the records matching the most known points,
   one uniformly at random; success when it belongs to the target. It covers noisy releases where no record
   matches all ``p`` points (the candidates matching most of them are still the best guess).

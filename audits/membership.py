@@ -1,9 +1,9 @@
-"""Membership inference against aggregate releases of fragments with counts (survey seed 002, attack A8).
+"""Membership inference against aggregate releases of fragments with counts (attack A8; docs/design.md, The attacks).
 
 Survey Sec. 2.2.1, ref. [52] (Pyrgelis, Troncoso, De Cristofaro, "Knock Knock, Who's There? Membership Inference
 on Aggregate Location Data", NDSS 2018): from aggregates alone an adversary who knows a target's locations can
-tell whether the target was in the dataset; presence itself can be sensitive. Our spec
-``specs/seed-002-survey.md`` 1.2 (A8) and 6.2 (G7): for aggregate side-products (density or OD tables, the
+tell whether the target was in the dataset; presence itself can be sensitive. We run it
+for aggregate side-products (density or OD tables, the
 frequent fragments FASTPub publishes with estimated counts).
 
 The game (the in/out game of [52] and of Yeom et al., "Privacy Risk in Machine Learning", CSF 2018, with a

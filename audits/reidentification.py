@@ -7,7 +7,7 @@ target's data (its *background knowledge*: points, a time-ordered sub-sequence, 
 frequency, ...). An *instance* of that knowledge is one choice of k elements; the records consistent with it
 form its matching set, and the probability of re-identifying the target from it is ``1 / |matching set|``.
 A target's risk is the maximum over all its instances (the adversary who knows the most identifying k
-elements). Survey spec (seed 002) A2: this is the partial-knowledge attack parameterised by the knowledge
+elements). Attack A2 (docs/design.md, The attacks): this is the partial-knowledge attack parameterised by the knowledge
 length, on exact (or grid-cell) locations instead of tolerances.
 
 The kinds (``ReidentificationParams.kind``), each matching an instance against a candidate's released data:

@@ -1,10 +1,11 @@
-"""Record linkage with full-history spatial signatures: the survey's LA metric (seed 002, attacks A1 and A4).
+"""Record linkage with full-history spatial signatures: the survey's LA metric (attacks A1 and A4;
+docs/design.md, The attacks).
 
 Jin et al., "A Survey and Experimental Study on Privacy-Preserving Trajectory Data Publishing", TKDE 35(6) 2023,
 Sec. 5.2.1, with the signature of its linkage code TrjLink (Jin, Hua et al., refs [37], [66] of the survey;
 ``uqwhua/TrjLink``, ``signatures/Function.java``): the adversary knows the whole raw history of every object,
 builds a TF-IDF signature per object from the locations it visits and links each released record to the most
-similar object. Our spec: ``specs/seed-002-survey.md`` sections 1.2 (A1, A4), 3.1 and 6.2 (G1).
+similar object.
 
 Locations are the cells of a fine lon/lat grid (0.001 degrees, TrjLink's grid step; TrjLink snaps to road
 intersections, which needs a road network we do not assume), or the frame's ``cell`` column when both frames
@@ -41,7 +42,7 @@ class SignatureLinkageParams:
     mode: ``"truthful"`` when every released record still belongs to a raw object (the release's
         ``object_id`` names it; the auditor keeps that correspondence privately), ``"synthetic"`` when the
         release has no link to owners (e.g. the noisy prefix tree). The two give different quantities (survey
-        Sec. 5.2.1; our spec 6.4), reported under different attack names.
+        Sec. 5.2.1; docs/design.md, "Audits and the gate"), reported under different attack names.
     grid_deg: side of the lon/lat grid cells that serve as locations (TrjLink's grid step, 0.001 degrees).
     use_cell_column: use the ``cell`` column as the location when both frames have one.
     top_m: the number of highest-weighted locations kept in a signature (TrjLink's ``reduction = 10``);
@@ -153,7 +154,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
     ``synthetic`` mode (attack name ``signature_linkage_synthetic``): there are no owners, so the survey
     uses a threshold: LA = the fraction of released records whose best-match similarity to any raw object
     exceeds ``threshold`` (0.5); those records are the successes. This is a different quantity from the
-    truthful LA and must not be compared with it (our spec 1.2 A1 and 6.4). Baseline: the same criterion for
+    truthful LA and must not be compared with it (docs/design.md, "Audits and the gate"). Baseline: the same
+    criterion for
     a random guess, the mean over records of the fraction of raw objects more similar than the threshold;
     it is close to 1/N when signatures are distinct, and tends to 1 when every record resembles every object
     (then nothing about an individual is revealed and the risk is 0).

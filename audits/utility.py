@@ -1,11 +1,11 @@
 """Utility metrics for the steward's report: how much a release D* preserves of the raw data D.
 
-Formulas from our survey spec (``specs/seed-002-survey.md`` Sec. 3.2, 3.3 and 6.3): the survey's DE and TE
+Formulas from the survey (Jin et al., TKDE 2023, Sec. 4.2) and docs/design.md, "The attacks": the DE and TE
 (Jin et al., TKDE 2023, Sec. 4.2.1, from AdaTrace, Gursoy et al. CCS'18, whose ``Evaluation.java`` fixes the
 details), the density and length distributions, and the count-query relative error of Chen, Fung, Desai,
-"Differentially Private Trajectory Data Publication" (arXiv:1112.2020, Def. 3.7 and Sec. V; spec seed 004 §5.2).
+"Differentially Private Trajectory Data Publication" (arXiv:1112.2020, Def. 3.7 and Sec. V).
 Also the survey's INF (:func:`information_loss`) and FFP (:func:`frequent_patterns`, with AdaTrace's support
-error), and, for truthful mechanisms, the point errors of spec 3.4 (:func:`point_errors`: aligned points,
+error), and, for truthful mechanisms, point errors, which the survey does not use (:func:`point_errors`: aligned points,
 Hausdorff, DTW).
 
 Every metric is an error: 0 means D* preserves the property exactly, larger is worse; the one exception is FFP,
@@ -70,7 +70,7 @@ def jsd(p: npt.ArrayLike, q: npt.ArrayLike) -> float:
     """Jensen-Shannon divergence of two histograms over the same bins, natural log (at most ln 2).
 
     ``JSD(P||Q) = KL(P||M)/2 + KL(Q||M)/2`` with ``M = (P+Q)/2`` and ``KL(P||Q) = sum_i P_i ln(P_i/Q_i)``
-    (spec seed 002 Sec. 3.2; AdaTrace's ``Evaluation.java`` uses the natural log). ``p`` and ``q`` are
+    (survey Sec. 4.2.1; AdaTrace's ``Evaluation.java`` uses the natural log). ``p`` and ``q`` are
     non-negative weights, normalised here; ``0 ln 0 = 0``.
     """
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
@@ -87,7 +87,7 @@ def jsd(p: npt.ArrayLike, q: npt.ArrayLike) -> float:
 
 
 def density_jsd(raw: pd.DataFrame, release: pd.DataFrame, column: str = "cell") -> float:
-    """Spatial density error: JSD of the share of points in each value of ``column`` (spec 3.4, 6.3).
+    """Spatial density error: JSD of the share of points in each value of ``column`` (ours, beside the survey's).
 
     Every value is a bin, including the grid's -1 ("outside the grid"), so points pushed off the grid count.
     """
@@ -100,7 +100,7 @@ def density_jsd(raw: pd.DataFrame, release: pd.DataFrame, column: str = "cell") 
 
 def length_jsd(raw: pd.DataFrame, release: pd.DataFrame, measure: Literal["points", "distance"] = "points",
                n_buckets: int = 20) -> float:
-    """JSD of the trajectory-length histograms (spec 3.2 "length error", 6.3).
+    """JSD of the trajectory-length histograms (AdaTrace's length error, Gursoy et al. CCS'18).
 
     ``measure="points"``: the number of points of each trajectory. ``measure="distance"``: the travelled
     distance in metres, the sum of the lengths of consecutive segments in ``seq`` order (AdaTrace's length).
@@ -117,7 +117,7 @@ def length_jsd(raw: pd.DataFrame, release: pd.DataFrame, measure: Literal["point
 
 
 def diameter_error(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20) -> float:
-    """DE: JSD of the histograms of trajectory diameters (survey Sec. 4.2.1 [51]; spec 3.2).
+    """DE: JSD of the histograms of trajectory diameters (survey Sec. 4.2.1 [51]).
 
     ``diameter = max pairwise distance between the trajectory's points`` in metres, computed on the convex
     hull. Buckets: see :func:`_bucket_jsd`.
@@ -127,7 +127,7 @@ def diameter_error(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20
 
 
 def trip_error(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = 6) -> float:
-    """TE: JSD of the distributions of trips (start cell, end cell) (survey Sec. 4.2.1 [51]; spec 3.2).
+    """TE: JSD of the distributions of trips (start cell, end cell) (survey Sec. 4.2.1 [51]).
 
     Cells of a ``grid_size x grid_size`` uniform lon/lat grid over the raw data's bounding box (AdaTrace's
     default is 6 x 6); released points outside the box fall in the nearest border cell. Start and end are a
@@ -174,7 +174,8 @@ def count_query_re(raw_seqs: Sequence[Sequence[int]], release_seqs: Sequence[Seq
 
 def random_count_queries(n_locations: int, n_queries: int, max_len: int,
                          rng: np.random.Generator) -> list[np.ndarray]:
-    """Chen et al.'s random query workload (arXiv:1112.2020 Sec. V; spec seed 004 G15).
+    """Chen et al.'s random query workload (arXiv:1112.2020 Sec. V; details: docs/design.md,
+Prefix tree, G15).
 
     Each query's length is uniform on ``1..max_len``; its locations are distinct, uniform over
     ``0..n_locations-1``.
@@ -330,7 +331,7 @@ def _count_queries(seqs: list[np.ndarray], queries: list[np.ndarray], n_location
     return np.bincount(entry_query, weights=hits.data == lengths[entry_query], minlength=len(queries))
 
 
-# --- survey metrics for truthful and pattern utility (spec seed 002 Sec. 3.2-3.4, 6.3) -----------------------
+# --- survey metrics for truthful and pattern utility (Jin et al., TKDE 2023, Sec. 4.2) -----------------------
 
 POINT_ERROR_MEASURES = ("aligned", "hausdorff", "dtw")
 
@@ -393,7 +394,7 @@ def pattern_codes(cells: np.ndarray, offsets: np.ndarray, lengths: Sequence[int]
 
 def information_loss(raw: pd.DataFrame, release: pd.DataFrame, tolerance_m: float = 0.0,
                      tolerance_s: float | None = 0.0, match: Literal["owner", "any"] = "owner") -> float:
-    """INF, the share of raw points a release does not preserve (survey Sec. 4.2.1, [114]; spec 3.2).
+    """INF, the share of raw points a release does not preserve (survey Sec. 4.2.1, [114]).
 
     ``INF = 1 - (1/|D|) sum_{tau in D} |tau ∩ tau*| / |tau|`` over the raw trajectories ``tau`` (``traj_id``).
     Our convention for ``|tau ∩ tau*|`` (the survey leaves it open): a raw point is preserved when a released
@@ -437,7 +438,7 @@ def information_loss(raw: pd.DataFrame, release: pd.DataFrame, tolerance_m: floa
 
 def frequent_patterns(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = 6, min_length: int = 2,
                       max_length: int = 8, top_k: int = 100) -> dict[str, float]:
-    """FFP, the F-measure of the top-k frequent patterns, and the patterns' support error (spec 3.3).
+    """FFP, the F-measure of the top-k frequent patterns, and the patterns' support error (survey Sec. 4.2.2).
 
     AdaTrace's ``Evaluation.patternMiningF1Error`` and ``patternMiningSupport`` (Gursoy et al., CCS'18), the
     survey's FFP [119]: each trajectory (``traj_id`` in ``seq`` order) becomes its sequence of cells of a
@@ -489,7 +490,7 @@ def frequent_patterns(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int =
 def point_errors(raw: pd.DataFrame, release: pd.DataFrame,
                  measure: Literal["aligned", "hausdorff", "dtw"] = "hausdorff", max_records: int | None = None,
                  rng: np.random.Generator | None = None) -> pd.Series:
-    """Distance in metres between each released record and its own raw trajectory (truthful mechanisms; spec 3.4).
+    """Distance in metres between each released record and its own raw trajectory (truthful mechanisms; ours).
 
     A released record (``traj_id``) is paired with the raw trajectory of the same ``traj_id`` and the same
     ``object_id``; records without such a raw trajectory (dummies, re-segmented output) are left out. Measures:
@@ -500,7 +501,7 @@ def point_errors(raw: pd.DataFrame, release: pd.DataFrame,
     - ``"dtw"``: dynamic time warping, ``DTW(i,j) = d(a_i,b_j) + min(DTW(i-1,j), DTW(i,j-1), DTW(i-1,j-1))``
       with ``DTW(0,0) = 0`` and infinity on the other borders, the sum of distances along the best warping path
       (AdaTrace's ``Evaluation.calculateDTW``); cost O(n m) per pair (about 0.07 s for 1,500 x 1,700 points),
-      so for many long records pass ``max_records`` (spec 6.3: "sampled pairs").
+      so for many long records pass ``max_records`` (sampled pairs).
 
     ``max_records``: evaluate at most this many paired records, drawn with ``rng`` (required then). Returns a
     Series indexed by the released ``traj_id``.

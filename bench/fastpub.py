@@ -1,13 +1,13 @@
 """Reproduce the experiment shape of FASTPub (Wang et al., IEEE TMC 2022, §6) on T-Drive: ``python -m bench.fastpub``.
 
-Spec ``seed-000-fastpub.md`` §5. Pure: no database, no Prefect, no Dask.
+Paper §6 and App. D. Pure: no database, no Prefect, no Dask.
 
 Data. The T-Drive sample (300 taxis, one week) is cut into trajectories per taxi, per UTC day and at gaps over
 30 minutes, projected on a square n×n grid over central Beijing (bbox below, ≈ 39 km a side; n = 4, 8, 16), cut
 again where a taxi leaves the grid, with consecutive repeats collapsed (``trajpub.segment.cell_sequences``) and
 trajectories shorter than 3 cells dropped (as the paper drops MSNBC sessions shorter than 3). The paper
 replicated MSNBC ×100 to N = 4.7e7 clients; here every trajectory is replicated so that N ≈ ``--clients``
-(default 10^7), each copy a separate client (spec §6.10), simulated exactly with multiplicities.
+(default 10^7), each copy a separate client (docs/design.md, FASTPub), simulated exactly with multiplicities.
 
 Settings (the paper's 15): l ∈ {3, 4, 5} × k ∈ {100k, …, 500k}/4.7e7 · N (the paper's k/N on MSNBC, 0.21%–1.06%),
 ε = 10, ρ = 0.2, C = 5, λ = 0.8, ξ = 0.01. Methods: FASTPub, TrieHH (R = l) and SFP (T = 2⌈l/2⌉, 64 sketch
@@ -15,7 +15,7 @@ rows instead of the code's 2048 to keep decoding affordable: the estimate is unb
 and its noise variance does not depend on it; only hash collisions average out less). SFP is not run on the
 16×16 grid: its decoder scores 256·257² puzzle pieces per position.
 
-Metrics (spec §5.3): precision, recall, F1 of the published l-fragments against GT_l(k) = {f : S(f) ≥ k}
+Metrics (paper §6.2–6.3): precision, recall, F1 of the published l-fragments against GT_l(k) = {f : S(f) ≥ k}
 ("inv" when nothing is published); the median relative count-query error over the legal queries GT_l(k).
 
 One FASTPub run per (k, seed) with l_max = 5 serves l = 3, 4, 5: rounds 1..l of that run have exactly the

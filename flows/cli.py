@@ -210,10 +210,18 @@ def release() -> None:
     """Run and inspect releases."""
 
 
-def _spec_dict(spec_file: Path | None, overrides: dict) -> dict:
-    from trajpub.spec import read_spec_file
+def _spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -> dict:
+    """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
+    spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
+    replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
+    from tasks.protect import adapter
+    from trajpub.spec import example_spec_file, read_spec_file
 
     data = read_spec_file(spec_file) if spec_file else {}
+    if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
+        adapter(mechanism)  # an unknown name is refused with the available ones
+        example = read_spec_file(example_spec_file(mechanism))
+        data = {**data, "mechanism": mechanism, "params": example.get("params", {})} if spec_file else example
     for key, value in overrides.items():
         if value not in (None, ()):
             data[key] = value
@@ -239,7 +247,8 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 @release.command("run")
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
 @click.option("--dataset", callback=_valid_dataset)
-@click.option("--mechanism")
+@click.option("--mechanism", help="Release with this mechanism, starting from its example parameters "
+                                  "(flows/specs/<data>_<mechanism>.yaml) instead of the spec's.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
 @click.option("--window-start")
 @click.option("--window-end")
@@ -249,9 +258,9 @@ def _parse_params(items: tuple[str, ...]) -> dict:
 def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    data = _spec_dict(spec_file, {"dataset": dataset, "mechanism": mechanism, "window_start": window_start,
-                                  "window_end": window_end, "requested_by": requested_by,
-                                  "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
+    data = _spec_dict(spec_file, mechanism, {"dataset": dataset, "window_start": window_start,
+                                             "window_end": window_end, "requested_by": requested_by,
+                                             "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
     if params:
         data["params"] = {**data.get("params", {}), **_parse_params(params)}
     from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
@@ -280,6 +289,7 @@ def release_show(release_id: int) -> None:
     import sqlalchemy as sa
 
     from tasks import governance, lineage
+    from trajpub.guarantee import empirical_bound_words
 
     with _engine().connect() as conn:
         rel = governance.get_release(conn, release_id)
@@ -305,6 +315,8 @@ def release_show(release_id: int) -> None:
     click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
+    if bound := empirical_bound_words(g):
+        click.echo(f"  {bound}")
     for c in g.get("caveats", []):
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
@@ -584,7 +596,7 @@ def roads_load_osm(name: str, pbf: str, network_type: str, replace: bool) -> Non
 @click.option("--replace", is_flag=True)
 def roads_synthetic(name: str, lon: float, lat: float, nx: int, ny: int, block_m: float, seed: int,
                     replace: bool) -> None:
-    """Generate and load the (k-Psi) spec's synthetic jittered grid network."""
+    """Generate and load the synthetic jittered grid network of the (k-Psi) experiments (docs/design.md)."""
     from tasks import roads as road_tasks
 
     n = road_tasks.load_synthetic(_engine(), name, lon, lat, nx, ny, block_m, seed, replace)
@@ -620,7 +632,7 @@ def roads_list() -> None:
 @click.option("--points", type=int, default=50, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def roads_simulate(network: str, dataset: str, n: int, points: int, seed: int) -> None:
-    """Generate trajectories on a stored network (the spec's network-based generator) and load them as a raw
+    """Generate trajectories on a stored network (our network-based generator, docs/design.md) and load them as a raw
     dataset: test data for the paper-style experiments, not anybody's movements."""
     import tempfile
 

@@ -1,4 +1,4 @@
--- Schemas, PostGIS and the three roles of DESIGN.md.
+-- Schemas, PostGIS and the roles of docs/design.md (pipeline, steward, consumer; the owner runs migrations).
 -- Idempotent: every statement can run again without effect.
 CREATE EXTENSION IF NOT EXISTS postgis;
 

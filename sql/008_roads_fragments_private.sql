@@ -1,5 +1,5 @@
--- Road networks as first-class data (seed 003, (k-Psi)-anonymity), aggregate candidates (seed 000, FASTPub
--- fragments), and the private side of releases whose published rows hide which one is real.
+-- Road networks as first-class data ((k-Psi)-anonymity, Chen, Li, Zhang 2020), aggregate candidates
+-- (FASTPub fragments, Wang et al. 2022), and the private side of releases whose published rows hide which one is real.
 
 -- roads.networks: one row per loaded network. `derived_from_trajectories` networks are allowed only when the
 -- derivation was differentially private and charged to the dataset's budget (`epsilon` then records it).

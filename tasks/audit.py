@@ -158,7 +158,7 @@ def paired_with_sources(candidate: Protected, release: pd.DataFrame) -> pd.DataF
 
 def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFrame, release_kind: str,
                     seed: int | None, bbox: tuple[float, float, float, float]) -> dict:
-    """The review's utility figures (survey seed 002, Sec. 3; lower is better unless said otherwise).
+    """The review's utility figures (Jin et al., TKDE 2023, Sec. 4.2; lower is better unless said otherwise).
 
     Trajectory releases: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of |D|; query
     locations drawn from the cells the raw data visits), the range-count error of 200 random circles (issue 13,

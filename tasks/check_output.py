@@ -1,5 +1,5 @@
 """Check the output: the candidate release against the Great Expectations suite ``expectations/release_points.json``
-before it is audited or staged (DESIGN.md: protect → check output → audit).
+before it is audited or staged (docs/design.md: protect → check output → audit).
 
 The suite says that a release publishes only its publishable columns (never a raw object identifier or the
 private real-member flag) and no timestamp more precise than the release policy's ``time_precision_s``. The

@@ -177,10 +177,12 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         governance.merge_summary(conn, release_id, {"published": counts})
         governance.transition(conn, release_id, "published",
                               f"published.{main}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        # verdicts, not figures: success rates, raw counts and sizes stay in governance (issue 14)
+        # verdicts, not figures: success rates, raw counts and sizes stay in governance (issue 14); each attack
+        # once per cell size it ran at (NULL: an attack that reads no grid)
         audits = [dict(r) for r in conn.execute(sa.text(
-            "SELECT DISTINCT attack, threshold, bool_and(passed) OVER (PARTITION BY attack) AS passed "
-            "FROM governance.audit_results WHERE release_id = :r ORDER BY attack"), {"r": release_id}).mappings()]
+            "SELECT attack, NULLIF(resolution_m, 0) AS resolution_m, threshold, passed "
+            "FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
+            {"r": release_id}).mappings()]
         validation = conn.execute(sa.text("SELECT suite, success FROM governance.validation_results "
                                           "WHERE release_id = :r"), {"r": release_id}).mappings().first()
         snapshot = {k: v for k, v in summary.get("snapshot", {}).items()

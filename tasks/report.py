@@ -1,6 +1,6 @@
 """The steward's review report: one self-contained HTML page per release (plots inlined as PNG data URIs).
 
-It says, for the data steward (DESIGN.md, "who uses it"): the guarantee in plain words, ε spent and left, each
+It says, for the data steward (docs/design.md, "Architecture"): the guarantee in plain words, ε spent and left, each
 attack's success against its baseline and threshold with intervals, the utility table, and plots: density maps
 raw vs release, trajectory length and diameter distributions, attack bars. The page is stored in
 ``governance.review_reports``, copied to ``<state dir>/reports/release-<id>.html`` (0600 in a 0700 folder), and
@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from tasks import governance
 from trajpub.config import STATE_DIR
+from trajpub.guarantee import empirical_bound_words
 
 REPORT_DIR = STATE_DIR / "reports"
 
@@ -221,6 +222,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         _table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
+        f"<p><b>{html.escape(bound)}</b></p>" if (bound := empirical_bound_words(g)) else "",
         _table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
                [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta"), _map_words(g)]]),
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in g.get("caveats", [])) + "</ul>",

@@ -1,7 +1,7 @@
 """Road networks in PostGIS (``roads.networks``, ``roads.edges``): store, read, and the spatial queries.
 
-The (k-Ψ) mechanism (seed 003) places dummies on road edges. Networks are public data loaded by the owner:
-OpenStreetMap through pyrosm, or the spec's synthetic jittered grid. A network derived from the trajectories
+The (k-Ψ) mechanism (Chen, Li, Zhang 2020) places dummies on road edges. Networks are public data loaded by the owner:
+OpenStreetMap through pyrosm, or our synthetic jittered grid (docs/design.md). A network derived from the trajectories
 themselves would leak them unless the derivation were differentially private and charged to the budget; the
 table refuses a ``trajectories_dp`` network without an ε.
 

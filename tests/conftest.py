@@ -11,6 +11,16 @@ from trajpub import config
 config.apply_environment()
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests under ``tests/integration`` are marked ``integration`` (``make test-unit`` deselects them). Under
+    pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each integration module is one group, so a worker runs a
+    module's tests and its module fixtures together; the unit tests spread over both workers."""
+    for item in items:
+        if "integration" in item.path.parts:
+            item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
 @pytest.fixture(scope="session")
 def engine():
     """The real trajpub database, migrated, as the pipeline role (what the flow connects as). Fails (never

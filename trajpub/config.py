@@ -76,6 +76,10 @@ def apply_environment() -> None:
     """Point Prefect at our server and home before Prefect is imported; silence analytics."""
     os.environ.setdefault("PREFECT_API_URL", LOCAL_PREFECT_API_URL)
     os.environ.setdefault("PREFECT_HOME", str(STATE_DIR / "prefect"))
+    try:  # Prefect makes only the last folder and warns on the console when the state folder is not there yet
+        Path(os.environ["PREFECT_HOME"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        pass  # a read-only home: Prefect says so itself when it needs to write
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")

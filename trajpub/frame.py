@@ -1,4 +1,4 @@
-"""The in-memory trajectory frame of DESIGN.md: one row per point.
+"""The in-memory trajectory frame of docs/design.md: one row per point.
 
 Columns: ``object_id`` (str), ``traj_id`` (int), ``seq`` (int, order within the trajectory),
 ``t`` (datetime64[UTC]), ``lon``, ``lat`` (EPSG:4326); after projection ``x``, ``y`` (metres, local CRS);

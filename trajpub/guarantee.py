@@ -80,6 +80,37 @@ NOT_DP = PrivacyMap("heuristic", "not_dp")
 
 
 @dataclass(frozen=True)
+class EmpiricalBound:
+    """The audited empirical lower bound on ε of a claim that is not DP, as the bench measured it on the claim's
+    own scenario (``python -m bench.dp_audit``; StatDP/DP-Sniper style, :mod:`audits.dp_audit`): a figure of that
+    simulated scenario, never computed on a release's data, so it may be shown wherever the guarantee is.
+
+    mechanism, neighbours: the bench row (``bench/dp_audit/<mechanism>.json``) it comes from; claim_epsilon: the
+    ε the mechanism was configured for there; lower_bound: the 95 % Clopper-Pearson bound measured;
+    unbounded: the statistic separated the two datasets in every run, so the true ε is infinite and
+    ``lower_bound`` is only the most those runs can show; scenario: the pair and configuration in words.
+    """
+
+    mechanism: str
+    neighbours: str
+    scenario: str
+    claim_epsilon: float
+    lower_bound: float
+    unbounded: bool
+    selection_runs: int
+    runs: int
+
+    def words(self) -> str:
+        figure = (f"unbounded (the two datasets were told apart in every run; {self.lower_bound:.2f} is the most "
+                  f"{self.runs:,} runs can show)" if self.unbounded else f"{self.lower_bound:.2f}")
+        return (f"Audited empirical lower bound on epsilon: {figure}, against a claimed epsilon of "
+                f"{self.claim_epsilon:g}, with 95% confidence from {self.selection_runs:,} + {self.runs:,} simulated "
+                f"runs per dataset. A bench figure for its own scenario ({self.scenario}), not computed on this "
+                f"release's data: python -m bench.dp_audit --only {self.mechanism} (bench/DP_AUDIT_RESULTS.md). "
+                "A lower bound: a stronger attack may find more.")
+
+
+@dataclass(frozen=True)
 class Guarantee:
     """What a release protects, against whom, and with which caveats.
 
@@ -91,6 +122,7 @@ class Guarantee:
     statement: the guarantee in plain words.
     privacy_map: how ε and δ become ε and δ for the dataset's unit of protection (the ledger charges that).
     caveats: what the guarantee does not cover.
+    empirical_bound: for a claim that is not DP, its audited empirical lower bound on ε (None: not audited).
     """
 
     model: str
@@ -102,6 +134,7 @@ class Guarantee:
     epsilon: float | None = None
     delta: float = 0.0
     caveats: tuple[str, ...] = field(default_factory=tuple)
+    empirical_bound: EmpiricalBound | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -114,8 +147,20 @@ class Guarantee:
 
     def plain_text(self) -> str:
         lines = [self.statement]
+        if self.empirical_bound is not None:
+            lines.append(self.empirical_bound.words())
         lines += [f"Caveat: {c}" for c in self.caveats]
         return "\n".join(lines)
+
+
+def empirical_bound_words(guarantee: dict) -> str | None:
+    """The audited empirical bound of a stored guarantee (:meth:`Guarantee.to_dict`) in words, for the review and
+    ``trajpub release show``; for a Pufferfish claim without one, that it was not audited; else None."""
+    if bound := guarantee.get("empirical_bound"):
+        return EmpiricalBound(**bound).words()
+    if (guarantee.get("privacy_map") or {}).get("account") == "Pufferfish":
+        return "Audited empirical lower bound on epsilon: not audited for this configuration."
+    return None
 
 
 def object_level_caveat(epsilon: float, max_records_per_object: int | None) -> str:

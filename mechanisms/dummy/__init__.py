@@ -1,6 +1,6 @@
 """Dummy trajectories against exposed-location attacks: Liu et al., "Dummy-based trajectory privacy protection
 against exposed location attacks", WISA 2019 (DTPP), as re-implemented by the survey of trajectory privacy
-models (seed 002, ref. [31], "Dummy / DTPP" row; k = 5, l = 3; [S-code] the survey's Java code
+models (Jin et al., TKDE 2023, Sec. 3.2.2, ref. [31]; k = 5, l = 3; [S-code] the survey's Java code
 ``uqwhua/TrjPrivacy`` ``Dummy.java``: exposure ratio 0.2, 0.001° grid, score = similarity × difference).
 Pure numpy/pandas/shapely.
 

@@ -1,5 +1,5 @@
-"""The guarantee of a dummy-trajectory release (DTPP), in words a data steward reads verbatim (survey seed 002:
-"Dummy / DTPP" row, Table 4: LA 0.957 on T-Drive, §"lessons": "utility without privacy")."""
+"""The guarantee of a dummy-trajectory release (DTPP), in words a data steward reads verbatim (Jin et al.,
+TKDE 2023: Sec. 3.2.2, Table 4: LA 0.957 on T-Drive, Sec. 6.1: "utility without privacy")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Parameters of a dummy-trajectory release: Liu et al., WISA 2019 (DTPP), as re-implemented by the survey
-(seed 002, "Dummy / DTPP" row; k = 5, l = 3; [S-code] exposure ratio 0.2, 0.001° grid).
+(Jin et al., TKDE 2023, Sec. 3.2.2; k = 5, l = 3; [S-code] exposure ratio 0.2, 0.001° grid).
 
 Every field is public and fixed before the data is read.
 """
@@ -13,7 +13,7 @@ from trajpub.params import Scope
 
 EXPOSURE_RULES = ("random", "spaced")
 
-_P = Scope("dummy")
+_P = Scope("dummy", resolved=("road_network",))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """FASTPub: federated LDP publication of frequent trajectory fragments (Wang, Zhu, Wang, Han, IEEE TMC 2022),
-spec seed-000, with the paper's two baselines TrieHH and SFP.
+with the paper's two baselines TrieHH and SFP.
 
 The package is split along the protocol's trust boundary:
 

@@ -6,7 +6,7 @@ local client ids 0..Σmultiplicity−1 run through the copies of trajectory 0 fi
 on. A plan (``protocol``) names the participants by local id; :func:`respond_partition` answers it for all of
 them and returns the *sum* of their answers.
 
-Two exact ways to answer a FASTPub round (spec §6.10):
+Two exact ways to answer a FASTPub round (docs/design.md, FASTPub):
 
 * per client (the reference, :func:`respond_partition_per_client`): every participant runs Algorithm 1
   (:func:`respond`) on its own trajectory with its own coins: n bits, each flipped with probability η.
@@ -15,7 +15,7 @@ Two exact ways to answer a FASTPub round (spec §6.10):
   Y_f = Bin(h_f, 1−η) + Bin(m_f − h_f, η), independent across f because each bit is flipped independently.
   Drawing these binomials gives exactly the distribution of the per-client sum, at a cost that does not grow
   with the number of copies of a trajectory. Each h_f counts only whether each asked client's own trajectory
-  holds f. (Our choice, the spec's [REC]; the authors' code loops over clients.)
+  holds f. (Our choice; the authors' code loops over clients.)
 
 The coins come from ``rng``, which must be the partition's own generator, never derived from the server's.
 """
@@ -183,7 +183,7 @@ def _sfp_sketches(offsets, cells, plan: SfpPlan, rng, multiplicity) -> SfpSketch
     """Every participant trims its trajectory to a word of T cells and reports one row of CMS-A (the word,
     ε_A) and one row of the CMS of one random even position (its 2-gram prefixed by the word's bucket, ε_B).
 
-    Trimming (spec §5.2 [CODE]): a trajectory shorter than T is padded at the end (symbol 0 below; cells are
+    Trimming (the authors' code): a trajectory shorter than T is padded at the end (symbol 0 below; cells are
     shifted to 1..L); a longer one contributes a uniformly random window of T cells. The sketch counts are
     built per client and randomised in aggregate: at each cell (row j, column c) the a clients whose hash hits
     c report +1 with probability 1−q and the others with probability q, so the number of +1 there is

@@ -1,12 +1,12 @@
 """The counting database: denoised support estimates of admitted fragments, read through the Markov model.
 
-Spec §3.1 and §3.7 (paper §5.2 eq. 13, §6.3; the query base cases are the authors' code, [CODE]
-``CountingDatabase.query``). DB maps a fragment (of any length 1..l_max) to its estimated support count over
+Paper §5.2 eq. 13 and §6.3; the query base cases are the authors' code (``CountingDatabase.query``). DB maps a
+fragment (of any length 1..l_max) to its estimated support count over
 all N clients. A count query Q(f) returns DB[f] when f was admitted, otherwise the Markov (n-gram) estimate
 
     Q(f) = Q(f[:−1]) · Q(f[1:]) / Q(f[1:−1])        (|f| ≥ 3, eq. 13 applied recursively)
-    Q(f) = Q(f[:1]) · Q(f[1:]) / N                  (|f| = 2, [CODE])
-    Q(f) = k                                        (|f| = 1 and not admitted, [CODE]'s arbitrary fallback)
+    Q(f) = Q(f[:1]) · Q(f[1:]) / N                  (|f| = 2, authors' code)
+    Q(f) = k                                        (|f| = 1 and not admitted, their arbitrary fallback)
 
 Every DB value is > k > 0 for FASTPub (Thm 3's threshold), and the fallbacks are products and quotients of
 positive numbers, so a query never divides by zero.
@@ -36,7 +36,7 @@ class CountingDatabase:
                          strict=True))
 
     def add(self, fragments: np.ndarray, values: np.ndarray) -> None:
-        """DB[f] += value (TrieHH's DB adds each node's estimate to every suffix, spec §5.2 [CODE])."""
+        """DB[f] += value (TrieHH's DB adds each node's estimate to every suffix, the authors' code)."""
         fragments = np.asarray(fragments, dtype=np.int64)
         table = self._tables.setdefault(fragments.shape[1], {})
         for key, value in zip(encode(fragments, self.n_locations).tolist(), np.asarray(values, float).tolist(),

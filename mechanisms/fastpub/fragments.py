@@ -1,15 +1,15 @@
 """Fragments: contiguous sub-sequences of cell sequences, their integer keys, and the Apriori join.
 
 Paper Def. 3 (eq. 5): t[p:q] = a_p → … → a_q, of length l = q − p + 1. A fragment f *is a fragment of* t when
-it is a contiguous substring of t (spec §3.1). Support counts presence, 0/1 per trajectory (spec §2, §6.2):
+it is a contiguous substring of t. Support counts presence, 0/1 per trajectory (eq. 1; docs/design.md, FASTPub):
 (a, a, a) holds (a, a) once.
 
 Trajectories are CSR arrays: trajectory i is ``cells[offsets[i]:offsets[i+1]]``, cells in 0..L−1. A fragment of
-length l over L locations has the key Σ f[i]·L^{l−1−i} (spec §3.1 [REC]: base-L integers), which is unique
+length l over L locations has the key Σ f[i]·L^{l−1−i} (our choice: base-L integers), which is unique
 among fragments of the same length; keys of different lengths are never compared.
 
-Consecutive repeated cells are kept as given: neither the paper nor the authors' code collapses them (spec
-§3.1). The project's ``trajpub.segment.cell_sequences`` collapses them before this module sees the data (a
+Consecutive repeated cells are kept as given: neither the paper nor the authors' code collapses them.
+The project's ``trajpub.segment.cell_sequences`` collapses them before this module sees the data (a
 project choice shared with the prefix-tree mechanism); the mechanism is correct either way.
 """
 
@@ -107,7 +107,7 @@ def apriori_join(admitted: np.ndarray, n_locations: int) -> np.ndarray:
     """C_l from P_{l−1} by eq. 12: {f + (g[−1],) : f, g ∈ P_{l−1}, f[1:] = g[:−1]}, sorted by key.
 
     Equivalently C_l = {h ∈ Ω_l : h[:−1] ∈ P_{l−1} and h[1:] ∈ P_{l−1}}. For l = 2 it is every ordered pair of
-    admitted locations, self-pairs a → a included (spec §6.5).
+    admitted locations, self-pairs a → a included (docs/design.md, FASTPub).
     """
     admitted = np.asarray(admitted, dtype=np.int64)
     m, lm1 = admitted.shape
@@ -132,7 +132,7 @@ def apriori_join(admitted: np.ndarray, n_locations: int) -> np.ndarray:
 
 def group_duplicates(offsets: np.ndarray, cells: np.ndarray, multiplicity: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Identical trajectories merged: (offsets, cells, multiplicity) of the distinct ones (spec §6.10).
+    """Identical trajectories merged: (offsets, cells, multiplicity) of the distinct ones (docs/design.md, FASTPub).
 
     The order of the distinct trajectories is that of their first occurrence. Input multiplicities (if any)
     are summed.

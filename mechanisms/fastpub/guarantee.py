@@ -1,7 +1,7 @@
 """The guarantee of a FASTPub release (or of a baseline run), in words a data steward reads verbatim.
 
 Paper Thm 2 (ε-LDP), Thm 3 ((k, ξ)-anonymity of each admitted fragment), Thm 4 (loss-bounded k-anonymity,
-heuristic); spec ``seed-000-fastpub.md`` §2, §4, §6.17.
+heuristic: its proof assumes independent failures; docs/design.md, FASTPub).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The paper's evaluation (§6.2–6.3, spec §5.3): exact ground truth, frequent-fragment F1, count-query error.
+"""The paper's evaluation (§6.2–6.3): exact ground truth, frequent-fragment F1, count-query error.
 
 These read raw data (the ground truth) and belong to evaluation, never to the server.
 """
@@ -28,7 +28,7 @@ def support_counts(offsets: np.ndarray, cells: np.ndarray, length: int, n_locati
 
 def frequent_fragments(offsets, cells, length, n_locations, k, multiplicity=None
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """GT_l(k) = {f ∈ Ω_l : S(f) ≥ k} with their counts (spec §5.3; ≥ k as in [CODE], §6.12)."""
+    """GT_l(k) = {f ∈ Ω_l : S(f) ≥ k} with their counts (§6.2; ≥ k as in the authors' code)."""
     fragments, counts = support_counts(offsets, cells, length, n_locations, multiplicity)
     keep = counts >= k
     return fragments[keep], counts[keep]

@@ -1,8 +1,9 @@
 """Parameters of a FASTPub run (or of one of its two baselines) and the constants derived from them.
 
 Wang, Zhu, Wang, Han, "Secure Trajectory Publication in Untrusted Environments: A Federated Analytics
-Approach", IEEE TMC 2022 (FASTPub), §5–§6.1; spec ``seed-000-fastpub.md`` §3.2 (defaults), §3.3 (budget),
-§5.2 (baselines) and the gap resolutions §6.1–§6.19. Every field is public: none may be chosen by looking at
+Approach", IEEE TMC 2022 (FASTPub), §5–§6.1 (defaults §6.1, budget §4.1 and §5.3, baselines §6.1 and the authors'
+code), and the choices where the
+paper is silent in docs/design.md, FASTPub. Every field is public: none may be chosen by looking at
 the data.
 """
 
@@ -16,7 +17,7 @@ from trajpub.params import Scope
 
 METHODS = ("fastpub", "triehh", "sfp")
 
-_P = Scope("fastpub")
+_P = Scope("fastpub", required=("k",))
 _RHO_SLACK = 1e-9  # ρ·l_max ≤ 1 up to floating-point rounding (0.2·5 is exactly 1 in binary, 0.1·10 is not)
 
 
@@ -25,36 +26,36 @@ class FastPubParams:
     """Public parameters of one run of FASTPub (default) or of a baseline of the paper's §6.
 
     method: "fastpub" (the paper's mechanism, Alg. 1–2), or one of the paper's two *baselines*, rebuilt from
-        the authors' code as spec §5.2 describes them: "triehh" (Google's federated heavy hitters, Zhu et al.
+        the authors' code: "triehh" (Google's federated heavy hitters, Zhu et al.
         2020, adapted to trajectories; no local noise, the paper's weak-privacy baseline) or "sfp" (Apple's
         sequence fragment puzzle over count-mean sketches, ε-LDP).
 
-    FASTPub (paper defaults from §6.1, spec §3.2):
+    FASTPub (paper defaults from §6.1):
     k: the anonymity threshold, an absolute number of clients over all N (no default: the paper sweeps
         100,000–500,000 on N ≈ 4.7e7). Required.
     epsilon: ε, the LDP budget of one client, spent in its single round (paper default 10).
     l_max: target fragment length = number of rounds (paper: 3, 4, 5).
     xi: ξ, the allowed error rate of (k, ξ)-anonymity (Def. 6, Thm 3; paper 0.01).
     rho: ρ, the fraction of the N clients drawn per round ("M" of Alg. 2; paper 0.2). FASTPub requires
-        ρ·l_max ≤ 1 so that every client answers in at most one round (spec §3.3, §6.8 [REC]: an error, where
+        ρ·l_max ≤ 1 so that every client answers in at most one round (§4.1, §6.1; our choice: an error, where
         the authors' code would silently give later rounds fewer clients).
     max_candidates: C, the most candidates one client answers (paper and README: 5; the code's argparse
-        default 10 is not used, spec §3.2). A round asks n_l = min(C, |C_l|) per client (spec §6.4).
+        default 10 is not used). A round asks n_l = min(C, |C_l|) per client (as §6.4 and App. D imply).
     lam: λ, Markov cleaning threshold (eq. 14): from round 3 a candidate is removed when its Markov estimate
         is < λ·k (paper 0.8). λ = 0 disables cleaning.
 
-    TrieHH baseline (spec §5.2 [CODE]):
+    TrieHH baseline (the authors' code):
     triehh_rounds: the number of trie levels R; ``None`` means l_max (the paper caps TrieHH's rounds at
         FASTPub's number, §6.1). Each round draws ⌊ρN⌋ clients independently of earlier rounds.
 
-    SFP baseline (spec §5.2 [CODE]; the paper gives only "1024-bit sketches" and the trimming of footnote 8):
+    SFP baseline (the authors' code; the paper gives only "1024-bit sketches" and the trimming of footnote 8):
     sfp_participation: the fraction of clients in SFP's single round (README: 0.8).
-    sfp_rows, sfp_columns: the hash rows k and columns m of each count-mean sketch ([CODE] 2048 × 1024).
+    sfp_rows, sfp_columns: the hash rows k and columns m of each count-mean sketch (authors' code: 2048 × 1024).
         Decoding costs (|L|+1)²·sfp_word_buckets·sfp_rows hash evaluations per puzzle position, so benches on
         a 64-cell grid use fewer rows (documented where they do). ``sfp_columns`` must be a power of two.
-    sfp_word_buckets: the buckets of the word hash that prefixes each puzzle piece ([CODE] 256; power of two).
-    sfp_top: how many (hash, 2-gram) pieces the server keeps per position ([CODE] default 20; README 80).
-    sfp_word_share: the share of ε spent on the whole trimmed word ([CODE] 0.25); the rest goes to one piece.
+    sfp_word_buckets: the buckets of the word hash that prefixes each puzzle piece (authors' code: 256; power of two).
+    sfp_top: how many (hash, 2-gram) pieces the server keeps per position (authors' code: default 20; README 80).
+    sfp_word_share: the share of ε spent on the whole trimmed word (authors' code: 0.25); the rest goes to one piece.
     sfp_hash_seed: selects the public hash functions of the sketches. Not a secret: in SFP the hash family is
         part of the protocol, known to every client and to the server.
 
@@ -97,7 +98,7 @@ class FastPubParams:
         if self.method == "fastpub" and self.rho * self.l_max > 1 + _RHO_SLACK:
             raise ParameterError(
                 f"rho * l_max = {self.rho * self.l_max:g} > 1: FASTPub draws fresh clients in each of its "
-                "l_max rounds and every client answers at most once (spec §3.3)",
+                "l_max rounds and every client answers at most once (Wang et al. 2022, §6.1)",
                 _P.where("rho"),
             )
         if self.triehh_rounds is not None:
@@ -129,7 +130,7 @@ class FastPubParams:
     # ---- derived constants ------------------------------------------------------------------------------
 
     def participants_per_round(self, n_clients: int) -> int:
-        """D = ⌊ρN⌋ clients per round (spec §3.4 [CODE]); the slack absorbs 0.29·100 = 28.999…"""
+        """D = ⌊ρN⌋ clients per round (the authors' code); the slack absorbs 0.29·100 = 28.999…"""
         fraction = self.sfp_participation if self.method == "sfp" else self.rho
         d = math.floor(fraction * n_clients + _RHO_SLACK)
         if self.method == "fastpub":
@@ -147,12 +148,12 @@ class FastPubParams:
 
     @property
     def sfp_trim_length(self) -> int:
-        """T = 2⌈l/2⌉: SFP trims every trajectory to this even length (spec §5.2 [CODE])."""
+        """T = 2⌈l/2⌉: SFP trims every trajectory to this even length (the authors' code; paper footnote 8)."""
         return 2 * math.ceil(self.l_max / 2)
 
     @property
     def sfp_word_epsilon(self) -> float:
-        """ε_A = 0.25·ε spent on the whole trimmed word (spec §5.2 [CODE])."""
+        """ε_A = 0.25·ε spent on the whole trimmed word (the authors' code)."""
         return self.sfp_word_share * self.epsilon
 
     @property
@@ -164,7 +165,7 @@ class FastPubParams:
 def noise_factor(epsilon: float, n: int) -> float:
     """η = 1/(1 + e^{ε/n}): the flip probability at which n bits spend exactly ε (Thm 2 with equality).
 
-    Then p = P(b'=1 | b=1) = 1 − η and q = P(b'=1 | b=0) = η, and n·ln((1−η)/η) = ε (spec §2, §3.3).
+    Then p = P(b'=1 | b=1) = 1 − η and q = P(b'=1 | b=0) = η, and n·ln((1−η)/η) = ε (Thm 2 taken with equality).
     ``epsilon = inf`` gives η = 0 (the noise-free test hook, no privacy).
     """
     if n < 1:
@@ -178,7 +179,7 @@ def theorem4_bound(length: int, xi: float) -> float:
     """Thm 4 (eq. 18): E[τ(f)] ≤ Σ_{x=1}^{l} ξ^{(x²+x−2)/2} for a published l-fragment f.
 
     A *reported* number, not an enforced property: the proof (App. C) assumes that the failures of different
-    sub-fragments are independent, which the paper does not prove (spec §4, §6.17). bound(1, ξ) = 1 and
+    sub-fragments are independent, which the paper does not prove (docs/design.md, FASTPub). bound(1, ξ) = 1 and
     bound(3, 0.01) = 1 + 1e-4 + 1e-10. A client that answers n candidates has the total bound n·bound.
     """
     if length < 1 or not 0 < xi < 1:

@@ -1,6 +1,7 @@
 """An in-memory :class:`~mechanisms.fastpub.protocol.ClientPopulation` for notebooks, tests and benches.
 
-It holds the clients' trajectories as CSR (optionally distinct trajectories with multiplicities, spec §6.10),
+It holds the clients' trajectories as CSR (optionally distinct trajectories with multiplicities, docs/design.md,
+FASTPub),
 cuts them into partitions of consecutive client ids, and answers a plan by calling the client functions of
 :mod:`mechanisms.fastpub.client` on each partition with that partition's own generator. A distributed
 population does the same on workers: split the plan with :func:`~mechanisms.fastpub.protocol.split_plan`,

@@ -8,7 +8,7 @@ carries only aggregated randomised counts per candidate (FASTPub), per trie edge
 
 Client ids. The server knows only N (``ClientPopulation.size()``) and draws the participants itself, as Alg. 2
 line 15 does ("draw M·N clients from 𝒩, not drawn before"); the choice uses only N and the server's own
-generator, so it is independent of the data (spec §7 oracle 3). A population lays its clients out in
+generator, so it is independent of the data (a unit test checks it). A population lays its clients out in
 partitions of consecutive ids and hands each partition the restriction of the plan to its id range
 (:meth:`RoundPlan.restrict`, :func:`split_plan`), with ids made local. The *clients'* random coins must come
 from a generator the server never sees: a server that knew them could undo the randomised response.
@@ -56,10 +56,10 @@ class RoundPlan(_Restrictable):
     """One FASTPub round as the clients see it (Alg. 2 lines 13–20).
 
     round: l, the fragment length of this round.
-    candidates: the (G, l) candidate fragments C_l, in the server's shuffled order A (spec §6.3).
+    candidates: the (G, l) candidate fragments C_l, in the server's shuffled order A (docs/design.md, FASTPub).
     n: candidates per client, min(C, G); eta: η = 1/(1+e^{ε/n}); epsilon: the budget a client spends here.
     participants: sorted client ids asked in this round; first_candidate[i] is where client participants[i]'s
-        cyclic block starts: it answers candidates[(first_candidate[i] + j) mod G] for j < n (spec §6.3 [REC]).
+        cyclic block starts: it answers candidates[(first_candidate[i] + j) mod G] for j < n (docs/design.md, FASTPub).
     """
 
     round: int
@@ -137,7 +137,7 @@ class RoundAnswers:
 
 @dataclass(frozen=True, eq=False)
 class TriePlan(_Restrictable):
-    """One TrieHH round (baseline, spec §5.2 [CODE]): vote for (prefix, next location) if t[:r−1] is a trie path.
+    """One TrieHH round (baseline, the authors' code): vote for (prefix, next location) if t[:r−1] is a trie path.
 
     prefixes: (P, r−1) the trie nodes at depth r−1 (for r = 1 one empty prefix); participants: sorted ids.
     """
@@ -175,7 +175,7 @@ class TrieVotes:
 
 @dataclass(frozen=True, eq=False)
 class SfpPlan(_Restrictable):
-    """SFP's single round (baseline, spec §5.2 [CODE]): every participant reports two count-mean sketch rows.
+    """SFP's single round (baseline, the authors' code): every participant reports two count-mean sketch rows.
 
     trim_length: T (even); rows, columns: sketch shape; word_buckets: the word-hash buckets prefixing a piece;
     word_epsilon, piece_epsilon: ε_A and ε_B; hash_seed: selects the public hash family.

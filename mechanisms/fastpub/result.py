@@ -1,7 +1,7 @@
 """What a run produces: the published fragments, the counting database, and a per-round log.
 
 The *release* is ``published`` (P_{l_max} with the estimated count of each fragment) plus the count-query
-answers of :meth:`FastPubResult.answer_count_query` (spec §3.7). The round logs also hold the noisy answers on
+answers of :meth:`FastPubResult.answer_count_query` (paper §6.3, eq. 13). The round logs also hold the noisy answers on
 candidates that were *not* admitted: they are ε-LDP post-processing like everything else, but they did not
 pass the (k, ξ) filter, so they are for analysis (benches, cleaning accuracy), not for publication.
 :meth:`FastPubResult.metadata` keeps only counts and parameters (JSON-safe, no seed).
@@ -41,7 +41,7 @@ def _json_number(x: float) -> float | None:
 
 @dataclass(frozen=True, eq=False)
 class RoundLog:
-    """One FASTPub round (spec §3.1 "per-round log").
+    """One FASTPub round (our per-round log).
 
     candidates: C_l after cleaning, in the shuffled assignment order; removed: R_l (Markov cleaning);
     n_apriori: |C_l| before cleaning; n, eta, epsilon: per-client candidates, noise factor, budget;
@@ -127,7 +127,7 @@ class FastPubResult:
         return np.array([p.cells for p in self.published], dtype=np.int64)
 
     def answer_count_query(self, fragment) -> float:
-        """Q̃(f): the estimated number of clients whose trajectory holds ``fragment`` (spec §3.7)."""
+        """Q̃(f): the estimated number of clients whose trajectory holds ``fragment`` (paper §6.3)."""
         return float(self.queries.query(fragment))
 
     def answer_count_queries(self, fragments) -> np.ndarray:

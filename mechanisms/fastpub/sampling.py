@@ -1,6 +1,6 @@
 """Server-side client sampling: uniform subsets of the client ids 0..N−1, returned sorted, in O(N).
 
-Uses only N and the server's generator, never the data (Alg. 2 line 15; spec §6.8).
+Uses only N and the server's generator, never the data (Alg. 2 line 15; docs/design.md, FASTPub).
 """
 
 from __future__ import annotations

@@ -2,22 +2,22 @@
 
 The server never sees a trajectory. It talks to a :class:`~mechanisms.fastpub.protocol.ClientPopulation`
 through plans and aggregated answers only; this module imports nothing from ``client`` or ``population``
-(a unit test checks it). Paper: Wang, Zhu, Wang, Han, IEEE TMC 2022, §5; spec ``seed-000-fastpub.md`` §3.
+(a unit test checks it). Paper: Wang, Zhu, Wang, Han, IEEE TMC 2022, §5, Alg. 1–2; our choices: docs/design.md, FASTPub.
 
-Round l = 1..l_max (spec §3.4):
+Round l = 1..l_max (Alg. 2):
 1. Candidates. l = 1: every location. l ≥ 2: the Apriori join of P_{l−1} (eq. 12, Thm 1).
 2. Markov cleaning, l ≥ 3 and λ > 0: remove h when DB[h[:−1]]·DB[h[1:]]/DB[h[1:−1]] < λk (eq. 13–14, strict <).
 3. C_l empty: stop, publish nothing (Alg. 2 lines 10–11); no later round draws clients.
 4. n = min(C, |C_l|), η = 1/(1+e^{ε/n}) (Thm 2 with equality).
 5. Participants: the next ⌊ρN⌋ ids of one permutation of 0..N−1 drawn at the start (disjoint rounds, each
-   client answers at most once; spec §6.8 [REC], as the authors' code does).
-6. Assignment (spec §6.3 [REC], ours; the paper says only "random and unbiased", the authors' code can hand a
+   client answers at most once, as §6.1 says and the authors' code does).
+6. Assignment (ours; the paper says only "random and unbiased", the authors' code can hand a
    client a duplicate at the wrap): shuffle C_l into A; the j-th participant of the round answers the cyclic
    block A[(j·n + i) mod |C_l|], i < n. Blocks hold n distinct candidates, loads differ by at most one, and the
    assignment depends only on (seed, C_l, N): each round has its own generator stream, spawned up front.
-7. Estimate (spec §3.5; paper "inverse calculation of (15)", scaling by N from [CODE]):
+7. Estimate (§5.4, "inverse calculation of (15)"; scaling by N from the authors' code):
    Ŝ_N(f) = N·(Y_f/m_f − η)/(1 − 2η), with the real m_f (the authors' code plugs in the average ρNn/|C_l|).
-8. Admit (Thm 3, eq. 17, with "M" read as m_f, spec §6.1): Y_f ≥ S_l = m_f·(k/N·(1−η) + (N−k)/N·η + δ),
+8. Admit (Thm 3, eq. 17, with "M" read as m_f, the number asked about f): Y_f ≥ S_l = m_f·(k/N·(1−η) + (N−k)/N·η + δ),
    δ = √(ln(1/ξ)/(2m_f)); equivalently Ŝ_N(f) ≥ k + N·δ/(1−2η). A candidate nobody was asked about (m_f = 0,
    possible only when ⌊ρN⌋·n < |C_l|) is not admitted. DB[f] = Ŝ_N(f) for every admitted f.
 """
@@ -38,7 +38,7 @@ from trajpub.errors import InputError
 
 
 def unbiased_estimate(yes: np.ndarray, asked: np.ndarray, eta: float, n_clients: int) -> np.ndarray:
-    """Ŝ_N(f) = N·(Y_f/m_f − η)/(1 − 2η) (spec §3.5); NaN where m_f = 0."""
+    """Ŝ_N(f) = N·(Y_f/m_f − η)/(1 − 2η) (§5.4, inverting eq. 15); NaN where m_f = 0."""
     yes, asked = np.asarray(yes, float), np.asarray(asked, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         freq = np.where(asked > 0, yes / asked, np.nan)
@@ -55,14 +55,14 @@ def admission_threshold(asked: np.ndarray, eta: float, k: float, n_clients: int,
 
 
 def admission_margin(asked: np.ndarray, eta: float, n_clients: int, xi: float) -> np.ndarray:
-    """N·δ/(1 − 2η): how far above k an estimate must be to be admitted (closed form of eq. 17, spec §3.5)."""
+    """N·δ/(1 − 2η): how far above k an estimate must be to be admitted (closed form of eq. 17)."""
     m = np.asarray(asked, float)
     with np.errstate(divide="ignore"):
         return n_clients * np.sqrt(math.log(1 / xi) / (2 * m)) / (1 - 2 * eta)
 
 
 def block_starts(n_participants: int, n_candidates: int, n: int) -> np.ndarray:
-    """first_candidate of the j-th participant: (j·n) mod |C_l| (spec §6.3 [REC])."""
+    """first_candidate of the j-th participant: (j·n) mod |C_l| (docs/design.md, FASTPub)."""
     return (np.arange(n_participants, dtype=np.int64) * n) % n_candidates
 
 
@@ -71,7 +71,7 @@ def run_server(params: FastPubParams, population: ClientPopulation, n_locations:
     """Run FASTPub (or the baseline ``params.method`` names) against ``population``.
 
     rng: the *server's* generator (participant order, candidate shuffles). The clients' coins live in the
-    population. noise_free: test hook, η = 0 (ε = ∞, no privacy; spec §7 oracle 8); never for a release.
+    population. noise_free: test hook, η = 0 (ε = ∞, no privacy); never for a release.
     record_participants: keep every round's participant ids in the log (the budget ledger of tests).
     """
     if params.method == "triehh":

@@ -1,7 +1,7 @@
 """BASELINE, server side: Apple's sequence fragment puzzle (SFP) over private count-mean sketches.
 
 Not FASTPub: the paper's industrial LDP baseline (§6.1, Apple, "Learning with Privacy at Scale", 2017).
-Rebuilt from spec §5.2, which describes the FASTPub authors' code [CODE]:
+Rebuilt from the FASTPub authors' code (github.com/inslab-ji/FASTPub):
 
 * one round with ⌊0.8N⌋ clients (README); each trims its trajectory to T = 2⌈l_max/2⌉ cells (padding a short
   one at the end, a random window of a long one) and reports, ε-LDP in total:
@@ -13,7 +13,7 @@ Rebuilt from spec §5.2, which describes the FASTPub authors' code [CODE]:
   ≥ k·n/N, and publishes their l_max-windows that contain no padding;
 * count queries: the sum of CMS-A estimates over all paddings of the query to T cells, times N/n.
 
-Sketch settings of [CODE]: 2048 rows × 1024 columns; coordinates of the ±1 one-hot flipped with probability
+Sketch settings of the authors' code: 2048 rows × 1024 columns; coordinates of the ±1 one-hot flipped with probability
 1/(1+e^{ε/2}). The server imports only the protocol and the public sketch functions.
 """
 
@@ -35,7 +35,7 @@ MAX_PADDINGS = 1_000_000
 
 
 class SfpQueryModel:
-    """Count queries from CMS-A: Q(f) = N/n · Σ_{w ∈ paddings_T(f)} f̃_A(w) (spec §5.2 [CODE])."""
+    """Count queries from CMS-A: Q(f) = N/n · Σ_{w ∈ paddings_T(f)} f̃_A(w) (the authors' code)."""
 
     def __init__(self, matrix: np.ndarray, n_reports: int, family: HashFamily, trim_length: int,
                  n_locations: int, scale: float):

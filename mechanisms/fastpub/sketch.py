@@ -1,8 +1,8 @@
 """Count-mean sketches of Apple's SFP baseline: the public hash family and the server's frequency estimate.
 
 Apple Differential Privacy Team, "Learning with Privacy at Scale" (2017), the private count-mean sketch
-(CMS) and the sequence fragment puzzle (SFP); spec ``seed-000-fastpub.md`` §5.2 for the settings the FASTPub
-authors used. Shared by the client (which hashes its word) and the server (which hashes candidates).
+(CMS) and the sequence fragment puzzle (SFP); the settings are those of the FASTPub authors' code
+(github.com/inslab-ji/FASTPub). Shared by the client (which hashes its word) and the server (which hashes candidates).
 
 Hashes: ``h_j(x) = ((a_j · mix(x) + b_j) mod 2^64) >> (64 − log2 m)`` with a_j odd (multiply-shift on a
 splitmix64-mixed key). Apple does not specify its hash family; any public family with small collision

@@ -1,7 +1,7 @@
 """BASELINE, server side: TrieHH (Zhu, Kairouz, McMahan, Sun, Li, AISTATS 2020) adapted to trajectories.
 
 Not FASTPub: the paper's weak-privacy baseline (§6.1: "we do not require TrieHH to provide the same privacy
-preservation level"). Rebuilt from spec §5.2, which describes the FASTPub authors' code [CODE]:
+preservation level"). Rebuilt from the FASTPub authors' code (github.com/inslab-ji/FASTPub):
 
 * rounds r = 1..R (R = ``triehh_rounds``, default l_max): draw ⌊ρN⌋ clients, independently of other rounds;
 * a participant whose first r−1 cells form a trie path votes for (that node, its r-th cell); **no noise**;

@@ -1,8 +1,8 @@
 """CTS baseline: correlated Laplace noise whose autocorrelation follows the series' own. NOT FROM THE PAPER.
 
 Ou et al. compare FGS with CTS-DP (H. Wang, Z. Xu, Knowledge-Based Systems 122, 2017) but do not describe
-it. This is the spec's reconstruction from the CTS-DP abstract and standard identities (``seed-001-pufferfish.md``
-§5.3, [EXTERNAL]/[REC]); it has not been checked against Wang & Xu's paper.
+it. This is our reconstruction from the CTS-DP abstract and standard identities (docs/design.md,
+FGS-Pufferfish); it has not been checked against Wang & Xu's paper.
 
 If G_1..G_4 are independent stationary unit-variance Gaussian series with autocorrelation ρ_G, then
 η_n = (b/2)(G_1² + G_2² − G_3² − G_4²) is marginally Laplace(0, b) (Var 2b²) with normalised autocorrelation ρ_G².
@@ -27,7 +27,7 @@ def normalised_autocorrelation(correlation: np.ndarray) -> np.ndarray:
 
 def gaussian_filter(rho: np.ndarray) -> np.ndarray:
     """Amplitude response H_k of the circular filter that turns unit white noise into a unit-variance
-    stationary Gaussian series with autocorrelation ρ_G = sqrt(max(ρ, 0)), spectrum clipped at 0 (§5.3).
+    stationary Gaussian series with autocorrelation ρ_G = sqrt(max(ρ, 0)), spectrum clipped at 0.
 
     Filtering white noise w by H gives Cov(G_n, G_{n+i}) = IDFT(H²)_i, so H is renormalised to mean(H²) = 1:
     the *theoretical* variance is 1 (the sample variance of each series is left alone)."""

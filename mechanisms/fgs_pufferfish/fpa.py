@@ -2,7 +2,8 @@
 
 Ou et al. cite FPA as "a similar noise mechanism" (§V-B) but do not evaluate it. FPA_k keeps the first k DFT
 coefficients, adds i.i.d. Laplace noise to the real and imaginary part of each and inverts the zero-padded
-transform (spec ``seed-001-pufferfish.md`` G19). Here it is exactly FGS with K fixed to k and uniform scales, on
+transform (Rastogi and Nath, SIGMOD 2010; docs/design.md G19). Here it is exactly FGS with K fixed to k and uniform
+scales, on
 the same centred series and with the same reconstruction, so the two differ only in the random K and Eq. 11.
 
 Rastogi and Nath calibrate the scale as √k·Δ₂/ε from an L2 sensitivity Δ₂ of the series. Per-object centring

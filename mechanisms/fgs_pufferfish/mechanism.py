@@ -1,7 +1,7 @@
 """Algorithm 1 of Ou et al. (2018) for one object: centre its days, perturb each daily series, re-attach the mean.
 
 The unit of work is one object (a user, a vehicle) with its D prepared days, shape (D, N, 2) in metres, so a
-pipeline can run :func:`release_object` per object on its workers. Spec ``seed-001-pufferfish.md`` §3.4.
+pipeline can run :func:`release_object` per object on its workers. Our choices: docs/design.md, FGS-Pufferfish.
 """
 
 from __future__ import annotations
@@ -81,8 +81,9 @@ def release_object(
 
     FGS (Alg. 1 lines 3–15): per day and coordinate, F_k = DFT/N, K ~ Geo(p) clipped at K_max (one K per day
     for both coordinates if ``share_k``), Laplace(b_{F_k}) on Re and Im of F_k for k < K with the Eq. 11 (or
-    uniform) scales at b_C0, inverse transform (spec §3.4 step 7). CTS adds correlated Laplace noise shaped
-    by the object's own circular correlation (spec §5.3); FPA_k keeps K = k with uniform scales (G19).
+    uniform) scales at b_C0, inverse transform (G2). CTS adds correlated Laplace noise shaped
+    by the object's own circular correlation (docs/design.md, FGS-Pufferfish); FPA_k keeps K = k with uniform
+    scales (G19).
 
     ``rng`` must be this object's own generator (e.g. one of ``Generator.spawn``), so that objects draw
     independent K and noise. Draw order: K, coefficient noise, mean-trajectory noise.

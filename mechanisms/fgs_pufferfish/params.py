@@ -1,8 +1,8 @@
 """Parameters of an FGS-Pufferfish release (or of one of its two baselines) and the constants derived from them.
 
 Ou, Qin, Liao, Yin, Jia, "An Optimal Pufferfish Privacy Mechanism for Temporally Correlated Trajectories",
-IEEE Access 6 (2018); spec ``seed-001-pufferfish.md`` §3.4–3.5 and the gap resolutions G3, G4, G5, G7, G11,
-G12, G14. Every field is public: none may be chosen by looking at the data.
+IEEE Access 6 (2018), Alg. 1 and §VIII-A, with the choices G3, G4, G5, G7, G11, G12, G14 of
+docs/design.md (FGS-Pufferfish). Every field is public: none may be chosen by looking at the data.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ class FgsParams:
     """Public parameters of one release by FGS-Pufferfish (Alg. 1) or by a baseline.
 
     method: "fgs" (the paper's mechanism, default), "cts" (correlated Laplace noise, the paper's experimental
-        baseline, rebuilt from the CTS-DP abstract; not from the paper, spec §5.3) or "fpa" (FPA_k of Rastogi
+        baseline, rebuilt from the CTS-DP abstract; not from the paper, docs/design.md) or "fpa" (FPA_k of Rastogi
         and Nath 2010, i.e. FGS with K fixed to ``fpa_k`` and uniform scales; not from the paper, G19).
 
-    Preparation (spec §5.2 [REC]; the paper gives none of it):
+    Preparation (ours, docs/design.md, FGS-Pufferfish; the paper gives none of it):
     n_slots: N, slots per daily series, equally spaced over the local day (paper: 32 simulated, 48 real).
     day_timezone: IANA zone whose midnights delimit the days (e.g. "Asia/Shanghai" for T-Drive).
     min_fixes_per_day: a day with fewer distinct fixes is left out.
@@ -43,7 +43,7 @@ class FgsParams:
     min_days: objects with fewer valid days are left out. With one day the per-slot mean *is* the raw day,
         which the faithful release publishes in clear, so the default is 2.
 
-    Mechanism (spec §3.4):
+    Mechanism (Alg. 1):
     p: geometric parameter, K ~ Geo(p) kept coefficients (never stated in the paper; G4 default 0.2). FGS needs
         S = Σ_{k<K_max} (1−p)^k < 6 for Eq. 11 to have positive scales; the constructor refuses otherwise.
     w: weight of the location utility in Def. 9 (paper: 0.9).
@@ -54,7 +54,7 @@ class FgsParams:
         "paper_literal" (Re Σ_{k<K} (F_k + δF_k) W_{n,k}, which halves the non-DC signal; fidelity runs only).
     share_k: draw one K per day for both coordinates instead of one per coordinate (G12).
     centre: subtract the per-object per-slot mean over days (Alg. 1 line 3). ``False`` is only for the
-        paper's simulated variant (a), a known zero-mean process with one day per user (spec §5.2).
+        paper's simulated variant (a), a known zero-mean process with one day per user (§VIII-A.2a).
     mean_trajectory: what happens to the per-object per-slot mean (X̄_n, Ȳ_n) (G14): "publish" in clear as
         Alg. 1 line 15 does (default, faithful; not covered by the guarantee), "withhold" (release deviations
         x'_n only) or "perturb" (add i.i.d. Laplace noise of scale ``mean_noise_m`` per slot and coordinate;
@@ -65,10 +65,11 @@ class FgsParams:
     b_c0: the paper's input, the Laplace scale of the noisy lag-0 correlation, in m² (FGS only; same value
         for x and y).
     location_std_m: σ̄_L, the standard deviation of the location noise of every slot, in metres; FGS turns it
-        into b_C0 = (σ̄_L / σ̄_L(b_C0 = 1))², a data-independent calibration (spec §5.2 [REC]); CTS uses
+        into b_C0 = (σ̄_L / σ̄_L(b_C0 = 1))², a data-independent calibration (σ̄_L ∝ √b_C0 by Eq. 11); CTS uses
         b = σ̄_L/√2, FPA b = σ̄_L/√(2k).
     epsilon: the paper's analytic ε for the whole release, ε_x + ε_y (sequential composition), split equally
-        over x and y; b_C0 is then calibrated from the data (spec §3.4 step 0b), which leaks (G15). FGS only.
+        over x and y; b_C0 is then calibrated from the data (docs/design.md, FGS-Pufferfish), which leaks (G15).
+        FGS only.
     fpa_k: number of kept coefficients of FPA_k (1 ≤ k ≤ K_max); FPA only.
     """
 
@@ -161,7 +162,7 @@ class FgsParams:
         if s >= 6.0:
             raise ParameterError(
                 f"Eq. 11 has no positive noise scales: S = Σ_(k<K_max) (1-p)^k = {s:.4f} >= 6 for p = {self.p:g} "
-                f"and K_max = {self.k_max} (spec §3.2, G4); use a larger p (about 0.17 or more)",
+                f"and K_max = {self.k_max} (Ou et al. 2018, Eq. 11); use a larger p (about 0.17 or more)",
                 _P.where("p"),
             )
         if self.allocation == "paper" and np.any(self.utility_weights <= 0):

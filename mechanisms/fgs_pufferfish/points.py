@@ -1,11 +1,11 @@
-"""Released slot series back to the point frame of DESIGN.md (one row per released point).
+"""Released slot series back to the point frame of docs/design.md (one row per released point).
 
 Times are the slot centres of each local day (:func:`mechanisms.fgs_pufferfish.prepare.slot_times`). Under
-the spec's model this is fine for the slot *grid*: it is public and the same for every object and day (τ and N
+the paper's model this is fine for the slot *grid*: it is public and the same for every object and day (τ and N
 are parameters). What is data-dependent is **which days** an object has: the dates of its released days (the
 days that passed the coverage rules) are published in clear, as is the grouping of days by object (the paper
 releases per-user daily trajectories, and its adversary computes each user's ensemble correlation from them).
-Neither is covered by the Pufferfish guarantee, which protects only the temporal correlation (spec §1.3).
+Neither is covered by the Pufferfish guarantee, which protects only the temporal correlation (§V-A).
 """
 
 from __future__ import annotations

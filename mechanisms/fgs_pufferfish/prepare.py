@@ -1,7 +1,7 @@
 """Preparation for FGS: each object's points resampled to daily series of N equally spaced slots, in metres.
 
 The paper interpolates its real data "with a constant time interval" to 48 slots a day and says nothing more
-(Ou et al. 2018, §VIII-A.2b). Spec ``seed-001-pufferfish.md`` §5.2 [REC]: linear interpolation in time per
+(Ou et al. 2018, §VIII-A.2b). Our choice (docs/design.md, FGS-Pufferfish): linear interpolation in time per
 coordinate onto the slot centres, holding the nearest fix before the first and after the last one. Days are
 local days of ``params.day_timezone``; slot n of a day is centred at its local midnight + (n + ½)·τ with
 τ = (day length)/N (τ = 30 min for N = 48 on a 24-hour day). Coordinates are projected to the grid's local
@@ -70,6 +70,21 @@ def day_bounds(dates: np.ndarray, timezone: str) -> tuple[pd.DatetimeIndex, pd.D
     start = local.tz_localize(timezone, ambiguous=True, nonexistent="shift_forward").tz_convert("UTC")
     end = (local + pd.Timedelta(days=1)).tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
     return start, end.tz_convert("UTC")
+
+
+def days_in_window(params: FgsParams, window_start: pd.Timestamp | None,
+                   window_end: pd.Timestamp | None) -> int | None:
+    """How many local days of a snapshot window ``[window_start, window_end)`` (UTC) can pass the day rules of
+    :func:`prepare` at all: a day needs a fix within ``max_gap_minutes`` of its starting midnight and of its
+    ending one, so the window must reach that close to both. Public inputs only (no data is read); None for a
+    window open on either side."""
+    if window_start is None or window_end is None:
+        return None
+    ws, we = pd.Timestamp(window_start), pd.Timestamp(window_end)
+    first, last = (t.tz_convert(params.day_timezone).tz_localize(None).normalize() for t in (ws, we))
+    start, end = day_bounds(pd.date_range(first - pd.Timedelta(days=1), last).to_numpy(), params.day_timezone)
+    gap = pd.Timedelta(minutes=params.max_gap_minutes)
+    return int(((start + gap >= ws) & (end - gap < we)).sum())
 
 
 def slot_times(dates: np.ndarray, n_slots: int, timezone: str) -> np.ndarray:

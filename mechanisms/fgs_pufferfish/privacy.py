@@ -1,9 +1,10 @@
 """Privacy accounting: the secrets (temporal correlations), the paper's analytic ε and an empirical ε̂.
 
-Ou et al. (2018), Def. 6, Thms 3–4; spec ``seed-001-pufferfish.md`` §4, §4.1, §4.2, §5.4, G8, G10, G15.
+Ou et al. (2018), Def. 6, Thms 3–4, Eq. 4; the empirical ε̂ and G8, G10, G15:
+docs/design.md, FGS-Pufferfish.
 
 Both numbers are **data-dependent**: the "sensitivity" is the largest weighted L1 distance between two objects'
-correlations in this database (§4.1), so ε itself says something about the data, and a b_C0 calibrated from a
+correlations in this database (Thm 4; G15), so ε itself says something about the data, and a b_C0 calibrated from a
 target ε leaks that distance. The secrets stay in memory; none of them is returned in metadata.
 """
 
@@ -25,7 +26,7 @@ SCALE_ESTIMATORS = ("moments", "mle")
 
 def object_correlation(days: np.ndarray, params: FgsParams) -> np.ndarray:
     """The object's secret ℂ = (C_0..C_{I−1}) for x and y, shape (2, I): the ensemble average over its days of
-    the centred series' lag products (Def. 6), with ``params.correlation_estimator`` (§4.2)."""
+    the centred series' lag products (Def. 6), with ``params.correlation_estimator`` (G11)."""
     deviation, _ = centre_days(days, params.centre)
     return ensemble_correlation(np.transpose(deviation, (2, 0, 1)), params.lags, params.correlation_estimator)
 
@@ -54,7 +55,7 @@ def theorem4_epsilon(correlations: np.ndarray, mean_shifts: np.ndarray, scales: 
 class AnalyticEpsilon:
     """The paper's ε (Thm 4 with the Thm 3 scales b_{C_i}) per coordinate, at the b_C0 of the release.
 
-    With scales shared by all objects (this implementation) δC̄ is the same for everybody and Δ = 0 (§4.1).
+    With scales shared by all objects (this implementation) δC̄ is the same for everybody and Δ = 0 (Thm 4).
     It is a bookkeeping number, not a verified bound: Thm 3's variance is wrong (G8).
     """
 
@@ -68,7 +69,7 @@ class AnalyticEpsilon:
 
     @property
     def total(self) -> float:
-        """ε_x + ε_y, sequential composition over the two coordinates (spec §4.1 [REC])."""
+        """ε_x + ε_y, sequential composition over the two coordinates (our choice)."""
         return self.epsilon_x + self.epsilon_y
 
     def to_dict(self) -> dict:
@@ -90,7 +91,7 @@ def analytic_epsilon(
 ) -> AnalyticEpsilon:
     """Thm 4 for all objects' correlations (M, 2, I) (from :func:`object_correlation`) at the release's b_C0.
 
-    ε = (1/b_C0)·max_{u≠v} Σ_i |C_i^{(u)} − C_i^{(v)}|/r_i per coordinate, so ε·σ̄_L² is constant (§4.1).
+    ε = (1/b_C0)·max_{u≠v} Σ_i |C_i^{(u)} − C_i^{(v)}|/r_i per coordinate, so ε·σ̄_L² is constant (Thm 4).
     """
     correlations = _check_correlations(correlations, params)
     bx_by = fgs_b_c0(params, b_c0)
@@ -106,7 +107,7 @@ def analytic_epsilon(
 
 
 def calibrate_b_c0(correlations: np.ndarray, params: FgsParams) -> tuple[float, float]:
-    """b_C0 per coordinate so that the analytic ε_x = ε_y = ``params.epsilon``/2 (spec §3.4 step 0b):
+    """b_C0 per coordinate so that the analytic ε_x = ε_y = ``params.epsilon``/2 (docs/design.md, FGS-Pufferfish):
     b_C0 = A/ε_c with A = max_{u≠v} Σ_i |C_i^{(u)} − C_i^{(v)}|/r_i. Data-dependent (G15)."""
     if params.method != "fgs" or params.epsilon is None:
         raise ParameterError("calibration needs method 'fgs' with epsilon", "fgs_pufferfish.epsilon")
@@ -134,7 +135,7 @@ def noise_calibration(params: FgsParams, correlations: np.ndarray | None = None)
 
 @dataclass(frozen=True, eq=False)
 class CorrelationStats:
-    """Per-object summary of the noisy correlations C'_i over repeated releases (spec §5.4 steps 1–2).
+    """Per-object summary of the noisy correlations C'_i over repeated releases (docs/design.md, FGS-Pufferfish).
 
     mean: μ_i per coordinate (2, I); scale: the Laplace scale b̂_i per coordinate (2, I); n_samples: number of
     C' vectors summarised (realizations × days for the per-day estimator, realizations for the ensemble one).
@@ -154,7 +155,7 @@ def noisy_correlations(
     b_c0: tuple[float, float] | None = None,
     ensemble: bool = False,
 ) -> np.ndarray:
-    """C' of ``n_realizations`` independent releases of one object's days, with the estimator of §4.2 applied
+    """C' of ``n_realizations`` independent releases of one object's days, with the estimator of G10–G11 applied
     to the released deviations x' (the adversary subtracts the published mean). Shape (samples, 2, I):
     one per (realization, day) by default (per-day ergodic C', G10), one per realization if ``ensemble``."""
     days = np.asarray(days, dtype=float)
@@ -174,7 +175,7 @@ def noisy_correlations(
 
 def correlation_stats(samples: np.ndarray, scale_estimator: str = "moments") -> CorrelationStats:
     """μ and b̂ of C' samples (n, 2, I): b̂ = sqrt(Var/2) ("moments") or mean|C' − median| ("mle", the
-    Laplace maximum-likelihood scale) (spec §5.4 step 2)."""
+    Laplace maximum-likelihood scale)."""
     if scale_estimator not in SCALE_ESTIMATORS:
         raise ParameterError(f"scale_estimator must be one of {', '.join(SCALE_ESTIMATORS)}",
                              "fgs_pufferfish.scale_estimator")
@@ -188,7 +189,7 @@ def correlation_stats(samples: np.ndarray, scale_estimator: str = "moments") -> 
 
 @dataclass(frozen=True)
 class EmpiricalEpsilon:
-    """ε̂ per coordinate, the plug-in version of Thm 4 on simulated releases (spec §5.4 steps 3–4)."""
+    """ε̂ per coordinate, the plug-in version of Thm 4 on simulated releases (docs/design.md, FGS-Pufferfish)."""
 
     epsilon_x: float
     epsilon_y: float
@@ -201,7 +202,7 @@ class EmpiricalEpsilon:
 
     def to_dict(self) -> dict:
         return {
-            "kind": "empirical (spec §5.4 plug-in, data-dependent)",
+            "kind": "empirical (plug-in of Thm 4 on simulated releases, data-dependent)",
             "epsilon_x": self.epsilon_x,
             "epsilon_y": self.epsilon_y,
             "epsilon_total": self.total,

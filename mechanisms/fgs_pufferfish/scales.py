@@ -1,6 +1,6 @@
 """Noise scales of the Fourier coefficients: the paper's closed form (Eq. 11) and the uniform alternative.
 
-Ou et al. (2018), Eqs. 10–11, 17, Thm 3, Defs. 7–9; spec ``seed-001-pufferfish.md`` §3.2, §3.3, G5, G8.
+Ou et al. (2018), Eqs. 10–11, 17, Thm 3, Defs. 7–9; G5 and G8 of docs/design.md (FGS-Pufferfish).
 The scales depend only on public parameters (p, w, I, N, b_C0), never on the data.
 """
 
@@ -19,7 +19,7 @@ class NoiseScales:
     """β_k = b_{F_k}² for k < K_max at one b_C0, with the paper's derived quantities.
 
     survival: q_k = (1−p)^k; weights: 𝒲'_k (Def. 9); beta: β_k; lagrange: λ* of Eq. 17 (None for uniform).
-    Every β_k is proportional to b_C0, so b_{C_i} = r_i·b_C0, U_L ∝ b_C0 and σ̄_L ∝ √b_C0 (spec §3.3).
+    Every β_k is proportional to b_C0, so b_{C_i} = r_i·b_C0, U_L ∝ b_C0 and σ̄_L ∝ √b_C0 (Eq. 11, Thm 3).
     """
 
     n_slots: int
@@ -69,12 +69,12 @@ class NoiseScales:
 
     @property
     def correlation_ratios(self) -> np.ndarray:
-        """r_i = b_{C_i}/b_{C0}, independent of b_C0 (spec §3.3); r_0 = 1 and r_i ≥ 1."""
+        """r_i = b_{C_i}/b_{C0}, independent of b_C0 (Thm 3); r_0 = 1 and r_i ≥ 1."""
         return self.correlation_scales / self.b_c0
 
 
 def sherman_morrison_solution(survival: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """v = (6𝐈 − 𝐐)^{−1} 𝒲' with 𝐐 = 𝟏qᵀ (every row q), without a matrix solve (spec §3.2, [DERIVED]):
+    """v = (6𝐈 − 𝐐)^{−1} 𝒲' with 𝐐 = 𝟏qᵀ (every row q), without a matrix solve (Eq. 11, our derivation):
     v_k = (𝒲'_k + qᵀ𝒲'/(6 − S))/6."""
     s = survival.sum()
     return (weights + survival @ weights / (6.0 - s)) / 6.0
@@ -84,7 +84,7 @@ def paper_scales(params: FgsParams, b_c0: float) -> NoiseScales:
     """Eq. 11: β*_k = b_C0·(v_k/2)/den, den = sqrt(3Σq v² − (Σq v)²/2), λ* = den/(2 b_C0) (Eq. 17).
 
     This is the critical point with λ* > 0 of the linear objective U on the ellipsoid of Eq. 10, which is the
-    *maximum* of U at fixed b_C0 (spec G5); at w = 1 it equals the uniform allocation.
+    *maximum* of U at fixed b_C0 (G5); at w = 1 it equals the uniform allocation.
     """
     _require_b_c0(b_c0)
     q, weights = params.survival, params.utility_weights
@@ -95,7 +95,7 @@ def paper_scales(params: FgsParams, b_c0: float) -> NoiseScales:
 
 
 def uniform_scales(params: FgsParams, b_c0: float) -> NoiseScales:
-    """Equal β_k = b_C0/sqrt(12S − 2S²) on the constraint of Eq. 10 (spec §3.2 special case; G5 ablation)."""
+    """Equal β_k = b_C0/sqrt(12S − 2S²) on the constraint of Eq. 10 (the equal-scale case of Eq. 10; G5 ablation)."""
     _require_b_c0(b_c0)
     q = params.survival
     s = q.sum()
@@ -109,7 +109,7 @@ def noise_scales(params: FgsParams, b_c0: float) -> NoiseScales:
 
 
 def b_c0_for_location_std(params: FgsParams, location_std: float) -> float:
-    """The b_C0 whose scales give σ̄_L = ``location_std``: b_C0 = (σ̄_L/σ̄_L(1))², as σ̄_L ∝ √b_C0 (§3.3)."""
+    """The b_C0 whose scales give σ̄_L = ``location_std``: b_C0 = (σ̄_L/σ̄_L(1))², as σ̄_L ∝ √b_C0 (Eq. 11)."""
     return float((location_std / noise_scales(params, 1.0).location_std) ** 2)
 
 

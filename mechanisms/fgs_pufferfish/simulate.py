@@ -1,5 +1,5 @@
 """The paper's simulated data: AR(1) daily series with exponential temporal correlation (Ou et al. 2018,
-§VIII-A.2a; spec ``seed-001-pufferfish.md`` §5.2 with its [REC] choices g ~ N(0, 1), x_0 ~ N(0, 1)).
+§VIII-A.2a, with our choices g ~ N(0, 1), x_0 ~ N(0, 1); docs/design.md).
 
 x_n = C_1 x_{n−1} + g_n sqrt(1 − C_1²), C_1 = exp(−1/τ_c): stationary, unit variance, C_i = exp(−i/τ_c).
 """

@@ -1,7 +1,8 @@
-"""The Fourier machinery of FGS: DFT with the spec's normalisation, the noisy low-pass reconstruction and the
+"""The Fourier machinery of FGS: DFT with our normalisation (G1), the noisy low-pass reconstruction and the
 temporal-correlation estimators.
 
-Ou et al. (2018), Defs. 3–4, 6, Eqs. 2, 4, 7; spec ``seed-001-pufferfish.md`` §3.4 step 4–7, §4.2, G1, G2, G11.
+Ou et al. (2018), Defs. 3–4, 6, Eqs. 2, 4, 7; G1, G2, G11 of docs/design.md
+(FGS-Pufferfish).
 All functions work on the last axis (the N slots) and broadcast over the leading ones.
 """
 
@@ -11,7 +12,8 @@ import numpy as np
 
 
 def dft(x: np.ndarray) -> np.ndarray:
-    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (Def. 3 with the 1/N of G1), so x_n = Σ_k F_k W_{n,k}."""
+    """F_k = (1/N) Σ_n x_n exp(−j2πnk/N), k = 0..N−1 (corrects Defs. 3–4, which cannot both hold
+    without a 1/N: G1), so x_n = Σ_k F_k W_{n,k}."""
     x = np.asarray(x, dtype=float)
     return np.fft.fft(x, axis=-1) / x.shape[-1]
 
@@ -19,7 +21,7 @@ def dft(x: np.ndarray) -> np.ndarray:
 def hermitian_weights(n_slots: int) -> np.ndarray:
     """a_k, k < K_max = ⌊N/2⌋+1: 1 for the DC term, 2 for 1 ≤ k < N/2, 1 for k = N/2 when N is even.
 
-    Σ_{k<K_max} Re(a_k F_k W_{n,k}) is the real inverse DFT of a real series (spec §3.4 step 7).
+    Σ_{k<K_max} Re(a_k F_k W_{n,k}) is the real inverse DFT of a real series (G2).
     """
     a = np.full(n_slots // 2 + 1, 2.0)
     a[0] = 1.0
@@ -36,7 +38,7 @@ def reconstruct(coefficients: np.ndarray, n_slots: int) -> np.ndarray:
 
 
 def kept_mask(n_kept: np.ndarray, k_max: int) -> np.ndarray:
-    """Boolean (..., K_max): coefficient k is kept iff k < K (the lowest K frequencies, DC included, §3.1)."""
+    """Boolean (..., K_max): coefficient k is kept iff k < K (the lowest K frequencies, DC included, Alg. 1)."""
     return np.arange(k_max) < np.asarray(n_kept)[..., None]
 
 
@@ -99,5 +101,5 @@ def day_correlations(x: np.ndarray, lags: int, estimator: str = "circular") -> n
 
 
 def ensemble_correlation(x: np.ndarray, lags: int, estimator: str = "circular") -> np.ndarray:
-    """C_i = E_d{x_{n+i}^{(d)} x_n^{(d)}}, the mean over days (axis −2) of the per-day C_i (Def. 6, §4.2)."""
+    """C_i = E_d{x_{n+i}^{(d)} x_n^{(d)}}, the mean over days (axis −2) of the per-day C_i (Def. 6, Eq. 4)."""
     return day_correlations(x, lags, estimator).mean(axis=-2)

@@ -1,6 +1,6 @@
 """GLOVE: k-anonymity of mobile traffic fingerprints by specialised generalisation. Gramaglia, M. and Fiore, M.,
 "Hiding mobile traffic fingerprints with GLOVE", ACM CoNEXT 2015; as re-implemented and evaluated by the survey
-(spec ``seed-002-survey.md`` §2.1, §4, §6.1 item 4; its [S-code], ``uqwhua/TrjPrivacy`` ``models/glove``). Pure
+(Jin et al., TKDE 2023, Sec. 3.1.1 and 5; its [S-code], ``uqwhua/TrjPrivacy`` ``models/glove``). Pure
 numpy/pandas/scipy.
 
 Every fix becomes a generalised sample (a rectangle and a time span). The stretch effort of two samples is how much

@@ -1,5 +1,5 @@
-"""The guarantee of a GLOVE release, in words a data steward reads verbatim (spec ``seed-002-survey.md`` §2.1,
-§5: what k-anonymity does and does not give)."""
+"""The guarantee of a GLOVE release, in words a data steward reads verbatim (Jin et al., TKDE 2023,
+Sec. 3.1.1 and 6.1: what k-anonymity does and does not give)."""
 
 from __future__ import annotations
 

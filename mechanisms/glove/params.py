@@ -1,5 +1,5 @@
 """Parameters of a GLOVE release: Gramaglia and Fiore (CoNEXT 2015), as re-implemented by the survey
-(spec ``seed-002-survey.md`` §2.1, [S-code] ``models/glove/Formula.java``).
+(Jin et al., TKDE 2023, Sec. 3.1.1; [S-code] ``models/glove/Formula.java``).
 
 Every field is public and fixed before the data is read.
 """

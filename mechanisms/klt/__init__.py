@@ -1,7 +1,7 @@
 """KLT: trajectory k-anonymity with l-diversity and t-closeness of the visited places' semantics. Tu, Z., Zhao,
 K., Xu, F., Li, Y., Su, L. and Jin, D., "Protecting Trajectory From Semantic Attack Considering k-Anonymity,
 l-Diversity, and t-Closeness", IEEE Transactions on Network and Service Management 16(1), 2019 (survey ref [22]);
-as re-implemented by the survey (spec ``seed-002-survey.md`` §2.2, §4; its [S-code] ``uqwhua/TrjPrivacy``
+as re-implemented by the survey (Jin et al., TKDE 2023, Sec. 3.1.2 and 5; its [S-code] ``uqwhua/TrjPrivacy``
 ``models/klt``). Builds on :mod:`mechanisms.glove`. Pure numpy/pandas/scipy; pyrosm only in the OSM loader.
 
 Public surface: :class:`KltParams` (``glove()`` gives the k phase's parameters), :func:`guarantee` (params,

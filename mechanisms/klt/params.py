@@ -1,5 +1,5 @@
-"""Parameters of a KLT release: Tu et al. (IEEE TNSM 2019) as re-implemented by the survey (spec
-``seed-002-survey.md`` §2.2, [S-code] ``models/klt``): GLOVE's parameters for k plus l, t and the POI grid."""
+"""Parameters of a KLT release: Tu et al. (IEEE TNSM 2019) as re-implemented by the survey (Jin
+et al., TKDE 2023, Sec. 3.1.2; [S-code] ``models/klt``): GLOVE's parameters for k plus l, t and the POI grid."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from trajpub.params import Scope
 
 GROW_REGIONS = ("every_merge", "final")
 
-_P = Scope("klt")
+_P = Scope("klt", required=("pois",), resolved=("pois",))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """(k-Ψ)-anonymity with road-network dummies and Laplace perturbation: Chen, Li, Zhang, "A Differential
-Privacy Based (k-Ψ)-Anonymity Method for Trajectory Data Publishing" (2020); spec ``seed-003-kpsi.md``. Pure
-numpy/pandas /shapely; road networks come from :mod:`trajpub.roads`.
+Privacy Based (k-Ψ)-Anonymity Method for Trajectory Data Publishing" (2020). Labels A1–A16 are our
+choices in docs/design.md ((k-Ψ)-anonymity). Pure numpy/pandas /shapely; road networks come from :mod:`trajpub.roads`.
 
 Public surface, in the order a pipeline uses it:
 

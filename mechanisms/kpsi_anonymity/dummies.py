@@ -1,7 +1,8 @@
 """Phase 1: k−1 dummy trajectories per real one, inside the discs of Ψ (Chen, Li, Zhang 2020, §4.2, Alg. 1).
 
-Spec ``seed-003-kpsi.md`` §3.4 (implementable Alg. 1), §3.5 (linking over time), §5.2 (road-ignoring
-baseline), §6.1 option 4 (no network). The work is vectorised over a batch of trajectories and loops over
+Alg. 1 made implementable (A2, A4), linking over time (A5), the road-ignoring dummies of the paper's Fig. 6
+(also the fallback without a network). See docs/design.md ((k-Ψ)-anonymity). The work is vectorised over a batch
+of trajectories and loops over
 time steps only; every trajectory draws its randomness from its own generator, in a fixed order (one block per
 trajectory, then the re-draws of its failed steps in time order), so a trajectory's dummies do not depend on
 the other trajectories of the batch.
@@ -71,7 +72,7 @@ class PhaseOne:
 
 
 def travel_budgets(real: np.ndarray, t_s: np.ndarray, offsets: np.ndarray, params: KPsiParams) -> np.ndarray:
-    """B_i = min(κ·max(v_i, v_floor)·Δt_i, max_link_budget_m), v_i = |l_i − l_{i−1}|/Δt_i (spec §3.5); NaN at
+    """B_i = min(κ·max(v_i, v_floor)·Δt_i, max_link_budget_m), v_i = |l_i − l_{i−1}|/Δt_i (A5); NaN at
     each trajectory's first point."""
     step = np.hypot(*np.diff(real, axis=0).T)
     dt = np.diff(t_s)
@@ -88,7 +89,7 @@ def generate_dummies(real: np.ndarray, t_s: np.ndarray, offsets: np.ndarray, net
     """Phase 1 for a batch: ``real`` (P, 2) metres in the network's CRS, ``t_s`` (P,) seconds strictly
     increasing within each trajectory, ``offsets`` (R+1,), one generator per trajectory.
 
-    ``psi`` overrides the threshold rule with given δ_i (the spec's Fig. 6 protocol runs the road-ignoring
+    ``psi`` overrides the threshold rule with given δ_i (our protocol for the paper's Fig. 6 runs the road-ignoring
     baseline on the road-aware run's Ψ); with a network and road-aware dummies, discs that cannot host k−1
     dummies are still widened. Infeasible trajectories come back with ``ok`` False and a reason; raising or
     suppressing is the caller's decision (``params.on_infeasible``)."""

@@ -1,5 +1,5 @@
 """(k-Ψ)-anonymity end to end: Phase 1 dummies, Phase 2 Laplace noise, shuffled anonymity sets, and a private
-mapping kept apart from the published rows (Chen, Li, Zhang 2020; spec ``seed-003-kpsi.md`` §3.7).
+mapping kept apart from the published rows (Chen, Li, Zhang 2020, §6; docs/design.md, (k-Ψ)-anonymity, A13).
 
 Three entry points over the same engine:
 
@@ -10,7 +10,7 @@ Three entry points over the same engine:
   spawned per trajectory) for in-memory use.
 
 A trajectory's output depends only on its points, the network, the parameters, its generator and its set id:
-batches and chunking do not change it (spec §7 oracle 17).
+batches and chunking do not change it (a unit test checks it).
 """
 
 from __future__ import annotations
@@ -35,8 +35,7 @@ PRIVATE_COLUMNS = ("set_id", "member", "object_id", "traj_id", "is_real")
 
 
 class InfeasibleError(InputError):
-    """The road network cannot host k−1 dummies for a trajectory (``on_infeasible="raise"``, spec §7 oracle
-    7)."""
+    """The road network cannot host k−1 dummies for a trajectory (``on_infeasible="raise"``, A4)."""
 
 
 @dataclass(frozen=True, eq=False)

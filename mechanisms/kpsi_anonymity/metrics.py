@@ -1,8 +1,7 @@
 """Checks and metrics of the paper's experiments (Chen, Li, Zhang 2020, §4.1 Defs 4–6, §7.1 Eq. 20, §7.2 Fig.
 9).
 
-Spec ``seed-003-kpsi.md`` §5.2 (discernibility DM with the off-road penalty, gaps A10–A11), §5.3 (closeness),
-§5.5 (its Laplace calibration F) and §7 (test oracles 2–3).
+Our readings (A10–A12) and the Laplace calibration F of closeness: docs/design.md, (k-Ψ)-anonymity.
 """
 
 from __future__ import annotations
@@ -31,9 +30,9 @@ def is_k_psi_anonymous(locations: np.ndarray, psi: np.ndarray, k: int, tol: floa
 def discernibility(locations: np.ndarray, psi: np.ndarray, offroad: np.ndarray | None = None,
                    normalized: bool = True) -> float:
     """DM (Eq. 20): (1/(k(k−1))) Σ_{m≠i} 1/D_im with D_im = max_j d_im^j, where d_im^j = 2δ_j when either
-    point is off-road (``offroad`` (k, n) True: farther than τ_v from every edge), else their distance (spec
-    §5.2 [R]). Larger means harder to tell apart. ``normalized=False`` gives the plain double sum (gap
-    A11)."""
+    point is off-road (``offroad`` (k, n) True: farther than τ_v from every edge), else their distance (A10,
+    ours). Larger means harder to tell apart. ``normalized=False`` gives the plain double sum
+    (A11)."""
     locations = np.asarray(locations, dtype=float)
     k = locations.shape[0]
     diff = locations[:, None] - locations[None, :]
@@ -50,14 +49,14 @@ def discernibility(locations: np.ndarray, psi: np.ndarray, offroad: np.ndarray |
 
 def closeness(perturbed: np.ndarray, reference: np.ndarray, radii) -> np.ndarray:
     """Share of perturbed locations strictly closer than each radius to their reference (§7.2 "closeness
-    degree"; spec §5.3 primary reading: each point against its own pre-noise location)."""
+    degree"; our reading, A12: each point against its own pre-noise location)."""
     d = np.hypot(*(np.asarray(perturbed) - np.asarray(reference)).reshape(-1, 2).T)
     return np.array([(d < r).mean() for r in np.atleast_1d(radii)])
 
 
 def laplace_disc_probability(r: float, bx: float, by: float | None = None) -> float:
-    """P(‖(X, Y)‖ < r) for independent X ~ Laplace(0, bx), Y ~ Laplace(0, by) (spec §5.5 F, with F(ρ) the case
-    bx = by = 1, r = ρ): ∫_0^r (1/bx) e^{−u/bx} (1 − e^{−√(r²−u²)/by}) du."""
+    """P(‖(X, Y)‖ < r) for independent X ~ Laplace(0, bx), Y ~ Laplace(0, by) (F of docs/design.md,
+    (k-Ψ)-anonymity, with F(ρ) the case bx = by = 1, r = ρ): ∫_0^r (1/bx) e^{−u/bx} (1 − e^{−√(r²−u²)/by}) du."""
     by = bx if by is None else by
     if r <= 0:
         return 0.0

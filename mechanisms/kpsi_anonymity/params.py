@@ -1,8 +1,8 @@
-"""Parameters of a (k-Ψ)-anonymity release: Chen, Li, Zhang (2020), spec ``seed-003-kpsi.md`` §3.9 and §6.
+"""Parameters of a (k-Ψ)-anonymity release: Chen, Li, Zhang (2020), §7 defaults, with
+the choices A1–A16 of docs/design.md, (k-Ψ)-anonymity.
 
-Every field is public and fixed before the data is read. Names follow the spec; the paper's own choices are
-the defaults where it has one (k = 8, ε = 1, the range-based noise scale, ε per axis); the rest are the spec's
-reconstructions ([R]).
+Every field is public and fixed before the data is read. The paper's own choices are the defaults where it has
+one (k = 8, ε = 1, the range-based noise scale, ε per axis); the rest are our reconstructions.
 """
 
 from __future__ import annotations
@@ -18,49 +18,49 @@ EPSILON_SEMANTICS = ("paper_per_axis", "per_location", "per_trajectory")
 LINKINGS = ("reachable", "index")
 ON_INFEASIBLE = ("raise", "suppress_trajectory")
 
-_P = Scope("kpsi_anonymity")
+_P = Scope("kpsi_anonymity", resolved=("road_network",))
 
 
 @dataclass(frozen=True)
 class KPsiParams:
-    """Public parameters of the two phases (spec §3.2–3.6).
+    """Public parameters of the two phases (Alg. 1 and 2).
 
-    Anonymity (Phase 1, spec §3.2–3.5):
+    Anonymity (Phase 1, §4.2, Alg. 1):
     k: anonymity degree, trajectories per published set (1 real + k−1 dummies); paper 8.
-    psi_mode: how δ_i is chosen (gap A1, [R]): "segment" (default; δ_i = clip(max(δ_seg(e_real),
+    psi_mode: how δ_i is chosen (A1, ours): "segment" (default; δ_i = clip(max(δ_seg(e_real),
     (1+μ)·r_k(p)),
         δ_min, δ_max) with δ_seg(e) = clip((1+μ)·max r_k over the edge's endpoints and midpoint)), "point"
         (δ_i = clip((1+μ)·r_k(p), δ_min, δ_max)) or "constant" (the (k-δ) ablation: δ_i = ``delta_m``).
         r_k(p) is the distance from p to its k-th nearest edge.
     delta_m: δ of the "constant" mode, metres; None takes the largest δ_seg of the network (feasible at
         every edge's anchors). Required for "constant" without a road network.
-    delta_min_m, delta_max_m: the clip of adaptive δ_i (spec defaults 50 m and 500 m).
+    delta_min_m, delta_max_m: the clip of adaptive δ_i (our defaults 50 m and 500 m).
     mu: margin on r_k (0.1). growth, max_grow: an infeasible disc (fewer than k−1 usable edges) is widened by
-        ``growth`` up to ``max_grow`` times, never beyond δ_max (gap A4); "constant" never grows.
+        ``growth`` up to ``max_grow`` times, never beyond δ_max (A4); "constant" never grows.
     min_part_m: ℓ_min, the least length an edge must have inside the disc to host a dummy (1 m).
     min_separation_m: d_sep, the least distance between any two of the k locations at one timestamp (1 m).
     max_tries: draws per timestamp before the trajectory is declared infeasible (replaces the paper's GOTO 3).
     on_infeasible: "raise" (default; :class:`InfeasibleError`) or "suppress_trajectory" (the trajectory is
         left out of the release and reported in the status).
-    linking: how dummy locations are chained over time (gap A5): "reachable" (default [R]; each dummy moves
+    linking: how dummy locations are chained over time (A5): "reachable" (default, ours; each dummy moves
         to an edge within network distance B_i = min(κ·max(v_i, v_floor)·Δt_i, max_link_budget_m) of its
         previous position, v_i the real object's speed) or "index" (the paper's Alg. 1: independent per step).
     kappa, v_floor_mps, max_link_budget_m: the travel budget of "reachable" (1.5, 5 m/s, 1000 m).
     road_aware: place dummies on road edges (the paper's method, default) or uniformly in the disc (the
     paper's
         Fig. 6 baseline and the fallback when no road network exists; dummies may then be off-road).
-    snap_real: move each real location onto its nearest edge before Phase 1 (gap A14), so that a real GPS
+    snap_real: move each real location onto its nearest edge before Phase 1 (A14), so that a real GPS
     point
         off the road does not stand out among on-road dummies; costs utility.
 
-    Perturbation (Phase 2, spec §3.6):
+    Perturbation (Phase 2, §5.2–5.3, Alg. 2):
     epsilon: the privacy parameter; its meaning is set by ``epsilon_semantics``: "paper_per_axis" (default,
         the paper: ε per axis per location, i.e. 2ε per location and 2nε per trajectory), "per_location"
         (ε/2 per axis) or "per_trajectory" (ε/(2n) per axis for a trajectory of n points).
     noise_scale: Δ in b = Δ/ε_axis: "paper" (the coordinate range of the k locations at the timestamp, per
-        axis; data-dependent, gap A6), "diameter" (2δ_i; depends on the data through δ_i) or
+        axis; data-dependent, A6), "diameter" (2δ_i; depends on the data through δ_i) or
         "data_independent" (2·δ_cap with δ_cap = δ_max, or δ in "constant" mode; leaks nothing).
-    noise_floor_m: r_floor, the least Δ (gap A8), so that b > 0 (1 m).
+    noise_floor_m: r_floor, the least Δ (A8), so that b > 0 (1 m).
     """
 
     k: int = 8
@@ -130,7 +130,7 @@ class KPsiParams:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def epsilon_per_axis(self, n_points):
-        """ε used for each axis of each location (spec §3.6, gap A7); ``n_points`` is the trajectory length
+        """ε used for each axis of each location (§5.2, A7); ``n_points`` is the trajectory length
         (scalar or array), used by "per_trajectory" only."""
         if self.epsilon_semantics == "paper_per_axis":
             return self.epsilon + 0.0 * n_points

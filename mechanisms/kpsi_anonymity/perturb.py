@@ -1,6 +1,7 @@
 """Phase 2: Laplace perturbation of every location, real and dummy (Chen, Li, Zhang 2020, §5.2–5.3, Alg. 2).
 
-Spec ``seed-003-kpsi.md`` §3.6, §4.2 and gaps A6–A9. For the k locations L_i at timestamp t_i, each axis of
+Choices A6–A9 and the accounting notes of docs/design.md, (k-Ψ)-anonymity. For the k locations L_i at timestamp
+t_i, each axis of
 each location gets independent Laplace noise of scale b_i = Δ_i/ε_axis, drawn with the paper's inverse-CDF
 formula ``−b·sign(r)·ln(1 − 2|r|)`` from r uniform on the OPEN interval (−1/2, 1/2) (A9).
 """
@@ -17,7 +18,7 @@ _HALF_ULP = 2.0 ** -54
 
 def open_centred_uniform(u: np.ndarray) -> np.ndarray:
     """Map uniforms from ``Generator.random`` (multiples of 2⁻⁵³ in [0, 1)) to r in (−1/2, 1/2): the midpoints
-    (m + 1/2)·2⁻⁵³ − 1/2, exact in float64, symmetric about 0, never ±1/2 (gap A9)."""
+    (m + 1/2)·2⁻⁵³ − 1/2, exact in float64, symmetric about 0, never ±1/2 (A9)."""
     return (np.asarray(u, dtype=float) - 0.5) + _HALF_ULP
 
 

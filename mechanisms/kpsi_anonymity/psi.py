@@ -1,8 +1,8 @@
-"""The adaptive threshold set Ψ = (δ_1, …, δ_n) and the road edges that can host dummies (spec §3.2, §3.4).
+"""The adaptive threshold set Ψ = (δ_1, …, δ_n) and the road edges that can host dummies (A1, A2).
 
 The paper says only that δ_i "is adaptively determined by the query context and the motion model … adapting to
-road changes of different segments" (§3.2, §4.1) and gives no formula (gap A1). The rule here is the spec's
-reconstruction [R]: δ follows local road density through r_k, the distance at which a disc first touches k
+road changes of different segments" (§3.2, §4.1) and gives no formula. The rule here is ours (docs/design.md,
+(k-Ψ)-anonymity, A1): δ follows local road density through r_k, the distance at which a disc first touches k
 distinct edges, so that every disc holds enough road for k−1 dummies on distinct edges.
 """
 
@@ -41,13 +41,13 @@ def anchor_points(network: RoadNetwork) -> np.ndarray:
 
 
 def segment_thresholds(network: RoadNetwork, params: KPsiParams) -> np.ndarray:
-    """δ_seg(e) = clip((1+μ)·max(r_k(a_e), r_k(m_e), r_k(b_e)), δ_min, δ_max) for every edge (spec §3.2)."""
+    """δ_seg(e) = clip((1+μ)·max(r_k(a_e), r_k(m_e), r_k(b_e)), δ_min, δ_max) for every edge (A1)."""
     rk = anchor_rk(network, params.k)
     return np.clip((1 + params.mu) * rk.max(axis=1), params.delta_min_m, params.delta_max_m)
 
 
 def constant_delta(network: RoadNetwork | None, params: KPsiParams) -> float:
-    """δ of the "constant" mode: ``delta_m``, else the largest δ_seg of the network (spec §3.2)."""
+    """δ of the "constant" mode: ``delta_m``, else the largest δ_seg of the network (A1)."""
     if params.delta_m is not None:
         return float(params.delta_m)
     if network is None:
@@ -82,7 +82,7 @@ class Discs:
 
 def initial_thresholds(network: RoadNetwork | None, params: KPsiParams, x: np.ndarray, y: np.ndarray,
                        real_edge: np.ndarray, return_pairs: bool = False):
-    """δ_i before any widening, by ``params.psi_mode`` (spec §3.2). With ``return_pairs`` (needs a network),
+    """δ_i before any widening, by ``params.psi_mode`` (A1). With ``return_pairs`` (needs a network),
     also the (point, edge index, distance) pairs of a disc query whose radius is at least δ_i, which
     :func:`feasible_discs` can reuse instead of querying again."""
     if params.psi_mode == "constant":
@@ -130,7 +130,7 @@ def _query_radius(network: RoadNetwork, params: KPsiParams, x: np.ndarray, y: np
 def feasible_discs(network: RoadNetwork, params: KPsiParams, x: np.ndarray, y: np.ndarray,
                    real_edge: np.ndarray, delta0: np.ndarray, pairs: tuple | None = None) -> Discs:
     """Widen each disc until it holds at least k−1 candidate edges: edges other than the real one whose part
-    inside the disc is at least ``min_part_m`` long (spec §3.2 feasibility rule, §3.4 ``TreeGenerate``).
+    inside the disc is at least ``min_part_m`` long (A1 feasibility rule, A2 ``TreeGenerate``).
     δ grows by ``growth`` at most ``max_grow`` times and never beyond the cap (δ_max; "constant": no growth).
     Points still infeasible get δ = NaN and no candidates. ``pairs``: a disc query at radii >= ``delta0``
     (from :func:`initial_thresholds`), reused for the first level."""

@@ -1,6 +1,6 @@
 """Mix zones: Liu, Kang, Wang, Zhang, "Traffic-aware multiple mix zone placement for protecting location
-privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (seed 002,
-ref. [79], "Mix-zone / UTMP" row; settings r = 500 m, 1,000 zones; [S-code] the survey's Java code
+privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (Jin et al., TKDE 2023,
+Sec. 3.2.1, ref. [79]; settings, Sec. 5.1: r = 500 m, 1,000 zones; [S-code] the survey's Java code
 ``uqwhua/TrjPrivacy`` ``MixZone.java``). Pure numpy/pandas/scipy.
 
 Public surface:
@@ -28,7 +28,8 @@ Decisions (where the paper/survey is silent, or where this code deviates):
    (10) points in the current fragment, as in the code. Reason: a mix zone that does not change the
    pseudonym protects nothing, and with suppression it would only punch a hole in one fragment.
 4. Suppression (``suppress_in_zone``, default True): the survey removes no point, so consecutive fragments
-   are contiguous and trivially re-linked (spec A13). The default removes every covered point; the cuts are
+   are contiguous and trivially re-linked (survey Sec. 3.2.1, refs [32], [105], [106]). The default removes
+   every covered point; the cuts are
    the same in both modes (suppression only removes points). ``suppress_in_zone: false`` is the survey's
    behaviour. Why suppression is the default: without it the last fix before a cut and the first fix after
    it are seconds and metres apart, so re-linking the fragments is trivial and the pseudonym change protects

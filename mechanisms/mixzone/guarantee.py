@@ -1,5 +1,5 @@
-"""The guarantee of a mix-zone release, in words a data steward reads verbatim (survey seed 002: Mix-zone row,
-attack A13, Table 4 discussion, §"lessons")."""
+"""The guarantee of a mix-zone release, in words a data steward reads verbatim (Jin et al.,
+TKDE 2023: Sec. 3.2.1, Table 4 and Sec. 6.1)."""
 
 from __future__ import annotations
 

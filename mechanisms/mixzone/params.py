@@ -1,5 +1,5 @@
 """Parameters of a mix-zone release: Liu, Kang, Wang, Zhang (INFOCOM 2012, UTMP) as re-implemented by the
-survey (seed 002, §"models", Mix-zone row; settings table: r = 500 m, 1,000 zones; [S-code] ``min_length`` 10).
+survey (Jin et al., TKDE 2023, Sec. 3.2.1; settings, Sec. 5.1: r = 500 m, 1,000 zones; [S-code] ``min_length`` 10).
 
 Every field is public and fixed before the data is read.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
-_P = Scope("mixzone")
+_P = Scope("mixzone", required=("road_network",), resolved=("road_network",))
 
 
 @dataclass(frozen=True)

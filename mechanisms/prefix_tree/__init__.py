@@ -1,4 +1,5 @@
-"""Noisy prefix tree for ε-DP trajectory publication: Chen, Fung, Desai (arXiv:1112.2020), spec seed-004.
+"""Noisy prefix tree for ε-DP trajectory publication: Chen, Fung, Desai (arXiv:1112.2020).
+Labels G1–G20 in this package are our choices in docs/design.md (Prefix tree).
 
 Public surface: :class:`PrefixTreeParams`, :func:`count_level` (true counts, runs next to the data),
 :func:`build_tree` (noisy tree from counts only), :func:`release` (post-processing), :func:`sanitize`

@@ -1,4 +1,4 @@
-"""The guarantee of a prefix-tree release, in words a data steward reads verbatim (Thm 4.3, spec §1.2, §4)."""
+"""The guarantee of a prefix-tree release, in words a data steward reads verbatim (Thm 4.3, Def. 3.5)."""
 
 from __future__ import annotations
 

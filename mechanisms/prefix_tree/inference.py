@@ -45,7 +45,7 @@ def isotonic_non_decreasing(values: np.ndarray, bounds: np.ndarray) -> np.ndarra
 def intermediate_estimates(tree: NoisyPrefixTree) -> np.ndarray:
     """c̃(v): the mean over the leaves below v of the Phase-A path estimate of v (Sec. IV-B, Phase B).
 
-    Entry 0 (the root) is NaN. Every c̃(v) is an average of noisy counts ≥ θ, so c̃(v) ≥ θ (T7).
+    Entry 0 (the root) is NaN. Every c̃(v) is an average of noisy counts ≥ θ, so c̃(v) ≥ θ.
     """
     n = len(tree.parent)
     total, paths = np.zeros(n), np.zeros(n)

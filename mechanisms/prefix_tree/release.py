@@ -3,7 +3,7 @@
 Every node v emits N(v) = max(0, round(n(v))) copies of prefix(v), where n(v) = value(v) − Σ_{children u}
 value(u) is the number of trajectories estimated to end at v (for a leaf, n(v) = value(v); a leaf at depth h
 also stands for the longer trajectories truncated there, G10). "Basic" uses the noisy counts c, "Full" the
-consistent estimates c̄ (spec §3.7, G9).
+consistent estimates c̄ (Sec. IV-B; G9).
 """
 
 from __future__ import annotations

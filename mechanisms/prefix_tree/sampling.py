@@ -37,7 +37,7 @@ def sample_empty_passes(
     candidates; ``k[j] ~ Binomial(n_empty[j], p_θ)`` of them pass, each with noisy count g·(k₀ + Y),
     Y ~ Geometric with P(Y = y) ∝ q^y (the memoryless tail, drawn exactly by :func:`trajpub.noise.geometric`).
     When ``keep_at_most`` is given, only the ``j_kept = min(k, keep_at_most)`` largest counts of a node are
-    returned (the others could never be kept under parent_bound, §3.6); with ``None`` all k are. Returns
+    returned (the others could never be kept under parent_bound, G1); with ``None`` all k are. Returns
     ``(j_kept, counts)``: counts grouped by node in node order, descending within a node. Needs θ > 0.
     """
     g, t = noise.laplace_grid(laplace_scale)

@@ -192,7 +192,7 @@ def _checked_counts(
 
 
 def _top_per_group(owner: np.ndarray, count: np.ndarray, cap: np.ndarray) -> np.ndarray:
-    """Mask of the entries among the ``cap[owner]`` largest counts of their owner (parent_bound, §3.6).
+    """Mask of the entries among the ``cap[owner]`` largest counts of their owner (parent_bound, G1).
 
     ``owner`` must be sorted. The cap K(v) = ⌊c(v)/θ⌋ reads released noisy counts only (post-processing).
     """

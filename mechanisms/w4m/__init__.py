@@ -1,9 +1,9 @@
 """W4M, "Wait for Me": (k,δ)-anonymity of moving objects by EDR clustering and space translation.
 
 Paper: O. Abul, F. Bonchi, M. Nanni, "Anonymization of moving objects databases by clustering and perturbation",
-Information Systems 35(8):884-910, 2010 (extending "Never Walk Alone", ICDE 2008). Survey: "Trajectory data
-privacy protection: models, attacks and evaluation" (seed-002, spec ``seed-002-survey.md`` §2.1, settings
-k = 5, δ = 500 m, Table 4: LA 0.847, INF 0.285 on T-Drive). EDR: Chen, Özsu, Oria, SIGMOD 2005. Pure numpy /
+Information Systems 35(8):884-910, 2010 (extending "Never Walk Alone", ICDE 2008). Survey: Jin et al., "A Survey and
+Experimental Study on Privacy-Preserving Trajectory Data Publishing", TKDE 2023 (Sec. 3.1.1; settings, Sec. 5.1:
+k = 5, δ = 500 m; Table 4: LA 0.847, INF 0.285 on T-Drive). EDR: Chen, Özsu, Oria, SIGMOD 2005. Pure numpy /
 pandas / scipy.
 
 Public surface, in pipeline order:

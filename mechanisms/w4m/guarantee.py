@@ -1,8 +1,8 @@
 """The guarantee of a W4M release, in words a data steward reads verbatim.
 
 Abul, Bonchi, Nanni (2010) define (k,δ)-anonymity (co-localisation within a cylinder of diameter δ) and W4M
-reaches it heuristically; the survey (seed-002) measured LA 0.847 on T-Drive (Table 4): the property holds, the
-protection it suggests does not.
+reaches it heuristically; the survey (Jin et al., TKDE 2023) measured LA 0.847 on T-Drive (Table 4): the property
+holds, the protection it suggests does not.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Dummy trajectories (DTPP, survey seed 002) per trajectory on the Dask partitions. Candidates come from a
+"""Dummy trajectories (DTPP, Liu et al. 2019) per trajectory on the Dask partitions. Candidates come from a
 public road network read from PostGIS (``road_network`` names one in ``roads.networks``), built once and
 broadcast, or, with ``road_network: null``, from fixed sub-cell centres built on each worker for its cells.
 
@@ -66,8 +66,7 @@ class DummyAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> DummySetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = dummy.DummyParams.from_dict(params)
         if name is None:
             return DummySetup(parsed, None, "none")

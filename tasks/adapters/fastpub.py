@@ -1,4 +1,4 @@
-"""FASTPub (Wang, Zhu, Wang, Han, IEEE TMC 2022; spec seed-000) with the raw data playing the clients on Dask.
+"""FASTPub (Wang, Zhu, Wang, Han, IEEE TMC 2022) with the raw data playing the clients on Dask.
 
 The trust boundary is the one of :mod:`mechanisms.fastpub`: the server loop (:func:`mechanisms.fastpub.run_server`)
 runs on the driver and sees only round plans and the partitions' aggregated randomised answers; each

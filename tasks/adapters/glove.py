@@ -1,4 +1,4 @@
-"""GLOVE (Gramaglia and Fiore 2015; survey seed-002 §2.1) on the Dask partitions: fingerprints are built on the
+"""GLOVE (Gramaglia and Fiore 2015) on the Dask partitions: fingerprints are built on the
 workers, the pruned candidate graph's merge costs (the O(n²)-per-pair part) are computed in blocks on the workers,
 and the greedy merging, which is sequential, runs on the driver over the costed graph.
 

@@ -1,4 +1,4 @@
-"""(k-Ψ)-anonymity (Chen, Li, Zhang; spec seed-003) per trajectory on the Dask partitions, dummies on a road
+"""(k-Ψ)-anonymity (Chen, Li, Zhang 2020) per trajectory on the Dask partitions, dummies on a road
 network read from PostGIS (``roads.*``) or, without one, uniformly in the disc (the stated fallback).
 
 Release parameters are :class:`mechanisms.kpsi_anonymity.KPsiParams` plus ``road_network``: the name of a
@@ -53,8 +53,7 @@ class KPsiAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> KPsiSetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = kpsi.KPsiParams.from_dict(params)
         if name is None:
             source = "none"

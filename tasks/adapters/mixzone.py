@@ -1,4 +1,4 @@
-"""Mix zones (UTMP placement, survey seed 002) on the Dask partitions: the zones are placed once on a worker
+"""Mix zones (UTMP placement, Liu et al. 2012) on the Dask partitions: the zones are placed once on a worker
 from the road network alone, then every partition's trajectories are cut and (by default) their in-zone points
 suppressed; pseudonyms are drawn on the driver as one random permutation over all fragments.
 
@@ -55,8 +55,7 @@ class MixzoneAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> MixzoneSetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = mixzone.MixzoneParams.from_dict(params)
         if not isinstance(name, str) or not name:
             raise ParameterError(f"mix zones need a road network: road_network must name a network in "

@@ -1,4 +1,4 @@
-"""W4M, (k,δ)-anonymity by EDR clustering and space translation (Abul, Bonchi, Nanni 2010; survey seed-002), on
+"""W4M, (k,δ)-anonymity by EDR clustering and space translation (Abul, Bonchi, Nanni 2010), on
 the Dask partitions.
 
 The work is split so that raw points stay on the workers: each partition becomes a compact trajectory table;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import importlib
 import json
 import os
@@ -175,6 +176,18 @@ def loaded_tdrive(engine, owner, tdrive_subset):
     return load
 
 
+@pytest.fixture
+def bare_dataset(owner, dataset_name):
+    """A dataset with governance rows and no points: enough for ledger and approval rules and for releases
+    refused before any data is read (its cap set by the
+    owner: the pipeline cannot choose a cap)."""
+    with owner.begin() as conn:
+        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
+        conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
+                     {"d": dataset_name})
+    return dataset_name
+
+
 def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
     """Exact statistics of a release's raw data, as governance holds them: snapshot and validation counts, the
     prepared counts, the raw points' bbox, and the mechanism's empirical epsilons (FGS)."""
@@ -199,12 +212,15 @@ def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
 
 
 IDENTIFIERS = {"release_id", "runId", "eventTime", "event_time", "approved_at", "published_at", "content_hash",
-               "version", "code_version", "window_start", "window_end", "decided_at"}
+               "version", "code_version", "window_start", "window_end", "decided_at",
+               "resolution_m"}  # an attack's cell size: the gate policy's parameter (250 m, like the subset's 250
+#                                   prepared trajectories by chance), not a statistic of the data
 
 
 def _numbers(value, release_id: int, key: str = "") -> list[float]:
     """Every number a consumer reads in ``value`` (JSON leaves, and numbers written in its texts); identifiers,
-    timestamps and the release's own id where a text names it ("release 36", "release_id = 36") excepted."""
+    timestamps, the attacks' cell sizes and the release's own id where a text names it ("release 36",
+    "release_id = 36") excepted."""
     if key in IDENTIFIERS:
         return []
     if isinstance(value, dict):
@@ -261,9 +277,11 @@ def stewards(engine) -> dict[str, sa.Engine]:
     """Steward logins made as an operator makes them (``trajpub steward add``), by name, as engines."""
     from tasks.db import steward_engine
 
-    for login in STEWARDS:
-        out = cli("steward", "add", login)
-        assert out.returncode == 0, out.stderr
+    with open(config.STATE_DIR / "test-stewards.lock", "w") as lock:  # xdist workers: one adds, the others find
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for login in STEWARDS:
+            out = cli("steward", "add", login)
+            assert out.returncode == 0, out.stderr
     return {login: steward_engine(login) for login in STEWARDS}
 
 

@@ -135,6 +135,7 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
                                                  f"{dataset}__r{run.release_id}_traj"}
 
 
+@pytest.mark.serial
 def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("pgstop")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)

@@ -177,6 +177,23 @@ def test_consumer_reads_published_only(engine, published):
             conn.execute(sa.text(f"SELECT 1 FROM {table} LIMIT 1"))
 
 
+def test_consumer_card_and_lineage_list_each_attack_once_per_resolution(engine, published):
+    """Issue 14, item 4: the gate runs grid attacks at every cell size of its policy; what a consumer reads holds
+    each (attack, cell size) verdict once, as governance recorded it, not copies of one attack."""
+    _, rid = published
+    recorded = {(a, r or None, p) for a, r, p in q(engine, "SELECT attack, resolution_m, passed FROM "
+                                                           "governance.audit_results WHERE release_id = :r", r=rid)}
+    assert len({a for a, _, _ in recorded}) < len(recorded)  # some attack ran at several resolutions
+    with consumer_engine().connect() as conn:
+        card = conn.execute(sa.text("SELECT audits FROM published.release_lineage WHERE release_id = :r"),
+                            {"r": rid}).scalar_one()
+    (event,), = q(engine, "SELECT event FROM governance.lineage_events WHERE release_id = :r "
+                          "AND event_type = 'COMPLETE'", r=rid)
+    for listed in (card, event["run"]["facets"]["audit"]["attacks"]):
+        rows = [(a["attack"], a["resolution_m"], a["passed"]) for a in listed]
+        assert len(rows) == len(set(rows)) and set(rows) == recorded
+
+
 def test_validation_quarantine_is_accounted_for(engine, published):
     dataset, rid = published
     (n_rows, n_q, result), = q(engine, "SELECT n_rows, n_quarantined, result FROM governance.validation_results "

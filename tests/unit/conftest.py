@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-# Table II of Chen, Fung, Desai (spec seed-004 §3.9), with L1..L4 mapped to 0..3.
+# Table II of Chen, Fung, Desai (arXiv:1112.2020, Example 4.1), with L1..L4 mapped to 0..3.
 PREFIX_TREE_TOY = [
     [0, 1, 2],
     [0, 1],

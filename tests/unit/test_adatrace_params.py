@@ -1,4 +1,4 @@
-"""AdaTrace parameters, budget split, noise scales and guarantee (Gursoy et al. CCS 2018; survey spec §A12)."""
+"""AdaTrace parameters, budget split, noise scales and guarantee (Gursoy et al. CCS 2018)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AdaTrace's three attack-resilience checks on constructed cases (survey spec §A12, [Ada-code])."""
+"""AdaTrace's three attack-resilience checks on constructed cases (Gursoy et al. CCS 2018, Sec. 5.2; [Ada-code])."""
 
 from __future__ import annotations
 

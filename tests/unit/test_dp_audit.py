@@ -7,15 +7,27 @@ The large run is ``python -m bench.dp_audit`` (bench/DP_AUDIT_RESULTS.md)."""
 
 from __future__ import annotations
 
+import html
+import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from audits import dp_scenarios
 from audits.dp_audit import audit_pair, clopper_pearson, epsilon_lower_bound, select_event
+from mechanisms.fgs_pufferfish.guarantee import AUDIT_CORRELATION, AUDIT_PUBLISHED_MEAN
+from mechanisms.fgs_pufferfish.guarantee import guarantee as fgs_guarantee
+from mechanisms.fgs_pufferfish.params import FgsParams
+from mechanisms.kpsi_anonymity import KPsiParams
+from mechanisms.kpsi_anonymity.guarantee import AUDIT as KPSI_AUDIT
+from mechanisms.kpsi_anonymity.guarantee import guarantee as kpsi_guarantee
+from tasks.report import render
 from trajpub import noise
+from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
+from trajpub.guarantee import empirical_bound_words
 
 EPS = 1.0
 
@@ -61,6 +73,9 @@ SCENARIOS = {
     "dpt": (dp_scenarios.dpt_scenarios()[0], 500, 4000),
     "adatrace": (dp_scenarios.adatrace_scenarios()[0], 320, 1920),
     "fastpub": (dp_scenarios.fastpub_scenarios()[0], 2000, 10_000),
+    # ε per object: an object with 3x the record cap moves the noisy record count by the cap only, so it stays
+    # within ε (a broken cap would move it 3x and be caught like the 2x lie)
+    "objtrace": (dp_scenarios.objtrace_scenarios()[2], 1000, 6000),
 }
 
 
@@ -85,3 +100,32 @@ def test_an_object_with_three_records_is_protected_at_three_epsilon_not_epsilon(
     assert scenario.object_factor == 3 and not scenario.tight
     out = audit_pair(lambda which, n, rng: scenario.run(which, n, EPS, rng), 1000, 6000, np.random.default_rng(13))
     assert EPS < out.lower_bound <= 3 * EPS, out
+
+
+# -- the non-DP claims: their audited empirical lower bound, printed in the guarantee and the review ----------
+
+PRINTED = [AUDIT_PUBLISHED_MEAN, AUDIT_CORRELATION, KPSI_AUDIT]
+
+
+@pytest.mark.parametrize("bound", PRINTED, ids=lambda b: b.neighbours)
+def test_a_printed_bound_is_the_bench_row_of_a_scenario_of_the_claim(bound):
+    assert bound.neighbours in {s.neighbours for s in dp_scenarios.all_scenarios() if s.mechanism == bound.mechanism}
+    rows = json.loads((PROJECT_ROOT / "bench" / "dp_audit" / f"{bound.mechanism}.json").read_text())["rows"]
+    (row,) = [r for r in rows if r["neighbours"] == bound.neighbours and not r["control"]]
+    assert (row["run_epsilon"], row["lower_bound"], row["selection_runs"], row["runs"]) == (
+        bound.claim_epsilon, bound.lower_bound, bound.selection_runs, bound.runs)
+    # "unbounded" only when the statistic separated the datasets in every run
+    assert bound.unbounded == (row["p_first"] == 1.0 and row["p_second"] == 0.0)
+
+
+def test_the_guarantee_and_the_review_print_the_bound_that_applies():
+    published = fgs_guarantee(FgsParams(n_slots=32, epsilon=1.0))
+    perturbed = fgs_guarantee(FgsParams(n_slots=32, epsilon=1.0, mean_trajectory="perturb",
+                                                  mean_noise_m=50.0))
+    kpsi = kpsi_guarantee(KPsiParams())
+    assert published.empirical_bound is AUDIT_PUBLISHED_MEAN and "unbounded" in published.plain_text()
+    assert perturbed.empirical_bound is None and "not audited" in empirical_bound_words(perturbed.to_dict())
+    assert kpsi.empirical_bound is KPSI_AUDIT and "0.46" in kpsi.plain_text()
+    page = render({"release_id": 1, "mechanism": "kpsi_anonymity", "dataset": "d", "guarantee": kpsi.to_dict(),
+                   "summary": {}}, ["unit", "charge"], [], {}, {}, pd.DataFrame(), None, None)
+    assert html.escape(kpsi.empirical_bound.words()) in page

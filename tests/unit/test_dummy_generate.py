@@ -1,4 +1,4 @@
-"""DTPP dummies (Liu et al. 2019; survey seed 002): the defining properties checked on the output: exactly k
+"""DTPP dummies (Liu et al. 2019; Jin et al., TKDE 2023): the defining properties checked on the output: exactly k
 members sharing the exposed locations, >= l−1 distinct alternatives in the real location's cell at every other
 published timestamp, dummies within the real trajectory's speed limit, suppression counted."""
 

@@ -1,5 +1,5 @@
-"""The paper's baselines (spec seed-000 §5.2): TrieHH's trie, output and suffix DB on a hand-made example, and
-SFP's count-mean sketch (unbiased, with its exact variance) and puzzle decoding."""
+"""The paper's baselines (Wang et al. 2022, §6.1, as the authors' code runs them): TrieHH's trie, output and suffix DB
+on a hand-made example, and SFP's count-mean sketch (unbiased, with its exact variance) and puzzle decoding."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_triehh_on_a_hand_made_population():
     assert result.status == "published"
     assert {p.cells for p in result.published} == {(0, 1, 2), (0, 1, 3), (1, 2, 3)}
     db = result.queries
-    # each accepted node's estimate v·N/⌊ρN⌋ = v is added to every suffix of its path ([CODE])
+    # each accepted node's estimate v·N/⌊ρN⌋ = v is added to every suffix of its path (the authors' code)
     expected = {(0,): 10, (1,): 3 + 9, (0, 1): 9, (1, 2): 3 + 5, (2,): 3 + 5, (0, 1, 2): 5, (0, 1, 3): 4,
                 (1, 3): 4, (3,): 4 + 3, (1, 2, 3): 3, (2, 3): 3}
     assert {f: db.get(f) for f in expected} == expected

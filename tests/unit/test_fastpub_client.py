@@ -1,5 +1,5 @@
-"""The client side: randomised response (oracle 4), ε-LDP by the exact likelihood ratio (Thm 2), the exact
-aggregated fast path against the per-client reference (oracle 15, spec §6.10), and the server/client seam."""
+"""The client side: randomised response (Alg. 1), ε-LDP by the exact likelihood ratio (Thm 2), the exact
+aggregated fast path against the per-client reference (docs/design.md, FASTPub), and the server/client seam."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def walks(n: int, n_loc: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_randomised_response_flip_rate():
-    # Oracle 4: P(b'=1 | b=1) = 1−η and P(b'=1 | b=0) = η. 50,000 bits of each kind; a 5σ binomial interval.
+    # P(b'=1 | b=1) = 1−η and P(b'=1 | b=0) = η. 50,000 bits of each kind; a 5σ binomial interval.
     eta = noise_factor(3.0, 2)
     t = np.array([0, 1, 2, 3])
     bits = respond(t, eta, np.array([[1, 2]] * 50_000 + [[2, 1]] * 50_000), np.random.default_rng(0))
@@ -131,7 +131,7 @@ def _bins_of_at_least(expected: np.ndarray, minimum: float) -> np.ndarray:
 
 
 def test_fast_path_and_per_client_path_agree_in_distribution():
-    # Oracle 15 / spec §6.10: given the assignment, Y_f = Bin(h_f, 1−η) + Bin(m_f − h_f, η) independently over
+    # Given the assignment, Y_f = Bin(h_f, 1−η) + Bin(m_f − h_f, η) independently over
     # f, for the aggregated fast path AND for 300 clients running Algorithm 1 one by one.
     offsets, cells, mult, plan, m, h = _plan_and_truth(7)
     assert 0 < h.sum() < m.sum()  # the plan mixes holders and non-holders

@@ -1,4 +1,4 @@
-"""Fragments, keys, the Apriori join (oracles 9, 12), the counting database (oracle 14) and the metrics."""
+"""Fragments, keys, the Apriori join (eq. 12, Thm 1), the counting database (eq. 13) and the metrics."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_apriori_join_equals_the_brute_force_definition():
 
 
 def test_presence_counts_each_client_once():
-    # Oracle 12: (a, a, a) holds (a, a) once; S counts clients, weighted by multiplicity.
+    # (a, a, a) holds (a, a) once; S counts clients, weighted by multiplicity.
     offsets, cells = csr([[2, 2, 2], [2, 2], [1, 2]])
     frags, counts = support_counts(offsets, cells, 2, 3)
     assert dict(zip(map(tuple, frags.tolist()), counts.tolist(), strict=True)) == {(2, 2): 2, (1, 2): 1}
@@ -81,7 +81,7 @@ def test_group_duplicates_keeps_the_multiset():
 
 
 def test_query_fallback_follows_the_markov_recursion():
-    # Oracle 14: Q reproduces Q(f[:-1])·Q(f[1:])/Q(f[1:-1]); base cases of [CODE]; never divides by zero.
+    # Q reproduces Q(f[:-1])·Q(f[1:])/Q(f[1:-1]); base cases of the authors' code; never divides by zero.
     db = CountingDatabase(n_locations=4, n_clients=1000, k=50)
     db.set(np.array([[0], [1], [2]]), np.array([400.0, 300.0, 200.0]))
     db.set(np.array([[0, 1], [1, 2]]), np.array([150.0, 120.0]))
@@ -98,7 +98,7 @@ def test_query_fallback_follows_the_markov_recursion():
 
 
 def test_f1_and_relative_error_on_hand_made_sets():
-    # Oracle 14: P = {x, y}, GT = {y, z} gives p = r = F1 = 0.5; empty P is "inv"; exact counts give error 0.
+    # P = {x, y}, GT = {y, z} gives p = r = F1 = 0.5; empty P is "inv"; exact counts give error 0.
     x, y, z = [0, 1, 2], [1, 2, 3], [2, 3, 0]
     score = precision_recall_f1(np.array([x, y]), np.array([y, z]), 4)
     assert (score.precision, score.recall, score.f1) == (0.5, 0.5, 0.5)

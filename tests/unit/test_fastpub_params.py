@@ -1,4 +1,4 @@
-"""FASTPub parameters (spec seed-000 §3.2–3.3), η and the budget (oracle 1), Thm 4's helper (oracle 13),
+"""FASTPub parameters (Wang et al. 2022, §6.1, Thm 2), η and the budget, Thm 4's helper,
 and the guarantee text."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def test_invalid_values_are_refused(field, value):
 
 
 def test_one_participation_precondition():
-    # Oracle 2: ρ·l_max > 1 raises for FASTPub (each client answers at most once); ρ·l_max = 1 is fine.
+    # ρ·l_max > 1 raises for FASTPub (each client answers at most once); ρ·l_max = 1 is fine.
     FastPubParams(k=1, rho=0.2, l_max=5)
     FastPubParams(k=1, rho=0.1, l_max=10)  # 0.1·10 = 1.0000000000000002 in floating point
     with pytest.raises(ParameterError, match="rho"):
@@ -61,7 +61,7 @@ def test_participants_per_round_is_floor_rho_n():
 
 @pytest.mark.parametrize(
     ("eps", "n", "eta"),
-    # spec §3.2's table of η = 1/(1+e^{ε/n})
+    # η = 1/(1+e^{ε/n}) (Thm 2 with equality) at a few (ε, n)
     [(10, 1, 4.540e-5), (10, 2, 0.006693), (10, 3, 0.034445), (10, 5, 0.119203), (10, 10, 0.268941),
      (10, 20, 0.377541), (5, 5, 0.268941), (2, 1, 0.119203), (2, 3, 0.339244), (2, 20, 0.475021)],
 )
@@ -73,7 +73,7 @@ def test_noise_factor_matches_the_table_and_spends_exactly_epsilon(eps, n, eta):
 
 
 def test_theorem4_bound():
-    # Oracle 13: bound(1, ξ) = 1, bound(3, 0.01) = 1.0001000001, decreasing as ξ falls.
+    # bound(1, ξ) = 1, bound(3, 0.01) = 1.0001000001, decreasing as ξ falls.
     assert theorem4_bound(1, 0.3) == 1.0
     assert theorem4_bound(3, 0.01) == pytest.approx(1.0001000001, abs=1e-13)
     values = [theorem4_bound(4, xi) for xi in (0.5, 0.1, 0.01, 0.001)]

@@ -1,6 +1,6 @@
-"""The server loop (Alg. 2): budget ledger (oracle 1), one participation (2), assignment (3), the estimator (5),
-the (k, ξ) false-admission bound (6), the closed-form threshold (7), the deterministic limit (8), Apriori
-closure (9), Markov cleaning (10), termination (11) and reproducibility (15). Spec seed-000 §7."""
+"""The server loop (Alg. 2): budget ledger, one participation, assignment, the estimator, the (k, ξ)
+false-admission bound (Thm 3), the closed-form threshold (eq. 17), the deterministic limit, Apriori closure (Thm 1),
+Markov cleaning (eq. 13–14), termination and reproducibility (Wang et al. 2022, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def run4():
 
 
 def test_budget_ledger_and_one_participation(run4):
-    # Oracles 1–2: η_l = 1/(1+e^{ε/n_l}), n_l·ln((1−η)/η) = ε; each participant spends exactly ε, others 0;
+    # η_l = 1/(1+e^{ε/n_l}), n_l·ln((1−η)/η) = ε; each participant spends exactly ε, others 0;
     # the rounds' participant sets are disjoint and of size ⌊ρN⌋.
     _, _, _, params, _population, result = run4
     assert result.status == "published" and len(result.rounds) == 4
@@ -85,7 +85,7 @@ def test_budget_ledger_and_one_participation(run4):
 
 
 def test_assignment_is_distinct_balanced_and_within_the_candidates(run4):
-    # Oracle 3: n_l = min(C, |C_l|) distinct candidates per client, query counts differ by at most one.
+    # n_l = min(C, |C_l|) distinct candidates per client, query counts differ by at most one.
     _, _, _, params, population, result = run4
     for plan, log in zip(population.plans, result.rounds, strict=True):
         assert plan.n == min(params.max_candidates, plan.n_candidates)
@@ -97,7 +97,7 @@ def test_assignment_is_distinct_balanced_and_within_the_candidates(run4):
 
 
 def test_assignment_does_not_depend_on_the_data():
-    # Oracle 3: same server seed and same C_l (round 1: all locations) on different data → the same plan.
+    # same server seed and same C_l (round 1: all locations) on different data → the same plan.
     plans = []
     for seed in (1, 2):
         offsets, cells = walks(500, 6, seed)
@@ -111,7 +111,7 @@ def test_assignment_does_not_depend_on_the_data():
 
 
 def test_estimator_is_unbiased_with_the_predicted_variance():
-    # Oracle 5. 20,000 clients, 8 locations held by S(a) clients; ρ = 0.2, C = 5 → D = 4000, m = Dn/G = 2500 for
+    # The estimator: 20,000 clients, 8 locations held by S(a) clients; ρ = 0.2, C = 5 → D = 4000, m = Dn/G = 2500 for
     # every candidate. The m clients asked about a are a uniform m-subset (without replacement), so
     # Var(Ŝ) = N²·[η(1−η)/(1−2η)² + π(1−π)(N−m)/(N−1)]/m. 1200 runs: each mean within 4 SE; the variance
     # ratio pooled over the 8 candidates within ±10% (its sd is ≈ √(2/1199/8) ≈ 1.4%), each within ±20%.
@@ -135,7 +135,7 @@ def test_estimator_is_unbiased_with_the_predicted_variance():
 
 
 def test_noise_free_full_participation_reproduces_the_counts():
-    # Oracle 5 (η = 0, ρ = 1) and oracle 8: with C ≥ L every client answers every location, m = N, Ŝ = S, and
+    # η = 0, ρ = 1: with C ≥ L every client answers every location, m = N, Ŝ = S, and
     # P_1 = {a : S(a)/N ≥ k/N + √(ln(1/ξ)/(2N))}.
     offsets, cells = walks(2000, 7, 4)
     params = FastPubParams(k=700, l_max=1, rho=1.0, max_candidates=7)
@@ -154,7 +154,7 @@ def test_noise_free_full_participation_reproduces_the_counts():
 
 
 def test_false_admission_rate_is_at_most_xi():
-    # Oracle 6: location 0 is held by k − 1 clients; its admission rate over 400 runs must not exceed ξ by
+    # location 0 is held by k − 1 clients; its admission rate over 400 runs must not exceed ξ by
     # more than 3 binomial sd (≤ 4 + 6 = 10 runs). Location 1, held by 90% of clients, is admitted every time,
     # so a threshold without Hoeffding's δ (which would admit location 0 about half the time) would fail here.
     k, n_clients, reps = 2000, 20_000, 400
@@ -172,7 +172,7 @@ def test_false_admission_rate_is_at_most_xi():
 
 
 def test_threshold_closed_form_and_database_values_exceed_k(run4):
-    # Oracle 7: Y ≥ S_l ⇔ Ŝ_N ≥ k + N·δ/(1−2η) (away from floating-point ties), and every DB value is > k.
+    # Y ≥ S_l ⇔ Ŝ_N ≥ k + N·δ/(1−2η) (away from floating-point ties), and every DB value is > k.
     rng = np.random.default_rng(5)
     n_clients, k, xi = 1_000_000, 30_000, 0.01
     for eta in (0.0, 0.05, 0.3):
@@ -191,7 +191,7 @@ def test_threshold_closed_form_and_database_values_exceed_k(run4):
 
 
 def test_apriori_closure(run4):
-    # Oracle 9: h[:-1], h[1:] ∈ P_{l−1} for every h ∈ C_l; all sub-fragments of a published fragment are in the
+    # h[:-1], h[1:] ∈ P_{l−1} for every h ∈ C_l; all sub-fragments of a published fragment are in the
     # P_j; P_l ⊆ C_l; lengths and locations are in range.
     _, _, _, _params, _, result = run4
     admitted = {}
@@ -210,7 +210,7 @@ def test_apriori_closure(run4):
 
 
 def test_markov_cleaning_removes_exactly_the_candidates_below_lambda_k(run4):
-    # Oracle 10: removed iff DB[h[:-1]]·DB[h[1:]]/DB[h[1:-1]] < λk; no cleaning in rounds 1–2; λ = 0 removes
+    # removed iff DB[h[:-1]]·DB[h[1:]]/DB[h[1:-1]] < λk; no cleaning in rounds 1–2; λ = 0 removes
     # nothing; the removed set is disjoint from the surviving candidates.
     offsets, cells, mult, params, _, result = run4
     db = result.queries
@@ -233,7 +233,7 @@ def test_markov_cleaning_removes_exactly_the_candidates_below_lambda_k(run4):
 
 
 def test_termination_without_candidates_draws_no_more_clients():
-    # Oracle 11: nothing frequent at round 1 → C_2 empty → "no_candidates" at round 2, one plan only; with
+    # nothing frequent at round 1 → C_2 empty → "no_candidates" at round 2, one plan only; with
     # l_max = 1 the same data ends "none_admitted". Nothing is published either way.
     offsets, cells = walks(500, 6, 2)
     pop = Recording(InMemoryPopulation(offsets, cells, 6, np.random.default_rng(0)))

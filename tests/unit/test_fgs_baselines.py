@@ -1,4 +1,4 @@
-"""The simulator and the CTS baseline (spec seed-001 §7 oracles 18, 19; §5.2, §5.3)."""
+"""The simulator and the CTS baseline (Ou et al. 2018, §VIII-A.2a; our CTS, docs/design.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def lag_products(x: np.ndarray, lag: int) -> np.ndarray:
 
 
 def test_ar1_simulator_has_exponential_correlation_and_unit_variance():
-    # Oracle 18: lag-i autocorrelation ≈ exp(−i/τ_c), variance 1 (stationary from x_0 ~ N(0, 1)).
+    # lag-i autocorrelation ≈ exp(−i/τ_c), variance 1 (stationary from x_0 ~ N(0, 1)).
     x = ar1_series((40_000,), N, 4.0, np.random.default_rng(41))
     for lag in range(6):
         per_series = lag_products(x, lag)
@@ -41,7 +41,7 @@ def circular_exponential(tau: float) -> np.ndarray:
 
 
 def test_cts_noise_is_laplace_scaled_with_the_target_autocorrelation():
-    # Oracle 19: mean 0, Var 2b², normalised autocorrelation ≈ target (lag 1 within 0.01).
+    # mean 0, Var 2b², normalised autocorrelation ≈ target (lag 1 within 0.01).
     b, r = 1.5, 100_000
     rho = circular_exponential(4.0)
     eta = correlated_laplace(rho, b, r, np.random.default_rng(43))
@@ -75,7 +75,7 @@ def test_normalised_autocorrelation():
 
 
 def test_cts_release_adds_noise_of_the_requested_std_shaped_by_the_objects_correlation():
-    # §5.3 through release_object: Var(η) = σ̄_L² = 2b², E[η_n η_{n+1}] = 2b²·ρ_1 of the object's own ρ.
+    # CTS (docs/design.md) through release_object: Var(η) = σ̄_L² = 2b², E[η_n η_{n+1}] = 2b²·ρ_1 of the object's own ρ.
     params = FgsParams(method="cts", n_slots=N, location_std_m=80.0)
     rng = np.random.default_rng(44)
     days = np.moveaxis(ar1_series((20_000, 2), N, 3.0, rng), 1, -1) * 1000  # (D, N, 2)

@@ -1,4 +1,4 @@
-"""The steward's guarantee text and the lineage metadata (spec seed-001 §4.1, G8, G14, G15)."""
+"""The steward's guarantee text and the lineage metadata (Thm 4; G8, G14, G15 of docs/design.md, FGS-Pufferfish)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Algorithm 1 on one object (spec seed-001 §7 oracles 11–13, 16, 17): the geometric K, the location noise,
+"""Algorithm 1 on one object (Ou et al. 2018, Alg. 1, Lemma 1): the geometric K, the location noise,
 the mean shift of C'_0, the output tuple and the random-number discipline.
 
-Monte-Carlo checks use R >= 1e5 and a 4-sigma tolerance (spec §7) with the standard error of the estimate
+Monte-Carlo checks use R >= 1e5 and a 4-sigma tolerance with the standard error of the estimate
 (exact for proportions, from the sample's fourth moment for variances).
 """
 
@@ -47,7 +47,7 @@ def four_sigma_variance(samples: np.ndarray, expected: float) -> None:
 
 
 def test_k_is_geometric_clipped_at_k_max():
-    # Oracle 11: Pr(K_eff > k) = (1−p)^k for k < K_max, 1 <= K_eff <= K_max.
+    # Pr(K_eff > k) = (1−p)^k for k < K_max, 1 <= K_eff <= K_max.
     params = FgsParams(n_slots=N, p=0.2, b_c0=1.0, min_days=1)
     r = 100_000
     released, info = release_object(np.zeros((r, N, 2)), params, np.random.default_rng(11))
@@ -86,7 +86,7 @@ def ramped_noise():
 
 
 def test_location_noise_has_zero_mean_and_the_lemma1_variance_at_every_slot(ramped_noise):
-    # Oracle 12: Var(x'_n − lowpass_K(x)_n) = Σ_{k<K_max} q_k 2 b_k² for every n, and mean 0.
+    # Var(x'_n − lowpass_K(x)_n) = Σ_{k<K_max} q_k 2 b_k² for every n, and mean 0.
     expected = float(np.sum(0.8 ** np.arange(K_MAX) * 2 * RAMPED_B**2))
     r = len(ramped_noise)
     for n in range(N):
@@ -96,7 +96,7 @@ def test_location_noise_has_zero_mean_and_the_lemma1_variance_at_every_slot(ramp
 
 
 def test_mean_shift_of_c0(ramped_noise):
-    # Oracle 13: E[(1/N) Σ_n δx_n²] = Σ q_k 2 b_k² = δC̄_0.
+    # E[(1/N) Σ_n δx_n²] = Σ q_k 2 b_k² = δC̄_0.
     expected = float(np.sum(0.8 ** np.arange(K_MAX) * 2 * RAMPED_B**2))
     energy = (ramped_noise**2).mean(axis=1)
     assert abs(energy.mean() - expected) < 4 * energy.std() / np.sqrt(len(energy))
@@ -142,7 +142,7 @@ def test_expected_noisy_c0_of_one_day():
 
 @pytest.mark.parametrize("method", ["fgs", "cts", "fpa"])
 def test_output_tuple_and_points_frame(method):
-    # Oracle 16: rows (object, day, slot, x', y', X̄, Ȳ) with X' = X̄ + x' and X̄ the raw per-slot mean.
+    # rows (object, day, slot, x', y', X̄, Ȳ) with X' = X̄ + x' and X̄ the raw per-slot mean.
     grid = GridSpec((116.0, 39.6, 116.8, 40.2), 1000.0)
     extra = {"fpa_k": 5} if method == "fpa" else {}
     params = FgsParams(method=method, n_slots=N, location_std_m=100.0, day_timezone="Asia/Shanghai", **extra)
@@ -194,7 +194,7 @@ def test_withheld_and_perturbed_mean_trajectory():
 
 
 def test_same_seed_gives_a_bit_identical_release_and_draws_are_independent():
-    # Oracle 17.
+    # The same seed gives the same release; different objects' generators give independent draws.
     params = FgsParams(n_slots=N, location_std_m=100.0)
     days = smooth_days(6, N, 25)
     a, info_a = release_object(days, params, np.random.default_rng(26))

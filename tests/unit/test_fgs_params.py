@@ -1,4 +1,5 @@
-"""FGS parameters: validation, from_dict, and the feasibility guard (spec seed-001 §7.8, G4)."""
+"""FGS parameters: validation, from_dict, and the feasibility guard (Eq. 11 needs S < 6: G4 of
+docs/design.md, FGS-Pufferfish)."""
 
 from __future__ import annotations
 
@@ -89,11 +90,11 @@ def test_fpa_k_is_required_and_bounded_by_k_max():
 
 
 def test_feasibility_guard_refuses_s_at_least_six():
-    # Oracle 8: p = 0.1, N = 32 (K_max = 17) gives S = (1 − 0.9^17)/0.1 = 8.33 >= 6.
+    # p = 0.1, N = 32 (K_max = 17) gives S = (1 − 0.9^17)/0.1 = 8.33 >= 6.
     with pytest.raises(ParameterError, match=r"S = .* >= 6") as err:
         FgsParams(n_slots=32, p=0.1, b_c0=1.0)
     assert err.value.where == "fgs_pufferfish.p"
-    # Spec §3.2 thresholds: p > 0.1576 (N = 32), p > 0.1648 (N = 48).
+    # S < 6 (Eq. 11, G4) holds for p > 0.1576 (N = 32) and p > 0.1648 (N = 48).
     FgsParams(n_slots=32, p=0.158, b_c0=1.0)
     with pytest.raises(ParameterError):
         FgsParams(n_slots=32, p=0.157, b_c0=1.0)
@@ -105,7 +106,7 @@ def test_feasibility_guard_refuses_s_at_least_six():
 
 
 def test_feasibility_guard_refuses_a_non_positive_utility_weight():
-    # Oracle 8: I = 2, w = 0 gives W'_16 = 1 + cos(π) = 0 for N = 32.
+    # I = 2, w = 0 gives W'_16 = 1 + cos(π) = 0 for N = 32.
     with pytest.raises(ParameterError, match="W'_16") as err:
         FgsParams(n_slots=32, correlation_length=2, w=0.0, b_c0=1.0)
     assert err.value.where == "fgs_pufferfish.w"
@@ -114,6 +115,6 @@ def test_feasibility_guard_refuses_a_non_positive_utility_weight():
 
 
 def test_utility_weights_with_i_equal_n():
-    # Spec §3.5: with I = N, W'_0 = 2 and W'_k = 2w for k >= 1.
+    # Def. 9 with I = N: W'_0 = 2 and W'_k = 2w for k >= 1.
     params = FgsParams(n_slots=32, w=0.9, b_c0=1.0)
     assert params.utility_weights == pytest.approx(np.r_[2.0, np.full(16, 1.8)], abs=1e-12)

@@ -1,4 +1,4 @@
-"""Privacy accounting (spec seed-001 §7 oracles 6 and 15, §4.1, §5.4): the analytic ε of Thm 4, its
+"""Privacy accounting (Ou et al. 2018, Thm 4; docs/design.md, FGS-Pufferfish): the analytic ε of Thm 4, its
 calibration, and the empirical ε̂."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_theorem4_by_hand():
 
 
 def test_epsilon_is_symmetric_and_order_free(correlations):
-    # Oracle 15: ε_0 is symmetric in (u, v); the supremum does not depend on the order of the objects.
+    # ε_0 is symmetric in (u, v); the supremum does not depend on the order of the objects.
     weights = np.linspace(1, 2, N)
     a = weighted_diameter(correlations[:, 0], weights)
     assert weighted_diameter(correlations[::-1, 0], weights) == a
@@ -60,7 +60,7 @@ def test_epsilon_is_symmetric_and_order_free(correlations):
 
 
 def test_delta_is_zero_with_shared_scales(correlations):
-    # Oracle 15 / §4.1: scales are the same for every object, so Δ = 0 and ε = ε_0.
+    # scales are the same for every object, so Δ = 0 and ε = ε_0.
     params = FgsParams(n_slots=N, b_c0=2.0)
     eps = analytic_epsilon(correlations, params)
     assert eps.delta == (0.0, 0.0)
@@ -71,14 +71,14 @@ def test_delta_is_zero_with_shared_scales(correlations):
 
 
 def test_epsilon_is_zero_for_identical_correlations(correlations):
-    # Oracle 15.
+    # Identical correlations: nothing to tell apart, ε = 0.
     same = np.repeat(correlations[:1], 4, axis=0)
     eps = analytic_epsilon(same, FgsParams(n_slots=N, b_c0=1.0))
     assert eps.epsilon_x == 0.0 and eps.epsilon_y == 0.0
 
 
 def test_epsilon_scales_as_one_over_b_c0_and_epsilon_times_sigma_squared_is_constant(correlations):
-    # Oracle 6: ε ∝ 1/b_C0 and ε·σ̄_L² constant.
+    # ε ∝ 1/b_C0 and ε·σ̄_L² constant.
     values = []
     for sigma in (10.0, 35.0, 400.0):
         params = FgsParams(n_slots=N, location_std_m=sigma)
@@ -94,7 +94,7 @@ def test_epsilon_scales_as_one_over_b_c0_and_epsilon_times_sigma_squared_is_cons
 @pytest.mark.parametrize("estimator", ["circular", "truncated"])
 @pytest.mark.parametrize("allocation", ["paper", "uniform"])
 def test_calibration_returns_the_target_exactly(correlations, estimator, allocation):
-    # Oracle 15: calibrate b_C0 from a target ε and recompute ε: the target, exactly (split over x and y).
+    # calibrate b_C0 from a target ε and recompute ε: the target, exactly (split over x and y).
     params = FgsParams(n_slots=N, epsilon=3.0, correlation_estimator=estimator, allocation=allocation)
     corr = np.stack([object_correlation(days, params) for days in user_days(5, 6, 31)])
     b_c0 = calibrate_b_c0(corr, params)
@@ -119,7 +119,7 @@ def test_calibration_refusals(correlations):
 
 
 def test_scale_estimators_recover_a_laplace_scale():
-    # §5.4 step 2: b̂ = sqrt(Var/2) and the MLE mean|x − median| both estimate b.
+    # Empirical ε̂ (docs/design.md): b̂ = sqrt(Var/2) and the MLE mean|x − median| both estimate b.
     # SE of the MLE is b/√R; of the moment estimator ≈ b·sqrt(5/4)/√R (Var(x²) = 20b⁴).
     rng = np.random.default_rng(32)
     r, b = 200_000, 3.0
@@ -133,7 +133,7 @@ def test_scale_estimators_recover_a_laplace_scale():
 
 
 def test_empirical_epsilon_is_the_plug_in_formula():
-    # §5.4 steps 3–4, by hand: pooled b̂_i = min_u b̂_i^u, ε̂ = max pairwise Σ |μ^u − μ^v|/b̂.
+    # Empirical ε̂, by hand: pooled b̂_i = min_u b̂_i^u, ε̂ = max pairwise Σ |μ^u − μ^v|/b̂.
     stats = [
         CorrelationStats(np.array([[0.0, 0.0], [1.0, 1.0]]), np.array([[1.0, 2.0], [1.0, 1.0]]), 10),
         CorrelationStats(np.array([[2.0, 1.0], [1.0, 1.0]]), np.array([[2.0, 4.0], [0.5, 1.0]]), 12),
@@ -145,7 +145,7 @@ def test_empirical_epsilon_is_the_plug_in_formula():
 
 
 def test_noisy_correlations_per_day_and_ensemble():
-    # §5.4 step 1: C' of repeated releases; per-day gives R·D samples, ensemble R. Their means agree (the
+    # C' of repeated releases; per-day gives R·D samples, ensemble R. Their means agree (the
     # ensemble C' is the mean of the per-day ones), and the mean of C'_0 is E[C'_0] of Eq. 14 (>= δC̄_0).
     params = FgsParams(n_slots=N, b_c0=50.0)
     days = user_days(1, 4, 33)[0]

@@ -1,5 +1,5 @@
-"""Noise scales (spec seed-001 §7 oracles 4–7, 9, 10, 14): Eq. 11, its Lagrange conditions, the uniform case,
-the regression table of §3.5 and the fact that Eq. 11 is not an improvement over uniform scales (G5)."""
+"""Noise scales (Ou et al. 2018, Eqs. 10–11, Thm 3): Eq. 11, its Lagrange conditions, the uniform case,
+reference values of the closed form and the fact that Eq. 11 is not an improvement over uniform scales (G5)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def params_for(n, p, w, lags, **kw):
 @pytest.mark.parametrize(("n", "p", "w", "lags"), SETTINGS)
 @pytest.mark.parametrize("b_c0", [0.3, 1.0, 7.0])
 def test_eq11_satisfies_the_constraint(n, p, w, lags, b_c0):
-    # Oracle 4: 12 Σ q β*² − 2 (Σ q β*)² = b_C0².
+    # 12 Σ q β*² − 2 (Σ q β*)² = b_C0².
     s = paper_scales(params_for(n, p, w, lags), b_c0)
     q, beta = s.survival, s.beta
     assert 12 * np.sum(q * beta**2) - 2 * np.sum(q * beta) ** 2 == pytest.approx(b_c0**2, rel=1e-12)
@@ -35,7 +35,7 @@ def test_eq11_satisfies_the_constraint(n, p, w, lags, b_c0):
 
 @pytest.mark.parametrize(("n", "p", "w", "lags"), SETTINGS)
 def test_eq11_is_a_stationary_point_with_eq17_multiplier(n, p, w, lags):
-    # Oracle 5: (6I − Q) β* = 𝒲'/(4λ*), and Sherman–Morrison v = solve(6I − Q, 𝒲').
+    # (6I − Q) β* = 𝒲'/(4λ*), and Sherman–Morrison v = solve(6I − Q, 𝒲').
     params = params_for(n, p, w, lags)
     s = paper_scales(params, 2.5)
     q, weights = params.survival, params.utility_weights
@@ -46,7 +46,7 @@ def test_eq11_is_a_stationary_point_with_eq17_multiplier(n, p, w, lags):
 
 @pytest.mark.parametrize("allocation", ["paper", "uniform"])
 def test_scaling_with_b_c0(allocation):
-    # Oracle 6: β ∝ b_C0, b ∝ √b_C0, U and U_L ∝ b_C0, r_i = b_{C_i}/b_{C0} independent of b_C0.
+    # β ∝ b_C0, b ∝ √b_C0, U and U_L ∝ b_C0, r_i = b_{C_i}/b_{C0} independent of b_C0.
     params = params_for(48, 0.2, 0.9, None, allocation=allocation)
     one, other = noise_scales(params, 1.0), noise_scales(params, 13.7)
     assert other.beta == pytest.approx(13.7 * one.beta, rel=1e-12)
@@ -59,7 +59,7 @@ def test_scaling_with_b_c0(allocation):
 
 @pytest.mark.parametrize(("n", "p"), [(32, 0.2), (48, 0.25), (33, 0.3)])
 def test_w_one_gives_uniform_scales(n, p):
-    # Oracle 7: w = 1 (constant 𝒲') gives b_k = (b_C0/sqrt(12S − 2S²))^{1/2} for every k.
+    # w = 1 (constant 𝒲') gives b_k = (b_C0/sqrt(12S − 2S²))^{1/2} for every k.
     params = params_for(n, p, 1.0, None)
     s_sum = params.survival.sum()
     for b_c0 in (0.5, 4.0):
@@ -68,7 +68,8 @@ def test_w_one_gives_uniform_scales(n, p):
         assert uniform_scales(params, b_c0).b == pytest.approx(np.full(params.k_max, expected), rel=1e-12)
 
 
-# Spec §3.5 reference values at b_C0 = 1 (I = N, K_max = ⌊N/2⌋+1):
+# Reference values of Eq. 11 at b_C0 = 1, computed from the closed form independently of this code
+# (I = N, K_max = ⌊N/2⌋+1):
 # N, p, w, S, λ*, b_0, b_{k>=1}, U, U_L, σ̄_L, b_{C1}, max_i b_{Ci}
 TABLE = [
     (32, 0.20, 0.9, 4.887410, 1.364393, 0.555012, 0.549482, 2.728786, 2.963531, 1.721491, 1.901044, 2.309393),
@@ -80,8 +81,8 @@ TABLE = [
 
 
 @pytest.mark.parametrize("row", TABLE, ids=[f"N{r[0]}-p{r[1]}-w{r[2]}" for r in TABLE])
-def test_regression_values_of_the_spec_table(row):
-    # Oracle 9, to 1e-6 (the table is rounded to 6 decimals).
+def test_regression_values_of_the_reference_table(row):
+    # To 1e-6 (the table is rounded to 6 decimals).
     n, p, w, s_sum, lam, b0, b1, u, u_l, sigma, b_c1, b_c_max = row
     s = paper_scales(params_for(n, p, w, None), 1.0)
     assert s.s == pytest.approx(s_sum, abs=1e-6)
@@ -97,7 +98,7 @@ def test_regression_values_of_the_spec_table(row):
 
 @pytest.mark.parametrize(("n", "p", "w", "lags"), SETTINGS)
 def test_eq11_is_no_better_than_uniform_or_random_allocations(n, p, w, lags):
-    # Oracle 10 (G5): at equal b_C0, U(Eq. 11) >= U(uniform) and >= U of random feasible positive allocations
+    # G5 (docs/design.md): at equal b_C0, U(Eq. 11) >= U(uniform) and >= U of random feasible positive allocations
     # rescaled onto the constraint; equality with uniform iff 𝒲' is constant. NOT "optimal beats uniform".
     params = params_for(n, p, w, lags)
     paper, uniform = paper_scales(params, 1.0), uniform_scales(params, 1.0)
@@ -113,7 +114,7 @@ def test_eq11_is_no_better_than_uniform_or_random_allocations(n, p, w, lags):
 
 
 def test_eq11_at_the_paper_setting_is_within_a_fraction_of_a_percent_of_uniform():
-    # Spec §3.2 / G5: at w = 0.9, I = N it is ≈ 0.02 % worse than uniform.
+    # G5: at w = 0.9, I = N it is ≈ 0.02 % worse than uniform.
     params = params_for(32, 0.2, 0.9, None)
     ratio = paper_scales(params, 1.0).utility / uniform_scales(params, 1.0).utility
     assert 1.0 < ratio < 1.001
@@ -122,7 +123,7 @@ def test_eq11_at_the_paper_setting_is_within_a_fraction_of_a_percent_of_uniform(
 @pytest.mark.parametrize(("n", "p", "w", "lags"), SETTINGS)
 @pytest.mark.parametrize("allocation", ["paper", "uniform"])
 def test_correlation_scales_are_at_least_b_c0(n, p, w, lags, allocation):
-    # Oracle 14: b_{C_i} >= b_{C0} for all i, r_0 = 1.
+    # b_{C_i} >= b_{C0} for all i, r_0 = 1.
     s = noise_scales(params_for(n, p, w, lags, allocation=allocation), 3.0)
     assert s.correlation_ratios[0] == pytest.approx(1.0, rel=1e-12)
     assert np.all(s.correlation_scales >= 3.0 * (1 - 1e-12))

@@ -1,4 +1,4 @@
-"""The Fourier machinery (spec seed-001 §7 oracles 1–3): round trip, zero-noise identity, Eq. 4 / Lemma 2."""
+"""The Fourier machinery (Ou et al. 2018, Defs. 3–4): round trip, zero-noise identity, Eq. 4 / Lemma 2."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mechanisms.fgs_pufferfish.spectrum import ensemble_correlation, hermitian_w
 
 @pytest.mark.parametrize("n", [32, 33, 48])
 def test_dft_round_trip(n):
-    # Oracle 1: with F = fft(x)/N, Σ_{k<N} F_k e^{j2πnk/N} = x (the explicit sum, not numpy's inverse).
+    # with F = fft(x)/N, Σ_{k<N} F_k e^{j2πnk/N} = x (the explicit sum, not numpy's inverse).
     x = np.random.default_rng(1).normal(size=(5, n))
     w = np.exp(2j * np.pi * np.outer(np.arange(n), np.arange(n)) / n)
     assert (dft(x) @ w.T).real == pytest.approx(x, abs=1e-12)
@@ -20,7 +20,7 @@ def test_dft_round_trip(n):
 
 @pytest.mark.parametrize("n", [32, 33, 48])
 def test_zero_noise_with_all_coefficients_is_the_identity(n):
-    # Oracle 2: noise off and K_eff = K_max gives back x exactly.
+    # noise off and K_eff = K_max gives back x exactly.
     rng = np.random.default_rng(2)
     x = rng.normal(size=(7, n))
     k_max = n // 2 + 1
@@ -30,7 +30,7 @@ def test_zero_noise_with_all_coefficients_is_the_identity(n):
 
 @pytest.mark.parametrize("n", [32, 33])
 def test_lowpass_projection_is_idempotent_and_never_adds_energy(n):
-    # Oracle 2: with K < K_max the zero-noise release is the low-pass projection.
+    # with K < K_max the zero-noise release is the low-pass projection.
     rng = np.random.default_rng(3)
     x = rng.normal(size=(40, n))
     k = rng.integers(1, n // 2 + 1, size=40)
@@ -60,7 +60,7 @@ def test_hermitian_weights():
 
 
 def test_correlation_is_the_inverse_transform_of_the_power_spectrum():
-    # Oracle 3 (Eq. 4, Lemma 2): circular ensemble C_i = Σ_k S_k cos(2πik/N), S_k = mean_d |F_k^{(d)}|².
+    # (Eq. 4, Lemma 2) circular ensemble C_i = Σ_k S_k cos(2πik/N), S_k = mean_d |F_k^{(d)}|².
     n, d = 32, 9
     rng = np.random.default_rng(5)
     x, _ = centre_days(rng.normal(size=(d, n, 2)).cumsum(axis=1))

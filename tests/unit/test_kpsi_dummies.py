@@ -1,4 +1,4 @@
-"""Phase 1: dummy trajectories (spec seed-003 §3.4–3.5, §5.2 baseline, §6.1; §7 oracles 1–8)."""
+"""Phase 1: dummy trajectories (Chen, Li, Zhang 2020, Alg. 1, Defs 4–6; A2, A4, A5 of docs/design.md)."""
 
 from __future__ import annotations
 
@@ -55,17 +55,17 @@ def test_road_aware_sets_satisfy_the_definitions_and_stay_on_distinct_edges():
         s = slice(OFFSETS[r], OFFSETS[r + 1])
         locs, psi = one.locations(r), one.psi[s]
         assert locs.shape == (8, 13, 2) and np.array_equal(locs[-1], XY[s])
-        assert within_discs(locs, XY[s], psi)  # Alg. 1 line 11 (oracle 2)
-        assert is_k_psi_anonymous(locs, psi, params.k)  # Defs 4-6 (oracle 3)
+        assert within_discs(locs, XY[s], psi)  # Alg. 1 line 11
+        assert is_k_psi_anonymous(locs, psi, params.k)  # Defs 4-6
         assert np.all((psi >= params.delta_min_m) & (psi <= params.delta_max_m))
         pts = locs.reshape(-1, 2)
         diff = pts[:, None] - pts[None]
-        # separation (oracle 6) at each timestamp
+        # separation at each timestamp
         d = np.hypot(*(locs[:, None] - locs[None]).transpose(3, 0, 1, 2))
         assert np.all(d[~np.eye(8, dtype=bool)] >= params.min_separation_m)
         del diff
     dummies = one.dummies.reshape(-1, 2)
-    assert NET.distance_to_network(dummies[:, 0], dummies[:, 1]).max() <= 1e-6  # oracle 4
+    assert NET.distance_to_network(dummies[:, 0], dummies[:, 1]).max() <= 1e-6  # on the road
     assert np.all(NET.pair_distances(dummies[:, 0], dummies[:, 1], one.dummy_edge.ravel()) <= 1e-6)
     for i in range(len(XY)):
         edges = one.dummy_edge[i]

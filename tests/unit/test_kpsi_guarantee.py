@@ -1,4 +1,5 @@
-"""The steward's guarantee text (spec seed-003 §4): what holds, what does not, under which options."""
+"""The steward's guarantee text (Chen, Li, Zhang 2020, §4.1, §6; docs/design.md, (k-Ψ)-anonymity): what holds, what
+does not, under which options."""
 
 from __future__ import annotations
 

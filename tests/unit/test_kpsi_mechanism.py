@@ -1,4 +1,4 @@
-"""The published and private frames of a (k-Psi) release (spec seed-003 §3.7; §7 oracles 1, 7, 8, 16, 17)."""
+"""The published and private frames of a (k-Psi) release (Chen, Li, Zhang 2020, §6; docs/design.md, A13)."""
 
 from __future__ import annotations
 

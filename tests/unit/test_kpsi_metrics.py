@@ -1,4 +1,4 @@
-"""Definitions 4-6 and the discernibility metric (spec seed-003 §2, §5.2; §7 oracles 3 and 15)."""
+"""Definitions 4-6 and the discernibility metric (Chen, Li, Zhang 2020, §4.1, §7.1 Eq. 20)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_road_aware_dummies_are_harder_to_tell_apart_than_road_ignoring_ones():
         psi = aware.psi[s]
         for one, out in ((aware, dm_aware), (blind, dm_blind)):
             locs = one.locations(r)
-            # tau_v = 1e-6 m: on-network synthetic data (spec A10)
+            # tau_v = 1e-6 m: on-network synthetic data (docs/design.md, A10)
             off = net.distance_to_network(locs[..., 0].ravel(), locs[..., 1].ravel()).reshape(8, 13) > 1e-6
             out.append(discernibility(locs, psi, off))
         assert dm_aware[-1] >= 1 / (2 * psi.max()) - 1e-12

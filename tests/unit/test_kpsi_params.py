@@ -1,4 +1,4 @@
-"""KPsiParams: spec seed-003 §3.9 defaults, validation, round trip."""
+"""KPsiParams: defaults (Chen, Li, Zhang 2020, §7, and docs/design.md), validation, round trip."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phase 2: the Laplace perturbation (spec seed-003 §3.6; §7 oracles 9-14)."""
+"""Phase 2: the Laplace perturbation (Chen, Li, Zhang 2020, §5.2–5.3, Alg. 2)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ PSI = np.array([20.0])
 def test_scales_follow_the_paper_and_the_alternative_modes_exactly():
     eps = np.array([0.5])
     paper = noise_scales(L, PSI, eps, KPsiParams(epsilon=0.5), cap=500.0)
-    assert paper.tolist() == [[30.0 / 0.5, 1.0 / 0.5]]  # y range 0 -> floor 1 m (gap A8)
+    assert paper.tolist() == [[30.0 / 0.5, 1.0 / 0.5]]  # y range 0 -> floor 1 m (docs/design.md, A8)
     floor = noise_scales(L, PSI, eps, KPsiParams(noise_floor_m=4.0), cap=500.0)
     assert floor.tolist() == [[60.0, 8.0]]
     diameter = noise_scales(L, PSI, eps, KPsiParams(noise_scale="diameter"), cap=500.0)
@@ -85,7 +85,7 @@ def test_perturbation_only_moves_coordinates_independently_and_scales_with_one_o
 
 
 def test_closeness_matches_the_laplace_disc_probability():
-    # spec §5.5: F(rho) at rho = 1/3, 1, 5/3, 10/3 is 0.066, 0.354, 0.611, 0.914
+    # docs/design.md, (k-Ψ) calibration: F(rho) at rho = 1/3, 1, 5/3, 10/3 is 0.066, 0.354, 0.611, 0.914
     for rho, f in ((1 / 3, 0.066), (1.0, 0.354), (5 / 3, 0.611), (10 / 3, 0.914)):
         assert laplace_disc_probability(rho, 1.0) == pytest.approx(f, abs=6e-4)
     # ranges of 150 m at epsilon 0.5: b = 300 m, closeness (100, 500, 1000 m) = (0.066, 0.611, 0.914)

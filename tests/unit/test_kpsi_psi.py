@@ -1,4 +1,4 @@
-"""The threshold set Ψ and the candidate edges (spec seed-003 §3.2, §3.4; §7 oracle 5)."""
+"""The threshold set Ψ and the candidate edges (docs/design.md, (k-Ψ)-anonymity, A1, A2)."""
 
 from __future__ import annotations
 

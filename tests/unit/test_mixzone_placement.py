@@ -1,4 +1,4 @@
-"""UTMP mix-zone placement (Liu et al. 2012; survey seed 002): zones are road vertices, at most K, start from a
+"""UTMP mix-zone placement (Liu et al. 2012; Jin et al., TKDE 2023): zones are road vertices, at most K, start from a
 vertex cover (the complement of a maximal independent set), the greedy removal is the exact greedy, and the
 placement depends on the road network only."""
 

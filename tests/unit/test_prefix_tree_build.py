@@ -1,4 +1,5 @@
-"""build_tree (Procedure 1 + Thm 4.1 + expansion policies, spec §3.3-3.6): T1, T2, T11, T13 and metadata."""
+"""build_tree (Procedure 1 + Thm 4.1 + expansion policies, G1): tree invariants,
+the literal tree's explosion, exact privacy loss, determinism per seed and metadata."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def prefixes(tree):
 
 
 def assert_structure(tree, params):
-    """T1/T2: depth ≤ h, c(v) ≥ θ, labels in L and unique among siblings, level order."""
+    """Depth ≤ h, c(v) ≥ θ, labels in L and unique among siblings, level order."""
     assert tree.depth.max() <= params.height
     assert len(tree.nodes_per_level) <= params.height
     assert np.all(tree.count[1:] >= params.theta)
@@ -73,7 +74,7 @@ def test_literal_structure_on_a_small_universe(random_walk_csr):
 
 
 def test_literal_policy_exceeding_max_nodes_raises(random_walk_csr):
-    # T2: |L| = 100 gives p_θ·|L| ≈ 3 spurious children per node: the literal tree explodes.
+    # |L| = 100 gives p_θ·|L| ≈ 3 spurious children per node: the literal tree explodes.
     offsets, locs = random_walk_csr(2000, 100, 4.0, seed=5)
     params = PrefixTreeParams(epsilon=1.0, height=8, expansion_policy="literal", max_nodes=5000)
     with pytest.raises(ParameterError, match="max_nodes=5000") as err:
@@ -124,7 +125,7 @@ def test_bad_counter_output_is_rejected():
 
 
 def test_same_seed_same_tree_different_seed_different_tree(random_walk_csr):
-    # T13.
+    # The same seed gives the same tree, another seed another tree.
     offsets, locs = random_walk_csr(5000, 40, 4.0, seed=9)
     params = PrefixTreeParams(epsilon=1.0, height=5)
     a, b, c = (build(offsets, locs, 40, params, s) for s in (17, 17, 18))
@@ -146,7 +147,7 @@ def test_metadata_is_json_and_holds_no_seed_or_raw_counts(random_walk_csr):
     assert "seed" not in text and "spurious" not in text and "true" not in text
 
 
-# ---- T11: exact privacy loss on a tiny instance, literal policy -------------------------------------
+# ---- exact privacy loss on a tiny instance, literal policy -------------------------------------
 
 TINY = [[0, 1], [0, 1], [0, 2], [1], [2, 2], [0, 1]]
 
@@ -214,7 +215,7 @@ def test_privacy_loss_is_at_most_epsilon_replace():
 
 def test_parent_bound_alone_grows_geometrically_and_the_subcritical_threshold_stops_it(random_walk_csr):
     # |L| = 300: the kept child of a spurious node is the largest of ~9 spurious candidates, so its cap
-    # ⌊c/θ⌋ is often 2 and parent_bound alone branches > 1 per level (the spec's §3.6 estimate of 1.06
+    # ⌊c/θ⌋ is often 2 and parent_bound alone branches > 1 per level (the 1.06 estimate of docs/design.md, G1,
     # ignores this selection). θ_exp from subcritical_expand_count (the default, "auto") keeps it small.
     offsets, locs = random_walk_csr(20000, 300, 4.0, seed=12)
     params = PrefixTreeParams(epsilon=1.0, height=10, max_nodes=15_000, min_expand_count=None)

@@ -1,6 +1,6 @@
 """count_level: the true per-level prefix counts (Def. 3.4, Procedure 1 line 11) on CSR partitions.
 
-T3 (partition bookkeeping), T12 (Table II toy fixture) and additivity over partitions (Dask use).
+partition bookkeeping, the paper's Table II toy example and additivity over partitions (Dask use).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def brute_force_prefix_counts(offsets, locs, height):
 
 
 def test_table_ii_true_prefix_and_terminating_counts(prefix_tree_toy):
-    # T12: Fig. 1 of the paper (L1..L4 = 0..3).
+    # Fig. 1 of the paper (L1..L4 = 0..3).
     offsets, locs = prefix_tree_toy
     counts, _ = full_tree(offsets, locs, 4, height=4)
     assert counts == {
@@ -74,7 +74,7 @@ def test_truncation_at_height(prefix_tree_toy):
 
 
 def test_level_sums_and_child_bounds_on_random_walks(random_walk_csr):
-    # T3: the candidates of a level partition the trajectories long enough to reach it, and a child never
+    # The candidates of a level partition the trajectories long enough to reach it, and a child never
     # holds more trajectories than its parent.
     offsets, locs = random_walk_csr(3000, 25, 4.0, seed=11)
     lengths = np.diff(offsets)
@@ -90,7 +90,7 @@ def test_level_sums_and_child_bounds_on_random_walks(random_walk_csr):
 
 
 def test_trajectories_leave_the_tree_at_a_missing_node(prefix_tree_toy):
-    # T3 with a pruned tree: dropping node L3 at level 1 removes its 3 trajectories from level 2 on,
+    # The same with a pruned tree: dropping node L3 at level 1 removes its 3 trajectories from level 2 on,
     # so the level sum is strictly below #{|D| ≥ 2}.
     offsets, locs = prefix_tree_toy
     _, transitions = full_tree(offsets, locs, 4, height=3)

@@ -1,4 +1,5 @@
-"""Constrained inference (Sec. IV-B): T6 isotonic paths, Phase B consolidation, T7, T8 consistency."""
+"""Constrained inference (Sec. IV-B): isotonic paths (Thm 4.2), Phase B consolidation,
+the intermediate estimates and consistency (G6, G7)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def sequences():
 
 
 def test_batched_pava_equals_the_minimax_formula(sequences):
-    # T6: PAVA on all paths at once == Thm 4.2's L_m == U_m, within 1e-9.
+    # PAVA on all paths at once == Thm 4.2's L_m == U_m, within 1e-9.
     bounds = np.concatenate(([0], np.cumsum([len(s) for s in sequences])))
     fitted = isotonic_non_decreasing(np.concatenate(sequences), bounds)
     for s, lo, hi in zip(sequences, bounds[:-1], bounds[1:], strict=True):
@@ -141,7 +142,7 @@ def noisy_results(random_walk_csr):
 
 @pytest.mark.parametrize("mode", ["paper", "projected"])
 def test_intermediate_estimates_stay_above_theta(noisy_results, mode):
-    # T7: every c̃(v) is an average of noisy counts ≥ θ.
+    # Every c̃(v) is an average of noisy counts ≥ θ.
     result = noisy_results[mode]
     c_tilde = intermediate_estimates(result.tree)
     assert np.all(c_tilde[1:] >= result.params.theta - 1e-9)
@@ -149,7 +150,7 @@ def test_intermediate_estimates_stay_above_theta(noisy_results, mode):
 
 @pytest.mark.parametrize("mode", ["paper", "projected"])
 def test_consistency_constraints(noisy_results, mode):
-    # T8.
+    # Children sum to at most their parent; level 1 is unchanged; projected estimates lie in [0, parent].
     result = noisy_results[mode]
     tree = result.tree
     c_tilde = intermediate_estimates(tree)

@@ -1,4 +1,4 @@
-"""Prefix-tree parameters (spec seed-004 §3.1, G1, G3), budget split (T1), p_θ (T5) and the guarantee text."""
+"""Prefix-tree parameters (Sec. IV-A; G1, G3 of docs/design.md), budget split, p_θ and the guarantee text."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from trajpub.errors import ParameterError
 @pytest.mark.parametrize("epsilon", [0.5, 0.75, 1.0, 1.25, 1.5, 1e9])
 @pytest.mark.parametrize("height", [1, 6, 12, 20])
 def test_uniform_budget_adds_up_to_epsilon(epsilon, height):
-    # T1: ε̄·h == ε (uniform allocation, Sec. IV-A).
+    # ε̄·h == ε (uniform allocation, Sec. IV-A).
     params = PrefixTreeParams(epsilon=epsilon, height=height)
     assert params.epsilon_bar * height == pytest.approx(epsilon, rel=1e-15)
 
@@ -23,19 +23,25 @@ def test_uniform_budget_adds_up_to_epsilon(epsilon, height):
 @pytest.mark.parametrize("height", [1, 12, 20])
 @pytest.mark.parametrize("neighbouring", ["add_remove", "replace"])
 def test_p_theta_is_the_same_for_every_epsilon_and_height(epsilon, height, neighbouring):
-    # T5: p_θ = ½·exp(−2√2) ≈ 0.0295529 whatever ε, h and the sensitivity.
+    # p_θ = ½·exp(−2√2) ≈ 0.0295529 whatever ε, h and the sensitivity.
     params = PrefixTreeParams(epsilon=epsilon, height=height, neighbouring=neighbouring)
     assert params.p_theta == pytest.approx(0.5 * math.exp(-2 * math.sqrt(2)), rel=1e-12)
     assert params.p_theta == pytest.approx(0.0295529, abs=5e-8)
 
 
-def test_theta_matches_the_spec_table():
-    # Spec §3.1: θ at ε = 1 for h = 6..20 and at h = 12 for ε = 0.5..1.5.
+def test_theta_matches_the_closed_form():
+    # θ = 2√2/ε̄ = 2√2·h/ε (Sec. IV-A) at ε = 1 for h = 6..20 and at h = 12 for ε = 0.5..1.5.
     by_height = [PrefixTreeParams(epsilon=1.0, height=h).theta for h in (6, 8, 10, 12, 14, 16, 18, 20)]
     assert by_height == pytest.approx([16.97, 22.63, 28.28, 33.94, 39.60, 45.25, 50.91, 56.57], abs=0.006)
     by_eps = [PrefixTreeParams(epsilon=e, height=12).theta for e in (0.5, 0.75, 1.0, 1.25, 1.5)]
     assert by_eps == pytest.approx([67.88, 45.25, 33.94, 27.15, 22.63], abs=0.006)
-    assert PrefixTreeParams().laplace_scale == pytest.approx(12.0)
+    assert PrefixTreeParams(epsilon=1.0, height=12).laplace_scale == pytest.approx(12.0)
+
+
+def test_the_default_height_is_three_levels_of_a_third_of_epsilon_each():
+    # issue 13: h = 12 released noise on the T-Drive sample (bench/DEFAULTS_RESULTS.md); h = 3 is the default
+    params = PrefixTreeParams(epsilon=1.5)
+    assert params.height == 3 and params.epsilon_bar == pytest.approx(0.5) and params.laplace_scale == 2.0
 
 
 def test_replace_neighbouring_doubles_scale_and_threshold():

@@ -1,4 +1,4 @@
-"""GeneratePrivateRelease (Sec. IV-B, spec §3.7): T9 release invariants, T10 ε → ∞, rounding (G9)."""
+"""GeneratePrivateRelease (Sec. IV-B): release invariants, ε → ∞, rounding (G9)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def result(request, random_walk_csr):
 
 
 def test_release_invariants(result):
-    # T9.
+    # Lengths in [1, h], each output a node's prefix, multiplicities max(0, round(n(v))).
     tree, rel, h = result.tree, result.release, result.params.height
     lengths = np.diff(rel.offsets)
     assert np.all((lengths >= 1) & (lengths <= h))
@@ -81,7 +81,7 @@ def test_release_metadata(result):
 @pytest.mark.parametrize("policy", ["literal", "parent_bound"])
 @pytest.mark.parametrize("consistency", ["none", "paper", "projected"])
 def test_huge_epsilon_releases_the_truncated_input(prefix_tree_toy, random_walk_csr, policy, consistency):
-    # T10: at ε = 1e9 the release equals {D_i[:h]} as a multiset; spurious nodes (p_θ does not depend on
+    # At ε = 1e9 the release equals {D_i[:h]} as a multiset; spurious nodes (p_θ does not depend on
     # ε) have counts ≈ θ ≈ 0 and emit nothing.
     cases = [(prefix_tree_toy, 4, 3), (random_walk_csr(3000, 8, 4.0, seed=31), 8, 3)]
     cases.append((random_walk_csr(3000, 8, 4.0, seed=32), 8, 5))
@@ -126,7 +126,7 @@ def test_release_from_a_tree_matches_sanitize_and_allows_basic_from_the_same_tre
 
 
 def test_sanitize_is_deterministic_per_seed(random_walk_csr):
-    # T13 for the whole pipeline, with stochastic rounding drawing from the same generator.
+    # Determinism per seed for the whole pipeline, with stochastic rounding drawing from the same generator.
     offsets, locs = random_walk_csr(5000, 40, 4.0, seed=51)
     params = PrefixTreeParams(epsilon=1.0, height=4, rounding="stochastic")
     a, b, c = (sanitize(offsets, locs, 40, params, np.random.default_rng(s)) for s in (3, 3, 4))

@@ -1,4 +1,4 @@
-"""Theorem 4.1 (T4): the fast empty-candidate process has the law of the literal per-candidate Laplace tests.
+"""Theorem 4.1: the fast empty-candidate process has the law of the literal per-candidate Laplace tests.
 
 Tolerances are 5 standard errors of the estimator under the theoretical law; KS tests use p > 0.001.
 """

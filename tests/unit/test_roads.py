@@ -1,4 +1,4 @@
-"""trajpub.roads: the in-memory road network (spec seed-003 §3.1, §5.6, §6.1).
+"""trajpub.roads: the in-memory road network (docs/design.md, (k-Ψ)-anonymity).
 
 Query semantics under test (module docstring): point-to-edge distance by the segment projection formula,
 inclusive radius, order (distance, edge_id). Brute force is shapely's (GEOS) distance to every edge; random
