@@ -310,8 +310,8 @@ def setting(run: dict) -> str:
 
 
 def summary(results: dict) -> pd.DataFrame:
-    """One row per (dataset, setting): the number of runs, the number with a release, and per column of
-    :data:`COLUMNS` and the wall seconds the mean and sd over the runs that released something."""
+    """One row per (dataset, setting): the number of runs and, per column (:data:`COLUMNS`, the time metrics,
+    wall seconds, records), (mean, sd, n) over the n runs with a value (an empty release has no metric), or None."""
     runs = pd.DataFrame([{"dataset": r["dataset"], "setting": setting(r), "wall_s": r["wall_s"],
                           "records": r.get("records"), **(r["metrics"] or {})} for r in results["runs"]])
     rows = []
