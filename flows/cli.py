@@ -204,6 +204,24 @@ def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
                f"(of {report.n_read} read) in {report.seconds:.1f} s; quarantined rows are in staging.quarantine")
 
 
+@main.group()
+def dataset() -> None:
+    """Loaded datasets."""
+
+
+@dataset.command("drop")
+@click.argument("name", callback=_valid_dataset)
+@STEWARD_OPTION
+def dataset_drop(name: str, steward: str) -> None:
+    """Delete dataset NAME's raw points, sources, quarantine and staging. Refused while a release of it is
+    published (withdraw it first) or under way; its releases, budget ledger, approvals and lineage stay."""
+    from tasks.datasets import drop_dataset
+
+    dropped = drop_dataset(_steward_engine(steward), name)
+    click.echo(f"dropped '{name}': {dropped.n_points} points from {dropped.n_sources} source(s), its quarantine "
+               f"and staging; its releases, ledger and lineage stay (recorded in governance.dataset_drops)")
+
+
 # --- releases -------------------------------------------------------------------------------------------------
 @main.group()
 def release() -> None:
