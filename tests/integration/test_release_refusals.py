@@ -36,7 +36,8 @@ def published_tables(engine, dataset: str) -> int:
     (["--mechanism", "no_such_mechanism"], "unknown mechanism 'no_such_mechanism'"),
     (["--param", "epsilonn=1"], "unknown parameter"),
     (["--param", "epsilon=-1"], "epsilon"),
-    (["--window-start", "2008-02-05", "--window-end", "2008-02-01"], "window_start must be before window_end"),
+    (["--window", "2008-02-05/2008-02-01"], "window_start must be before window_end"),
+    (["--bbox", "117.6,39.4,115.4,41.1"], "is not (min_lon, min_lat, max_lon, max_lat) in degrees"),
 ])
 def test_bad_parameters_are_refused_before_a_release_exists(engine, loaded_tdrive, tmp_path, flags, message):
     dataset = loaded_tdrive("bad")
