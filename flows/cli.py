@@ -179,15 +179,34 @@ def server_down() -> None:
 
 
 # --- data -----------------------------------------------------------------------------------------------------
-@main.command()
+class _LoadCommand(click.Command):
+    """``trajpub load``: its help lists every format's options (read from the readers, when help is asked)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from trajpub.formats import options_help
+
+        formatter.write_paragraph()
+        formatter.write_text("Formats and their options (--option KEY=VALUE, repeatable):")
+        formatter.write_paragraph()
+        with formatter.indentation():
+            for line in options_help(width=formatter.width - formatter.current_indent).splitlines():
+                formatter.write(" " * formatter.current_indent + line + "\n")
+        formatter.write_paragraph()
+        formatter.write_text("An object whose points the file lists newest-first is put in time order (the load "
+                             "says how many); points going back in time otherwise stay in file order, and a "
+                             "release's validation quarantines them.")
+
+
+@main.command(cls=_LoadCommand)
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--dataset", required=True, help="Dataset name (lower case, digits, underscores).",
               callback=_valid_dataset)
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="Format option, e.g. object_id=taxi (csv column mapping), sep=';', layer=NAME.")
+              help="A format option, e.g. object_id=taxi or timezone=Asia/Shanghai: see the list below.")
 def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
-    """Load raw points: FORMAT is tdrive, geolife, csv, gpkg or geojson."""
+    """Load raw points from PATH (a file, or a folder for tdrive and geolife) into the dataset named by
+    --dataset (created when new): FORMAT is tdrive, geolife, csv, gpkg or geojson."""
     from tasks.load import load_source
 
     opts = {}
