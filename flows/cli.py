@@ -247,10 +247,18 @@ def release() -> None:
     """Run and inspect releases."""
 
 
-def _spec_dict(spec_file: Path | None, overrides: dict) -> dict:
-    from trajpub.spec import read_spec_file
+def _spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -> dict:
+    """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
+    spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
+    replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
+    from tasks.protect import adapter
+    from trajpub.spec import example_spec_file, read_spec_file
 
     data = read_spec_file(spec_file) if spec_file else {}
+    if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
+        adapter(mechanism)  # an unknown name is refused with the available ones
+        example = read_spec_file(example_spec_file(mechanism))
+        data = {**data, "mechanism": mechanism, "params": example.get("params", {})} if spec_file else example
     for key, value in overrides.items():
         if value not in (None, ()):
             data[key] = value
@@ -292,10 +300,11 @@ def parse_window_option(text: str) -> tuple[str | None, str | None]:
     return start, end
 
 
-def release_spec_data(spec_file: Path | None, overrides: dict, params: tuple[str, ...], bbox: str | None,
-                      window: str | None) -> dict:
-    """The spec of ``release run``: the spec file's, with the options given on the command line instead."""
-    data = _spec_dict(spec_file, overrides)
+def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: dict, params: tuple[str, ...],
+                      bbox: str | None, window: str | None) -> dict:
+    """The spec of ``release run``: the spec file's (:func:`_spec_dict`), with the options given on the command
+    line instead."""
+    data = _spec_dict(spec_file, mechanism, overrides)
     if bbox is not None:
         data["bbox"] = parse_bbox_option(bbox)
     if window is not None:
@@ -308,7 +317,8 @@ def release_spec_data(spec_file: Path | None, overrides: dict, params: tuple[str
 @release.command("run")
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
 @click.option("--dataset", callback=_valid_dataset)
-@click.option("--mechanism")
+@click.option("--mechanism", help="Release with this mechanism, starting from its example parameters "
+                                  "(flows/specs/<data>_<mechanism>.yaml) instead of the spec's.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
 @click.option("--bbox", metavar="MIN_LON,MIN_LAT,MAX_LON,MAX_LAT",
               help="The public bounding box (degrees), instead of the spec's; points outside it are quarantined.")
@@ -321,9 +331,9 @@ def release_spec_data(spec_file: Path | None, overrides: dict, params: tuple[str
 def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    data = release_spec_data(spec_file, {"dataset": dataset, "mechanism": mechanism, "requested_by": requested_by,
-                                         "dask_address": dask_address, "approval_timeout_s": approval_timeout_s},
-                             params, bbox, window)
+    data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
+                                                    "dask_address": dask_address,
+                                                    "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
 
     check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists

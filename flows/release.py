@@ -44,7 +44,7 @@ step = task(cache_policy=NO_CACHE, retries=0)
 def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
     """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
     parsed = ReleaseSpec.from_dict(spec)
-    return parsed, protect.adapter(parsed.mechanism).parse_params(parsed.params)
+    return parsed, protect.parse_params(parsed)
 
 
 def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
@@ -169,6 +169,25 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     return not outcome.decision.blocked
 
 
+NOTHING_RELEASED = "nothing was released"
+
+
+def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
+    """The mechanism ran (its budget is spent) and released no record or fragment: an outcome of its own, not an
+    attack's error. No attack runs and nothing can be published; the release ends blocked with that reason."""
+    reason = (f"{NOTHING_RELEASED}: {spec.mechanism} released no record or fragment (its budget is spent); "
+              "nothing to audit or publish")
+
+    def record(conn) -> None:
+        governance.transition(conn, release_id, "audited", reason)
+        governance.transition(conn, release_id, "blocked", reason)
+
+    transaction(record, "record that nothing was released", say=print)
+    abort(release_id, NOTHING_RELEASED)
+    print(f"release {release_id}: {reason}")
+    return {"release_id": release_id, "status": "blocked", "outcome": NOTHING_RELEASED}
+
+
 def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecision | None]:
     """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``. Returns
     the review (markdown) and the answer (None after the timeout)."""
@@ -215,6 +234,8 @@ def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.Regist
             recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
             prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
+            if result.released_nothing:
+                return nothing_released(parsed, release_id)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
     except Exception as exc:
         fail(release_id, parsed.dataset, exc)

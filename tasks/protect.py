@@ -7,6 +7,8 @@ workers, only noisy aggregates on the driver.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tasks.adapters.adatrace import AdaTraceAdapter
 from tasks.adapters.base import MechanismAdapter, Protected
 from tasks.adapters.dpt import DptAdapter
@@ -21,8 +23,9 @@ from tasks.adapters.objtrace import ObjTraceAdapter
 from tasks.adapters.prefix_tree import PrefixTreeAdapter
 from tasks.adapters.w4m import W4MAdapter
 from trajpub.errors import ParameterError
+from trajpub.spec import ReleaseSpec
 
-__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter"]
+__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter", "parse_params"]
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "fgs_pufferfish": FgsPufferfishAdapter(),
@@ -42,3 +45,15 @@ def adapter(name: str) -> MechanismAdapter:
     if name not in MECHANISMS:
         raise ParameterError(f"unknown mechanism '{name}'; available: {', '.join(sorted(MECHANISMS))}", "mechanism")
     return MECHANISMS[name]
+
+
+def parse_params(spec: ReleaseSpec) -> Any:
+    """The parameters of ``spec``'s mechanism, validated before anything is planned or charged: unknown, missing
+    or out-of-range parameters, and a release the mechanism cannot run with the spec's public inputs (the
+    adapter's optional ``check_spec``, e.g. a window too short for FGS-Pufferfish's whole days)."""
+    mech = adapter(spec.mechanism)
+    params = mech.parse_params(spec.params)
+    check_spec = getattr(mech, "check_spec", None)
+    if check_spec is not None:
+        check_spec(spec, params)
+    return params

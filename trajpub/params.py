@@ -14,9 +14,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Scope:
-    """The parameters of one mechanism, named ``name`` in error messages (``"prefix_tree.height"``)."""
+    """The parameters of one mechanism, named ``name`` in error messages (``"prefix_tree.height"``).
+
+    ``required``: the parameters a release spec must give (no default is useful), named in every unknown- or
+    missing-parameter error. ``resolved``: parameters the flow's adapter resolves itself (a road network or
+    points of interest named in PostGIS): allowed in the mapping, but not fields of the dataclass.
+    """
 
     name: str
+    required: tuple[str, ...] = ()
+    resolved: tuple[str, ...] = ()
 
     def where(self, field: str) -> str:
         return f"{self.name}.{field}"
@@ -44,10 +51,18 @@ class Scope:
             raise ParameterError(f"{field} must be one of {', '.join(allowed)}; got {value!r}", self.where(field))
 
     def from_mapping(self, cls: type[T], d: dict) -> T:
-        """``cls(**d)`` for a frozen parameter dataclass; an unknown key is an error, not ignored."""
-        allowed = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - set(allowed))
+        """``cls(**d)`` for a frozen parameter dataclass, without the ``resolved`` keys; an unknown key is an
+        error, not ignored, and so is a missing (or null) ``required`` one (after the values are checked)."""
+        optional = [name for name in (*self.resolved, *(f.name for f in fields(cls))) if name not in self.required]
+        listing = (f"required: {', '.join(self.required)}; " if self.required else "") + \
+            f"optional: {', '.join(optional)}"
+        unknown = sorted(set(d) - set(optional) - set(self.required))
         if unknown:
-            raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; "
-                                 f"allowed: {', '.join(allowed)}", self.where(unknown[0]))
-        return cls(**d)
+            raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; {listing}",
+                                 self.where(unknown[0]))
+        parsed = cls(**{k: v for k, v in d.items() if k not in self.resolved})
+        missing = [name for name in self.required if d.get(name) is None]
+        if missing:
+            raise ParameterError(f"missing required parameter(s) {', '.join(missing)}; {listing}",
+                                 self.where(missing[0]))
+        return parsed

@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 POLICY_NAME = DATASET_NAME  # registered gate policies: governance.gate_policies (tasks/policies.py)
+EXAMPLES_DIR = PROJECT_ROOT / "flows" / "specs"
 
 
 def _check_keys(cls: type, data: dict, where: str) -> None:
@@ -224,3 +226,14 @@ def read_spec_file(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise ParameterError("a release spec must be a mapping of keys to values", f"file {path}")
     return data
+
+
+def example_spec_file(mechanism: str) -> Path:
+    """The example release spec of ``mechanism``: the one ``flows/specs/<data>_<mechanism>.yaml`` that names it
+    (``tests/unit/test_example_specs.py`` checks that every registered mechanism has one)."""
+    found = [path for path in sorted(EXAMPLES_DIR.glob(f"*_{mechanism}.yaml"))
+             if read_spec_file(path).get("mechanism") == mechanism]
+    if len(found) != 1:
+        raise ParameterError(f"mechanism '{mechanism}' has {'no' if not found else 'more than one'} example spec "
+                             f"in {EXAMPLES_DIR} (named <data>_{mechanism}.yaml)", "mechanism")
+    return found[0]

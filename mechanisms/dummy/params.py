@@ -13,7 +13,7 @@ from trajpub.params import Scope
 
 EXPOSURE_RULES = ("random", "spaced")
 
-_P = Scope("dummy")
+_P = Scope("dummy", resolved=("road_network",))
 
 
 @dataclass(frozen=True)

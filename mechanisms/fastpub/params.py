@@ -17,7 +17,7 @@ from trajpub.params import Scope
 
 METHODS = ("fastpub", "triehh", "sfp")
 
-_P = Scope("fastpub")
+_P = Scope("fastpub", required=("k",))
 _RHO_SLACK = 1e-9  # ρ·l_max ≤ 1 up to floating-point rounding (0.2·5 is exactly 1 in binary, 0.1·10 is not)
 
 

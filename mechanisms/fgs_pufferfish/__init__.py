@@ -9,7 +9,8 @@ Public surface, in the order a pipeline uses it:
 - :func:`guarantee` (params[, analytic, empirical]): the steward's text; before the run it says that ε comes
   from the data.
 - :func:`prepare` (points, grid, params) → :class:`PreparedDays`: daily series of N slots per object-day in
-  metres, with the days left out and why; ``PreparedDays.objects()`` yields (object_id, dates, days).
+  metres, with the days left out and why; ``PreparedDays.objects()`` yields (object_id, dates, days);
+  :func:`days_in_window` (params, window) says beforehand how many days a snapshot window can hold.
 - :func:`object_correlation` (days, params) → (2, I): an object's secret, needed on the driver only for ε.
 - :func:`noise_calibration` (params[, correlations]) → (b_C0 x, b_C0 y): data-independent unless
   ``params.epsilon`` is set (then calibrated from all objects' correlations; docs/design.md, FGS-Pufferfish).
@@ -29,7 +30,7 @@ from mechanisms.fgs_pufferfish.guarantee import guarantee
 from mechanisms.fgs_pufferfish.mechanism import ReleasedDays, centre_days, release_object
 from mechanisms.fgs_pufferfish.params import FgsParams
 from mechanisms.fgs_pufferfish.points import released_points
-from mechanisms.fgs_pufferfish.prepare import PreparedDays, prepare, slot_times
+from mechanisms.fgs_pufferfish.prepare import PreparedDays, days_in_window, prepare, slot_times
 from mechanisms.fgs_pufferfish.privacy import (
     AnalyticEpsilon,
     CorrelationStats,
@@ -62,6 +63,7 @@ __all__ = [
     "correlated_laplace",
     "correlation_stats",
     "day_correlations",
+    "days_in_window",
     "dft",
     "empirical_epsilon",
     "fourier_perturb",

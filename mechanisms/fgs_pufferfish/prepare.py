@@ -72,6 +72,21 @@ def day_bounds(dates: np.ndarray, timezone: str) -> tuple[pd.DatetimeIndex, pd.D
     return start, end.tz_convert("UTC")
 
 
+def days_in_window(params: FgsParams, window_start: pd.Timestamp | None,
+                   window_end: pd.Timestamp | None) -> int | None:
+    """How many local days of a snapshot window ``[window_start, window_end)`` (UTC) can pass the day rules of
+    :func:`prepare` at all: a day needs a fix within ``max_gap_minutes`` of its starting midnight and of its
+    ending one, so the window must reach that close to both. Public inputs only (no data is read); None for a
+    window open on either side."""
+    if window_start is None or window_end is None:
+        return None
+    ws, we = pd.Timestamp(window_start), pd.Timestamp(window_end)
+    first, last = (t.tz_convert(params.day_timezone).tz_localize(None).normalize() for t in (ws, we))
+    start, end = day_bounds(pd.date_range(first - pd.Timedelta(days=1), last).to_numpy(), params.day_timezone)
+    gap = pd.Timedelta(minutes=params.max_gap_minutes)
+    return int(((start + gap >= ws) & (end - gap < we)).sum())
+
+
 def slot_times(dates: np.ndarray, n_slots: int, timezone: str) -> np.ndarray:
     """(D, N) UTC slot centres (datetime64[ns]) of the given local dates: midnight + (n + ½)·τ."""
     start, end = day_bounds(dates, timezone)

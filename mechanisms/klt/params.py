@@ -11,7 +11,7 @@ from trajpub.params import Scope
 
 GROW_REGIONS = ("every_merge", "final")
 
-_P = Scope("klt")
+_P = Scope("klt", required=("pois",), resolved=("pois",))
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ def guarantee(params: KPsiParams, road_network_source: str = "public") -> Guaran
         raise ParameterError(f"road_network_source must be one of {', '.join(ROAD_NETWORK_SOURCES)}; got "
                              f"{road_network_source!r}", "kpsi_anonymity.road_network_source")
     if params.road_aware and road_network_source == "none":
-        raise ParameterError("road-aware dummies need a road network; use road_aware false without one",
-                             "kpsi_anonymity.road_aware")
+        raise ParameterError("road-aware dummies need a road network: give road_network (a network in "
+                             "roads.networks), or road_aware false without one", "kpsi_anonymity.road_network")
     if params.psi_mode != "constant" and road_network_source == "none":
         raise ParameterError("an adaptive psi_mode needs a road network; use 'constant' with delta_m",
                              "kpsi_anonymity.psi_mode")

@@ -18,7 +18,7 @@ EPSILON_SEMANTICS = ("paper_per_axis", "per_location", "per_trajectory")
 LINKINGS = ("reachable", "index")
 ON_INFEASIBLE = ("raise", "suppress_trajectory")
 
-_P = Scope("kpsi_anonymity")
+_P = Scope("kpsi_anonymity", resolved=("road_network",))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
-_P = Scope("mixzone")
+_P = Scope("mixzone", required=("road_network",), resolved=("road_network",))
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,19 @@ class Protected:
     fragments: pd.DataFrame | None = None
     owners: pd.DataFrame | None = None
 
+    @property
+    def released_nothing(self) -> bool:
+        """No point (trajectories) or no fragment (fragments): nothing to audit or publish (FASTPub admitting no
+        fragment at its k, say)."""
+        released = self.fragments if self.product == "fragments" else self.points
+        return released is None or len(released) == 0
+
 
 class MechanismAdapter(Protocol):
+    """A mechanism in the release flow. Optionally also ``check_spec(spec, params) -> None``: refuse (with a
+    ParameterError) a release the mechanism cannot run with the spec's public inputs (window, grid), before
+    the plan charges its budget; :func:`tasks.protect.parse_params` calls it."""
+
     #: "synthetic" (no released record belongs to a person) or "truthful" (each released record is an
     #: object's own, perturbed): it decides which form of the linkage attack the audit runs.
     release_kind: str

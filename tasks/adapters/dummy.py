@@ -66,8 +66,7 @@ class DummyAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> DummySetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = dummy.DummyParams.from_dict(params)
         if name is None:
             return DummySetup(parsed, None, "none")

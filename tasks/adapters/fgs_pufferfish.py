@@ -8,9 +8,10 @@ from distributed import Client, Future
 
 from mechanisms import fgs_pufferfish as fgs
 from tasks.adapters.base import Protected
-from trajpub.errors import ParameterError
+from trajpub.errors import InputError, ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.spec import ReleaseSpec
 
 
 def _fgs_prepare(df: pd.DataFrame, grid: GridSpec, params: fgs.FgsParams) -> list[tuple]:
@@ -65,6 +66,17 @@ class FgsPufferfishAdapter:
                                  "deviations, which it cannot publish as points", "fgs_pufferfish.mean_trajectory")
         return parsed
 
+    def check_spec(self, spec: ReleaseSpec, params: fgs.FgsParams) -> None:
+        """Refuse, before the budget is charged, a window that cannot hold ``min_days`` releasable days (a short
+        window would leave every object out: nothing to calibrate or release)."""
+        n = fgs.days_in_window(params, spec.window_start, spec.window_end)
+        if n is not None and n < params.min_days:
+            raise ParameterError(
+                f"FGS-Pufferfish releases whole days: an object needs {params.min_days} local days "
+                f"({params.day_timezone}) with a fix within {params.max_gap_minutes:g} min of both midnights, and "
+                f"the window {spec.window_start:%Y-%m-%d %H:%M} to {spec.window_end:%Y-%m-%d %H:%M} UTC can hold "
+                f"{n}; widen the window (or lower min_days)", "fgs_pufferfish.window")
+
     def guarantee(self, params: fgs.FgsParams) -> Guarantee:
         return fgs.guarantee(params)
 
@@ -74,8 +86,13 @@ class FgsPufferfishAdapter:
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fgs.FgsParams,
             rng: np.random.Generator) -> Protected:
         objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
-        correlations = np.concatenate([c for c in client.gather(client.map(_fgs_correlations, objects,
-                                                                           params=params, pure=False)) if len(c)])
+        correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
+                                                            pure=False)) if len(c)]
+        if not correlations:  # data-dependent: the budget reserved at plan is spent (check_spec refuses windows)
+            raise InputError(f"no object has {params.min_days} local days of at least {params.min_fixes_per_day} "
+                             f"fixes without a gap over {params.max_gap_minutes:g} min: FGS-Pufferfish has nothing "
+                             "to release", "fgs_pufferfish.min_days")
+        correlations = np.concatenate(correlations)
         b_c0 = fgs.noise_calibration(params, correlations)
         frames = client.gather(client.map(_fgs_release, objects, rng.spawn(len(objects)), params=params,
                                           b_c0=b_c0, grid=grid, pure=False))

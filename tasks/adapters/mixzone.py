@@ -55,8 +55,7 @@ class MixzoneAdapter:
     release_kind = "truthful"
 
     def parse_params(self, params: dict) -> MixzoneSetup:
-        params = dict(params)
-        name = params.pop("road_network", None)
+        name = params.get("road_network")
         parsed = mixzone.MixzoneParams.from_dict(params)
         if not isinstance(name, str) or not name:
             raise ParameterError(f"mix zones need a road network: road_network must name a network in "

@@ -7,6 +7,7 @@ import uuid
 import pandas as pd
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from tests.integration.conftest import (
     TDRIVE_CSV,
@@ -151,4 +152,46 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     assert audit["risk"] > audit["threshold"] == 0.01 and audit["passed"] is False
     assert audit["evidence"]["evidence"]["examples"]  # concrete linked records for the steward
     assert charged == 1000.0  # the mechanism ran on raw data: charged though nothing is published
+    assert published_tables(engine, dataset) == 0
+
+
+def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(engine, loaded_tdrive, tmp_path):
+    """Issue 18: FGS-Pufferfish on 15 minutes failed with a reshape error after its epsilon was charged. A window
+    that cannot hold its min_days whole days is refused at parse, with the reason, before a release exists."""
+    dataset = loaded_tdrive("fgs15")
+    spec = tmp_path / "fgs.yaml"
+    spec.write_text(yaml.safe_dump(base_spec(dataset, mechanism="fgs_pufferfish", window_start="2008-02-04T10:00:00Z",
+                                             window_end="2008-02-04T10:15:00Z",
+                                             params={"epsilon": 2.0, "day_timezone": "Asia/Shanghai"})))
+    result = cli("release", "run", "--spec", str(spec))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "can hold 0; widen the window" in result.stderr and "fgs_pufferfish.window" in result.stderr
+    assert releases_of(engine, dataset) == []
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
+                            {"d": dataset}).scalar() == 0
+
+
+def test_fastpub_admitting_no_fragment_ends_as_nothing_released(engine, loaded_tdrive, tmp_path):
+    """Issue 18: FASTPub admitting no fragment was blocked as an attack's error ("release frame is empty"). A
+    threshold k above the number of clients admits none: the outcome is "nothing was released", no attack runs,
+    the budget stays spent and nothing is published."""
+    dataset = loaded_tdrive("nofrag")
+    run = start_release(base_spec(dataset, mechanism="fastpub", prepare={"cell_size_m": 25000},
+                                  params={"k": 1_000_000, "epsilon": 1.0, "l_max": 1, "max_records_per_object": 1}),
+                        tmp_path)
+    assert run.proc.wait(timeout=300) == 0, run.output()
+    assert '"outcome": "nothing was released"' in run.output()
+    [(rid, status, _)] = releases_of(engine, dataset)
+    with engine.connect() as conn:
+        detail = conn.execute(sa.text("SELECT detail FROM governance.release_transitions WHERE release_id = :r AND "
+                                      "to_status = 'blocked'"), {"r": rid}).scalar()
+        attacks = conn.execute(sa.text("SELECT count(*) FROM governance.audit_results WHERE release_id = :r"),
+                               {"r": rid}).scalar()
+        events = conn.execute(sa.text("SELECT event_type FROM governance.lineage_events WHERE release_id = :r "
+                                      "ORDER BY event_id"), {"r": rid}).scalars().all()
+        charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
+                               {"r": rid}).scalar()
+    assert status == "blocked" and detail.startswith("nothing was released: fastpub released no")
+    assert attacks == 0 and events == ["START", "ABORT"] and charged >= 1
     assert published_tables(engine, dataset) == 0

@@ -1,18 +1,23 @@
-"""Every example spec in flows/specs/ is a valid release spec, and its mechanism's parameters parse (except the
-public inputs read from PostGIS, road networks and points of interest, which the integration tests resolve)."""
+"""Every registered mechanism has an example spec in flows/specs/ (``<data>_<mechanism>.yaml``), every example is a
+valid release spec whose mechanism's parameters parse (the public inputs read from PostGIS, road networks and
+points of interest, are left to the integration tests), and ``trajpub release run --mechanism X`` starts from X's
+example parameters."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 
+from flows.cli import _spec_dict
 from tasks import protect
 from trajpub.config import PROJECT_ROOT
-from trajpub.spec import ReleaseSpec, read_spec_file
+from trajpub.errors import ParameterError
+from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, example_spec_file, read_spec_file
 
-SPECS = sorted((PROJECT_ROOT / "flows" / "specs").glob("*.yaml"))
-FROM_POSTGIS = ("road_network", "pois")
+SPECS = sorted(EXAMPLES_DIR.glob("*.yaml"))
+FROM_POSTGIS = {"road_network", "pois"}
 
 
 def test_the_demo_publishes_the_per_object_synthesizer():
@@ -22,9 +27,36 @@ def test_the_demo_publishes_the_per_object_synthesizer():
     assert objtrace.guarantee(objtrace.parse_params(spec.params)).privacy_unit == "one object"
 
 
+@pytest.mark.parametrize("mechanism", sorted(protect.MECHANISMS))
+def test_every_mechanism_has_an_example_spec_that_names_it(mechanism: str):
+    path = example_spec_file(mechanism)
+    assert ReleaseSpec.from_dict(read_spec_file(path)).mechanism == mechanism
+
+
+def test_a_mechanism_without_an_example_is_named():
+    with pytest.raises(ParameterError, match="'no_such' has no example spec"):
+        example_spec_file("no_such")
+    with pytest.raises(ParameterError, match="'tree' has no example spec"):  # tdrive_prefix_tree.yaml is not its
+        example_spec_file("tree")
+
+
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_example_spec_parses(path: Path):
     spec = ReleaseSpec.from_dict(read_spec_file(path))
     assert spec.mechanism in protect.MECHANISMS
-    if not any(key in spec.params for key in FROM_POSTGIS):
+    if FROM_POSTGIS.isdisjoint(k for k, v in spec.params.items() if v is not None):
         protect.adapter(spec.mechanism).parse_params(spec.params)
+
+
+def test_the_mechanism_option_starts_from_that_mechanisms_example(tmp_path: Path):
+    spec = tmp_path / "mine.yaml"
+    spec.write_text(yaml.safe_dump({"dataset": "mine", "bbox": [1.0, 2.0, 3.0, 4.0], "mechanism": "prefix_tree",
+                                    "params": {"epsilon": 1.0, "height": 8}}))
+    glove = read_spec_file(example_spec_file("glove"))
+    data = _spec_dict(spec, "glove", {"dataset": None})
+    assert (data["mechanism"], data["params"], data["dataset"], data["bbox"]) == \
+        ("glove", glove["params"], "mine", [1.0, 2.0, 3.0, 4.0])  # the spec's data, the example's parameters
+    assert _spec_dict(spec, "prefix_tree", {})["params"] == {"epsilon": 1.0, "height": 8}  # same mechanism: kept
+    assert _spec_dict(None, "glove", {"dataset": "mine"}) == {**glove, "dataset": "mine"}  # no spec: the example
+    with pytest.raises(ParameterError, match="unknown mechanism 'nope'"):
+        _spec_dict(spec, "nope", {})

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mechanisms.fgs_pufferfish import FgsParams, prepare, slot_times
+from mechanisms.fgs_pufferfish import FgsParams, days_in_window, prepare, slot_times
 from trajpub.errors import InputError
 from trajpub.grid import GridSpec
 
@@ -120,3 +120,27 @@ def test_empty_and_malformed_input():
     with pytest.raises(InputError, match="lat"):
         prepare(pd.DataFrame({"object_id": [1], "t": [pd.Timestamp("2020-01-01", tz="UTC")], "lon": [116.2]}),
                 GRID, params())
+
+
+@pytest.mark.parametrize(("start", "end", "n_days"), [
+    ("2008-02-04 10:00", "2008-02-04 10:15", 0),  # a quarter of an hour
+    ("2008-02-04 01:50", "2008-02-04 22:10", 1),  # local times; both ends within 120 min of a midnight
+    ("2008-02-04 02:10", "2008-02-05 22:10", 1),  # the first day starts 130 min after its midnight
+    ("2008-02-03 23:00", "2008-02-06 01:00", 2),  # two whole days and two partial ones
+    ("2008-02-02 00:00", "2008-02-09 00:00", 7),  # a local week
+])
+def test_days_in_window_is_what_prepare_keeps_from_a_fully_covered_window(start, end, n_days):
+    """The plan-time count (public inputs only) is the rule's count, and it equals the days that prepare keeps
+    when an object has a fix every 10 minutes of the whole window, the most a window can give."""
+    ws, we = pd.Timestamp(start, tz=TZ).tz_convert("UTC"), pd.Timestamp(end, tz=TZ).tz_convert("UTC")
+    p = params(min_days=1)
+    t = pd.date_range(ws, we, freq="10min", inclusive="left")
+    local = t.tz_convert(TZ)
+    minutes = ((local - local.normalize()).total_seconds() / 60).to_numpy()
+    days = [track("a", str(day.date()), minutes[local.normalize() == day]) for day in local.normalize().unique()]
+    kept = prepare(pd.concat(days, ignore_index=True), GRID, p)
+    assert days_in_window(p, ws, we) == len(kept.day) == n_days
+
+
+def test_days_in_window_is_unknown_for_an_open_window():
+    assert days_in_window(params(), None, pd.Timestamp("2008-02-04", tz="UTC")) is None

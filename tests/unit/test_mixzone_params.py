@@ -12,7 +12,7 @@ from trajpub.errors import ParameterError
 def test_defaults_are_the_survey_settings_with_suppression():
     p = MixzoneParams()
     assert (p.radius_m, p.n_zones, p.min_length, p.suppress_in_zone) == (500.0, 1000, 10, True)
-    assert MixzoneParams.from_dict(p.to_dict()) == p
+    assert MixzoneParams.from_dict({**p.to_dict(), "road_network": "beijing"}) == p  # resolved by the adapter
 
 
 @pytest.mark.parametrize(("field", "value"), [("radius_m", 0.0), ("radius_m", float("nan")), ("n_zones", 0),
@@ -26,11 +26,14 @@ def test_out_of_range_values_are_refused_with_their_field(field, value):
 
 def test_adapter_refuses_unknown_keys_and_a_missing_network_before_reading_data():
     adapter = MixzoneAdapter()
-    with pytest.raises(ParameterError, match="unknown parameter") as err:
-        adapter.parse_params({"road_network": "beijing", "radius": 500})
+    with pytest.raises(ParameterError, match="unknown parameter.*; required: road_network; optional: radius_m") as err:
+        adapter.parse_params({"radius": 500})  # the error names the required network, not only the typo
     assert err.value.where == "mixzone.radius"
-    with pytest.raises(ParameterError, match="need a road network") as err:
+    with pytest.raises(ParameterError, match="missing required parameter.*road_network") as err:
         adapter.parse_params({"radius_m": 300.0})
+    assert err.value.where == "mixzone.road_network"
+    with pytest.raises(ParameterError, match="need a road network") as err:
+        adapter.parse_params({"road_network": 3})
     assert err.value.where == "mixzone.road_network"
     assert adapter.release_kind == "truthful"
 

@@ -35,7 +35,13 @@ def test_theta_matches_the_closed_form():
     assert by_height == pytest.approx([16.97, 22.63, 28.28, 33.94, 39.60, 45.25, 50.91, 56.57], abs=0.006)
     by_eps = [PrefixTreeParams(epsilon=e, height=12).theta for e in (0.5, 0.75, 1.0, 1.25, 1.5)]
     assert by_eps == pytest.approx([67.88, 45.25, 33.94, 27.15, 22.63], abs=0.006)
-    assert PrefixTreeParams().laplace_scale == pytest.approx(12.0)
+    assert PrefixTreeParams(epsilon=1.0, height=12).laplace_scale == pytest.approx(12.0)
+
+
+def test_the_default_height_is_three_levels_of_a_third_of_epsilon_each():
+    # issue 13: h = 12 released noise on the T-Drive sample (bench/DEFAULTS_RESULTS.md); h = 3 is the default
+    params = PrefixTreeParams(epsilon=1.5)
+    assert params.height == 3 and params.epsilon_bar == pytest.approx(0.5) and params.laplace_scale == 2.0
 
 
 def test_replace_neighbouring_doubles_scale_and_threshold():

@@ -17,7 +17,7 @@ SPEC = "dataset: taxis\nbbox: [115.4, 39.4, 117.6, 41.1]\nwindow_start: 2008-02-
 def _spec(tmp_path, bbox: str | None = None, window: str | None = None) -> ReleaseSpec:
     path = tmp_path / "spec.yaml"
     path.write_text(SPEC)
-    return ReleaseSpec.from_dict(release_spec_data(path, {}, (), bbox, window))
+    return ReleaseSpec.from_dict(release_spec_data(path, None, {}, (), bbox, window))
 
 
 def test_without_the_options_the_spec_file_decides(tmp_path):
