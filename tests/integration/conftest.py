@@ -176,6 +176,18 @@ def loaded_tdrive(engine, owner, tdrive_subset):
     return load
 
 
+@pytest.fixture
+def bare_dataset(owner, dataset_name):
+    """A dataset with governance rows and no points: enough for ledger and approval rules and for releases
+    refused before any data is read (its cap set by the
+    owner: the pipeline cannot choose a cap)."""
+    with owner.begin() as conn:
+        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
+        conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
+                     {"d": dataset_name})
+    return dataset_name
+
+
 def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
     """Exact statistics of a release's raw data, as governance holds them: snapshot and validation counts, the
     prepared counts, the raw points' bbox, and the mechanism's empirical epsilons (FGS)."""

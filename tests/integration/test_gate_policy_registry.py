@@ -37,8 +37,8 @@ def default_with(**max_risk) -> dict:
 
 
 @pytest.mark.parametrize("gate_policy", [{"attacks": {"known_points": {"max_risk": 0.9}}}, "/etc/passwd"])
-def test_finding_1_a_spec_cannot_write_or_point_at_its_gate_policy(engine, loaded_tdrive, tmp_path, gate_policy):
-    dataset = loaded_tdrive("pol")
+def test_finding_1_a_spec_cannot_write_or_point_at_its_gate_policy(engine, bare_dataset, tmp_path, gate_policy):
+    dataset = bare_dataset
     spec = write(tmp_path, "spec.yaml", base_spec(dataset, gate_policy=gate_policy))
     out = cli("release", "run", "--spec", spec)
     assert out.returncode == 1 and out.stdout == ""
@@ -47,9 +47,9 @@ def test_finding_1_a_spec_cannot_write_or_point_at_its_gate_policy(engine, loade
     assert n_releases(engine, dataset) == 0
 
 
-def test_a_registered_policy_weaker_than_the_datasets_is_refused_before_any_data_is_read(engine, loaded_tdrive,
+def test_a_registered_policy_weaker_than_the_datasets_is_refused_before_any_data_is_read(engine, bare_dataset,
                                                                                        tmp_path):
-    dataset = loaded_tdrive("pol")
+    dataset = bare_dataset
     shown = cli("policy", "show", dataset)  # a dataset no steward configured adopts the shipped default
     assert shown.returncode == 0 and shown.stdout.startswith(f"# {dataset}: gate policy default v"), shown.stderr
     lenient = write(tmp_path, "lenient.yaml", default_with(known_points=1.0))

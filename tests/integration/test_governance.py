@@ -28,17 +28,6 @@ def q(engine, sql: str, **params):
         return conn.execute(sa.text(sql), params).all()
 
 
-@pytest.fixture
-def bare_dataset(owner, dataset_name):
-    """A dataset with governance rows and no points: enough for ledger and approval rules (its cap set by the
-    owner: the pipeline cannot choose a cap)."""
-    with owner.begin() as conn:
-        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": dataset_name})
-        conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 5.5)"),
-                     {"d": dataset_name})
-    return dataset_name
-
-
 def guarantee(epsilon: float, delta: float = 0.0, account: str = "epsilon-DP", rule: str = "per_object",
               records_per_object: int | None = None) -> Guarantee:
     return Guarantee(model=account, privacy_unit="one object" if rule == "per_object" else "one trajectory record",

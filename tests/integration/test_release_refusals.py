@@ -40,8 +40,8 @@ def published_tables(engine, dataset: str) -> int:
     (["--window", "2008-02-05/2008-02-01"], "window_start must be before window_end"),
     (["--bbox", "117.6,39.4,115.4,41.1"], "is not (min_lon, min_lat, max_lon, max_lat) in degrees"),
 ])
-def test_bad_parameters_are_refused_before_a_release_exists(engine, loaded_tdrive, tmp_path, flags, message):
-    dataset = loaded_tdrive("bad")
+def test_bad_parameters_are_refused_before_a_release_exists(engine, bare_dataset, tmp_path, flags, message):
+    dataset = bare_dataset
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
     result = cli("release", "run", "--spec", str(spec), *flags)
@@ -58,8 +58,8 @@ def test_malformed_spec_yaml_names_file_line_and_column(tmp_path):
     assert f"file {spec}, line" in result.stderr and "column" in result.stderr
 
 
-def test_budget_cap_refuses_before_reading_data(engine, loaded_tdrive, tmp_path):
-    dataset = loaded_tdrive("cap")
+def test_budget_cap_refuses_before_reading_data(engine, bare_dataset, tmp_path):
+    dataset = bare_dataset
     assert cli("budget", "cap", dataset, "0.5", "--steward", "ada").returncode == 0
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
@@ -155,10 +155,10 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     assert published_tables(engine, dataset) == 0
 
 
-def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(engine, loaded_tdrive, tmp_path):
+def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(engine, bare_dataset, tmp_path):
     """Issue 18: FGS-Pufferfish on 15 minutes failed with a reshape error after its epsilon was charged. A window
     that cannot hold its min_days whole days is refused at parse, with the reason, before a release exists."""
-    dataset = loaded_tdrive("fgs15")
+    dataset = bare_dataset
     spec = tmp_path / "fgs.yaml"
     spec.write_text(yaml.safe_dump(base_spec(dataset, mechanism="fgs_pufferfish", window_start="2008-02-04T10:00:00Z",
                                              window_end="2008-02-04T10:15:00Z",
