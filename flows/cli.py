@@ -15,7 +15,7 @@ from trajpub import config
 
 config.apply_environment()
 
-from trajpub.errors import TrajpubError
+from trajpub.errors import ParameterError, TrajpubError
 
 
 class Cli(click.Group):
@@ -179,15 +179,34 @@ def server_down() -> None:
 
 
 # --- data -----------------------------------------------------------------------------------------------------
-@main.command()
+class _LoadCommand(click.Command):
+    """``trajpub load``: its help lists every format's options (read from the readers, when help is asked)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from trajpub.formats import options_help
+
+        formatter.write_paragraph()
+        formatter.write_text("Formats and their options (--option KEY=VALUE, repeatable):")
+        formatter.write_paragraph()
+        with formatter.indentation():
+            for line in options_help(width=formatter.width - formatter.current_indent).splitlines():
+                formatter.write(" " * formatter.current_indent + line + "\n")
+        formatter.write_paragraph()
+        formatter.write_text("An object whose points the file lists newest-first is put in time order (the load "
+                             "says how many); points going back in time otherwise stay in file order, and a "
+                             "release's validation quarantines them.")
+
+
+@main.command(cls=_LoadCommand)
 @click.argument("fmt", metavar="FORMAT")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--dataset", required=True, help="Dataset name (lower case, digits, underscores).",
               callback=_valid_dataset)
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="Format option, e.g. object_id=taxi (csv column mapping), sep=';', layer=NAME.")
+              help="A format option, e.g. object_id=taxi or timezone=Asia/Shanghai: see the list below.")
 def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
-    """Load raw points: FORMAT is tdrive, geolife, csv, gpkg or geojson."""
+    """Load raw points from PATH (a file, or a folder for tdrive and geolife) into the dataset named by
+    --dataset (created when new): FORMAT is tdrive, geolife, csv, gpkg or geojson."""
     from tasks.load import load_source
 
     opts = {}
@@ -202,6 +221,24 @@ def load(fmt: str, path: Path, dataset: str, options: tuple[str, ...]) -> None:
         return
     click.echo(f"loaded {report.n_loaded} points into '{dataset}', quarantined {report.n_quarantined} "
                f"(of {report.n_read} read) in {report.seconds:.1f} s; quarantined rows are in staging.quarantine")
+
+
+@main.group()
+def dataset() -> None:
+    """Loaded datasets."""
+
+
+@dataset.command("drop")
+@click.argument("name", callback=_valid_dataset)
+@STEWARD_OPTION
+def dataset_drop(name: str, steward: str) -> None:
+    """Delete dataset NAME's raw points, sources, quarantine and staging. Refused while a release of it is
+    published (withdraw it first) or under way; its releases, budget ledger, approvals and lineage stay."""
+    from tasks.datasets import drop_dataset
+
+    dropped = drop_dataset(_steward_engine(steward), name)
+    click.echo(f"dropped '{name}': {dropped.n_points} points from {dropped.n_sources} source(s), its quarantine "
+               f"and staging; its releases, ledger and lineage stay (recorded in governance.dataset_drops)")
 
 
 # --- releases -------------------------------------------------------------------------------------------------
@@ -244,25 +281,59 @@ def _parse_params(items: tuple[str, ...]) -> dict:
     return params
 
 
+def parse_bbox_option(text: str) -> list[str]:
+    """``--bbox MIN_LON,MIN_LAT,MAX_LON,MAX_LAT``: four values, checked as numbers and as a bbox by the spec."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 4:
+        raise ParameterError(f"--bbox must be four comma-separated numbers MIN_LON,MIN_LAT,MAX_LON,MAX_LAT (degrees, "
+                             f"EPSG:4326), got {text[:80]!r}", "--bbox")
+    return parts
+
+
+def parse_window_option(text: str) -> tuple[str | None, str | None]:
+    """``--window START/END``: ISO dates or times (UTC unless they carry an offset), checked by the spec; an
+    empty side leaves that end open."""
+    if text.count("/") != 1:
+        raise ParameterError(f"--window must look like START/END with ISO dates or times, e.g. 2008-02-02/2008-02-03"
+                             f" (an empty side is open), got {text[:80]!r}", "--window")
+    start, end = (part.strip() or None for part in text.split("/"))
+    return start, end
+
+
+def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: dict, params: tuple[str, ...],
+                      bbox: str | None, window: str | None) -> dict:
+    """The spec of ``release run``: the spec file's (:func:`_spec_dict`), with the options given on the command
+    line instead."""
+    data = _spec_dict(spec_file, mechanism, overrides)
+    if bbox is not None:
+        data["bbox"] = parse_bbox_option(bbox)
+    if window is not None:
+        data["window_start"], data["window_end"] = parse_window_option(window)
+    if params:
+        data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    return data
+
+
 @release.command("run")
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
 @click.option("--dataset", callback=_valid_dataset)
 @click.option("--mechanism", help="Release with this mechanism, starting from its example parameters "
                                   "(flows/specs/<data>_<mechanism>.yaml) instead of the spec's.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
-@click.option("--window-start")
-@click.option("--window-end")
+@click.option("--bbox", metavar="MIN_LON,MIN_LAT,MAX_LON,MAX_LAT",
+              help="The public bounding box (degrees), instead of the spec's; points outside it are quarantined.")
+@click.option("--window", metavar="START/END",
+              help="The snapshot's time window, instead of the spec's: ISO dates or times (UTC unless they carry "
+                   "an offset), START included, END excluded; an empty side is open, e.g. 2008-02-02/.")
 @click.option("--requested-by")
 @click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
 @click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
-def release_run(spec_file, dataset, mechanism, params, window_start, window_end, requested_by, dask_address,
+def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, dask_address,
                 approval_timeout_s) -> None:
     """Run a governed release; it waits for the steward's decision after the audit gate."""
-    data = _spec_dict(spec_file, mechanism, {"dataset": dataset, "window_start": window_start,
-                                             "window_end": window_end, "requested_by": requested_by,
-                                             "dask_address": dask_address, "approval_timeout_s": approval_timeout_s})
-    if params:
-        data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
+                                                    "dask_address": dask_address,
+                                                    "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
 
     check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists

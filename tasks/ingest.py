@@ -91,8 +91,9 @@ def partition_objects(objects: list[tuple[str, int]], n_partitions: int) -> list
 
 
 def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
-    """Runs on a Dask worker: read one partition's points straight from PostGIS, in file order per object
-    (retried on transient database errors)."""
+    """Runs on a Dask worker: read one partition's points straight from PostGIS, in load order per object (point
+    id: file order, or time order for an object the load found newest-first; tasks.load.time_order), retried on
+    transient database errors."""
     return with_retries(lambda: _read_partition(dsn, snapshot_params, object_ids), "read partition")
 
 
@@ -101,7 +102,7 @@ def _read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> p
         cur = conn.execute(
             "SELECT point_id, source_id, source_line, object_id, t, ST_X(geom) AS lon, ST_Y(geom) AS lat"
             f" FROM raw.points WHERE {SNAPSHOT_FILTER} AND object_id = ANY(%(ids)s)"
-            " ORDER BY object_id, source_id, source_line", {**snapshot_params, "ids": object_ids})
+            " ORDER BY object_id, point_id", {**snapshot_params, "ids": object_ids})
         rows = cur.fetchall()
     df = pd.DataFrame(rows, columns=["point_id", "source_id", "source_line", "object_id", "t", "lon", "lat"])
     df["t"] = pd.to_datetime(df["t"], utc=True)

@@ -12,6 +12,12 @@ then inserted with ``ST_SetSRID(ST_MakePoint(lon, lat), 4326)``. Measured on the
 into ``raw.points`` (building the EWKB text alone took 4 s). Of a load of about 9 s, parsing takes 0.7 s, the
 CSV 0.1 s, the COPY 0.2 s and the INSERT the rest, dominated by the two per-row foreign-key checks of
 ``raw.points`` (about half) and its two indexes.
+
+Time order: many exports list each object's points newest first. An object whose points never go forward in time
+in the file (and go back at least once) is put in time order at load (:func:`time_order`), and the load says how
+many; its ``source_line`` values still name the file's lines. An object whose points go both forward and back
+is kept in file order: those regressions are real errors, which the release's validation quarantines (the
+suite's time-order check reads each object's points in load order, ``raw.points.point_id``).
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -47,6 +55,8 @@ class LoadReport:
     n_read: int
     n_loaded: int
     n_quarantined: int
+    n_reordered_objects: int
+    n_unordered_objects: int
     already_loaded: bool
     seconds: float
 
@@ -65,9 +75,36 @@ def sha256_of(files: list[Path]) -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class TimeOrdered:
+    """Points in load order (:func:`time_order`)."""
+
+    points: pd.DataFrame
+    n_reordered_objects: int  # newest-first in the file, put in time order
+    n_unordered_objects: int  # going both forward and back in time in the file, kept in file order
+
+
+def time_order(points: pd.DataFrame) -> TimeOrdered:
+    """The points in load order: file order (``source_line``), except that the points of each object listed
+    newest-first (no step forward in time, at least one back) are put in time order, in the slots the object
+    holds in the file (points at the same time keep their file order)."""
+    pts = points.sort_values("source_line", kind="stable").reset_index(drop=True)
+    step = pts.groupby("object_id", sort=False)["t"].diff()
+    directions = pd.DataFrame({"object_id": pts["object_id"], "back": step < pd.Timedelta(0),
+                               "forward": step > pd.Timedelta(0)}).groupby("object_id")[["back", "forward"]].any()
+    newest_first = directions.index[directions["back"] & ~directions["forward"]]
+    n_unordered = int((directions["back"] & directions["forward"]).sum())
+    moving = pts.loc[pts["object_id"].isin(newest_first)]
+    order = np.arange(len(pts))
+    slots = moving.sort_values("object_id", kind="stable").index.to_numpy()  # each object's slots, file order
+    order[slots] = moving.sort_values(["object_id", "t"], kind="stable").index.to_numpy()
+    return TimeOrdered(pts.take(order).reset_index(drop=True), len(newest_first), n_unordered)
+
+
 def _existing(conn: sa.Connection, dataset: str, sha256: str) -> sa.Row | None:
     return conn.execute(sa.text(
-        "SELECT source_id, n_read, n_loaded, n_quarantined FROM raw.sources"
+        "SELECT source_id, n_read, n_loaded, n_quarantined, n_reordered_objects, n_unordered_objects"
+        " FROM raw.sources"
         " WHERE dataset = :d AND sha256 = :s"), {"d": dataset, "s": sha256}).one_or_none()
 
 
@@ -91,8 +128,10 @@ def _csv(columns: dict[str, Any]) -> bytes:
 
 
 def _points_csv(points: pd.DataFrame) -> bytes:
-    """Points for COPY: source_line, object_id, t as epoch microseconds, lon, lat."""
+    """Points for COPY, in load order: their position, source_line, object_id, t as epoch microseconds, lon,
+    lat."""
     return _csv({
+        "seq": pa.array(np.arange(len(points)), pa.int64()),
         "source_line": pa.array(points["source_line"].to_numpy(), pa.int64()),
         "object_id": pa.array(points["object_id"].to_numpy(dtype=object), pa.string()),
         "us": pa.array(points["t"].astype("datetime64[us, UTC]").astype("int64").to_numpy(), pa.int64()),
@@ -137,22 +176,31 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
     say(f"hashing {len(files)} file(s)")
     digest = sha256_of(files)
 
-    def report(source_id: int, n_read: int, n_loaded: int, n_quarantined: int, already: bool) -> LoadReport:
-        return LoadReport(dataset=dataset, source_id=int(source_id), path=shown, sha256=digest,
-                          n_read=int(n_read), n_loaded=int(n_loaded), n_quarantined=int(n_quarantined),
-                          already_loaded=already, seconds=time.perf_counter() - started)
+    def report(row: Any, already: bool) -> LoadReport:
+        return LoadReport(dataset=dataset, source_id=int(row.source_id), path=shown, sha256=digest,
+                          n_read=int(row.n_read), n_loaded=int(row.n_loaded), n_quarantined=int(row.n_quarantined),
+                          n_reordered_objects=int(row.n_reordered_objects),
+                          n_unordered_objects=int(row.n_unordered_objects), already_loaded=already,
+                          seconds=time.perf_counter() - started)
 
     with engine.connect() as conn:
         row = _existing(conn, dataset, digest)
     if row is not None:
         say(f"this file is already loaded into {dataset} (source {row.source_id})")
-        return report(row.source_id, row.n_read, row.n_loaded, row.n_quarantined, True)
+        return report(row, True)
 
     say(f"parsing {shown} as {fmt}")
     parsed = reader.parse(path)
     n_points, n_rejects = len(parsed.points), len(parsed.rejects)
     say(f"read {parsed.n_read} records: {n_points} points, {n_rejects} rejected")
-    points_csv = _points_csv(parsed.points)
+    ordered = time_order(parsed.points)
+    if ordered.n_reordered_objects:
+        say(f"put {ordered.n_reordered_objects} objects listed newest-first in time order (their source lines are "
+            "kept)")
+    if ordered.n_unordered_objects:
+        say(f"{ordered.n_unordered_objects} objects have points that go back in time in the file: kept in file "
+            "order, so a release's validation quarantines those points")
+    points_csv = _points_csv(ordered.points)
 
     try:
         with engine.begin() as conn:
@@ -162,16 +210,17 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
             conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"
                                  " ON CONFLICT DO NOTHING"), {"d": dataset})
             source_id = conn.execute(sa.text(
-                "INSERT INTO raw.sources (dataset, format, path, sha256, n_read, n_loaded, n_quarantined)"
-                " VALUES (:d, :f, :p, :s, :r, :l, :q)"
+                "INSERT INTO raw.sources (dataset, format, path, sha256, n_read, n_loaded, n_quarantined,"
+                " n_reordered_objects, n_unordered_objects) VALUES (:d, :f, :p, :s, :r, :l, :q, :ro, :uo)"
                 " ON CONFLICT (dataset, sha256) DO NOTHING RETURNING source_id"),
                 {"d": dataset, "f": fmt, "p": shown, "s": digest, "r": parsed.n_read, "l": n_points,
-                 "q": n_rejects}).scalar()
+                 "q": n_rejects, "ro": ordered.n_reordered_objects,
+                 "uo": ordered.n_unordered_objects}).scalar()
             if source_id is None:
                 raise _LoadedConcurrently
             with conn.connection.dbapi_connection.cursor() as cursor:
                 say(f"copying {n_points} points")
-                cursor.execute("CREATE TEMP TABLE load_points (source_line bigint, object_id text, us bigint,"
+                cursor.execute("CREATE TEMP TABLE load_points (seq bigint, source_line bigint, object_id text, us bigint,"
                                " lon float8, lat float8) ON COMMIT DROP")
                 _copy(cursor, "COPY load_points FROM STDIN (FORMAT csv)", points_csv, say, "the points")
                 del points_csv
@@ -181,7 +230,7 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
                     " SELECT %s, %s, source_line, object_id,"
                     "  timestamptz 'epoch' + us * interval '1 microsecond',"
                     "  ST_SetSRID(ST_MakePoint(lon, lat), 4326)"
-                    " FROM load_points ORDER BY source_line",
+                    " FROM load_points ORDER BY seq",  # point ids in load order
                     (dataset, source_id))
                 if n_rejects:
                     say(f"quarantining {n_rejects} rejected records")
@@ -193,7 +242,9 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
         with engine.connect() as conn:
             row = _existing(conn, dataset, digest)
         say(f"another session loaded this file into {dataset} meanwhile (source {row.source_id})")
-        return report(row.source_id, row.n_read, row.n_loaded, row.n_quarantined, True)
-    done = report(source_id, parsed.n_read, n_points, n_rejects, False)
+        return report(row, True)
+    done = report(SimpleNamespace(source_id=source_id, n_read=parsed.n_read, n_loaded=n_points,
+                                  n_quarantined=n_rejects, n_reordered_objects=ordered.n_reordered_objects,
+                                  n_unordered_objects=ordered.n_unordered_objects), False)
     say(f"loaded {n_points} points and quarantined {n_rejects} records in {done.seconds:.1f} s")
     return done

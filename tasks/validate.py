@@ -40,7 +40,7 @@ def suite_parameters(spec: ReleaseSpec) -> dict:
 
 def add_derived_columns(df: pd.DataFrame, params: dict) -> pd.DataFrame:
     """Columns the suite checks: ``is_repeat`` (exact duplicate of an earlier point) and, between consecutive
-    plausible points of an object in file order, ``dt_prev_s`` and ``speed_mps`` (haversine distance / time).
+    plausible points of an object in load order (tasks.load.time_order), ``dt_prev_s`` and ``speed_mps`` (haversine distance / time).
 
     Only points that pass the key, range, bbox and duplicate checks take part in the time-order and speed
     checks, so one impossible point does not drag its neighbours into quarantine.

@@ -25,6 +25,7 @@ import csv
 import datetime as dt
 import gzip
 import json
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,11 @@ POINT_COLUMNS = ("source_line", "object_id", "t", "lon", "lat")
 REJECT_COLUMNS = ("source_line", "reason", "record")
 ISO8601 = "ISO8601"
 UNIX_FORMATS = {"unix": "s", "unix_ms": "ms"}
+TIME_FORMAT_HELP = ("how times are written: a strftime format such as '%Y-%m-%d %H:%M:%S', ISO8601, unix (epoch "
+                    "seconds) or unix_ms (epoch milliseconds); ISO 8601 when not given")
+TIMEZONE_HELP = ("the IANA zone of times written without a UTC offset, e.g. Asia/Shanghai (local times that do "
+                 "not exist or are ambiguous at a daylight-saving change are quarantined); times with an offset "
+                 "are converted by it")
 BEIJING = dt.timezone(dt.timedelta(hours=8), "UTC+8")
 BAD_QUOTING = -1  # the field count given to a line whose quotes do not parse
 _NAN_SPELLINGS = ("nan", "+nan", "-nan")
@@ -458,6 +464,8 @@ class SourceFormat:
     name: ClassVar[str]
     REQUIRED: ClassVar[object] = object()
     allowed_options: ClassVar[dict[str, Any]] = {}  # option -> default (REQUIRED when there is none)
+    option_help: ClassVar[dict[str, str]] = {}  # option -> what it means (``trajpub load --help``)
+    summary: ClassVar[str]  # one line for ``trajpub load --help``
 
     def __init__(self, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -498,6 +506,7 @@ class TDrive(SourceFormat):
     """
 
     name = "tdrive"
+    summary = "T-Drive taxi files (*.txt, or a folder of them) or one CSV; times are Beijing time (UTC+8)"
     COLUMNS: ClassVar[list[str]] = ["taxi_id", "datetime", "longitude", "latitude"]
     TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -536,6 +545,7 @@ class GeoLife(SourceFormat):
     """
 
     name = "geolife"
+    summary = "GeoLife .plt files (a file, user folder or Data/ folder) or its CSV exports; times are UTC"
     PLT_COLUMNS: ClassVar[list[str]] = ["latitude", "longitude", "zero", "altitude", "days", "date", "time"]
     PLT_HEADER_LINES = 6
     SKMOB: ClassVar[dict[str, str]] = {"object_id": "uid", "t": "datetime", "lon": "lng", "lat": "lat"}
@@ -600,9 +610,18 @@ class DelimitedText(SourceFormat):
     """
 
     name = "csv"
+    summary = "a delimited text file with a header line (gzip read transparently)"
     allowed_options: ClassVar[dict[str, Any]] = {
         "object_id": SourceFormat.REQUIRED, "t": SourceFormat.REQUIRED, "lon": SourceFormat.REQUIRED,
         "lat": SourceFormat.REQUIRED, "sep": ",", "timezone": "UTC", "time_format": None}
+    option_help: ClassVar[dict[str, str]] = {
+        "object_id": "the column holding each object's id (the person or vehicle a release protects)",
+        "t": "the column holding the time",
+        "lon": "the column holding the longitude (degrees, EPSG:4326)",
+        "lat": "the column holding the latitude (degrees, EPSG:4326)",
+        "sep": "the field separator, one character",
+        "timezone": TIMEZONE_HELP,
+        "time_format": TIME_FORMAT_HELP}
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
@@ -638,6 +657,12 @@ class _OgrPoints(SourceFormat):
 
     allowed_options: ClassVar[dict[str, Any]] = {
         "layer": None, "object_id": "object_id", "t": "t", "time_format": None, "timezone": "UTC"}
+    option_help: ClassVar[dict[str, str]] = {
+        "layer": "the layer to read (needed when the file has several)",
+        "object_id": "the attribute holding each object's id (the person or vehicle a release protects)",
+        "t": "the attribute holding the time",
+        "time_format": TIME_FORMAT_HELP,
+        "timezone": TIMEZONE_HELP}
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
@@ -753,6 +778,7 @@ class _OgrPoints(SourceFormat):
 class GeoPackage(_OgrPoints):
     __doc__ = "A GeoPackage point layer. " + (_OgrPoints.__doc__ or "")
     name = "gpkg"
+    summary = "a GeoPackage point layer (reprojected to EPSG:4326)"
 
 
 class GeoJSON(_OgrPoints):
@@ -763,6 +789,7 @@ class GeoJSON(_OgrPoints):
         "any other ``crs`` is honoured and reprojected. Coordinates outside lon/lat range (e.g. metres in a "
         "file without ``crs``) are rejected row by row. " + (_OgrPoints.__doc__ or ""))
     name = "geojson"
+    summary = "a GeoJSON FeatureCollection of points (WGS 84 unless it names a CRS)"
 
     def _declared_crs_problem(self, path: Path) -> str | None:
         try:
@@ -777,6 +804,21 @@ class GeoJSON(_OgrPoints):
 
 FORMATS: dict[str, type[SourceFormat]] = {
     f.name: f for f in (TDrive, GeoLife, DelimitedText, GeoPackage, GeoJSON)}
+
+
+def options_help(width: int = 100) -> str:
+    """Every format and its ``--option KEY=VALUE`` options with their meaning and default, for ``trajpub load
+    --help``."""
+    lines = []
+    for name, cls in FORMATS.items():
+        lines += textwrap.wrap(f"{name}: {cls.summary}" + ("" if cls.allowed_options else "; no options"),
+                               width=width, subsequent_indent="    ")
+        for option, default in cls.allowed_options.items():
+            given = ("required" if default is SourceFormat.REQUIRED else "optional" if default is None
+                     else f"default {default}")
+            lines += textwrap.wrap(f"{option} ({given}): {cls.option_help[option]}", width=width,
+                                   initial_indent="  ", subsequent_indent="      ")
+    return "\n".join(lines)
 
 
 def get_format(fmt: str, options: dict[str, Any] | None = None) -> SourceFormat:

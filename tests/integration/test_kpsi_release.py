@@ -11,7 +11,14 @@ import sqlalchemy as sa
 
 from tasks import roads
 from tasks.db import database_url
-from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
+from tests.integration.conftest import (
+    assert_no_raw_statistic_for_consumers,
+    base_spec,
+    cli,
+    set_dataset_policy,
+    start_release,
+    wait_for_status,
+)
 from tests.integration.exports import check_exports
 from trajpub.grid import GridSpec
 from trajpub.roads import RoadNetwork
@@ -92,6 +99,7 @@ def test_kpsi_release_on_the_helsinki_network_publishes_anonymity_sets(engine, h
     assert owners == [(200, 200)]  # one real member per set, known only to the private table
     assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=120) == 0
+    assert_no_raw_statistic_for_consumers(engine, run.release_id)
     table = f"published.{dataset}__r{run.release_id}"
     sets = q(engine, f"SELECT set_id, count(DISTINCT traj_id), count(DISTINCT (seq, t)) FROM {table} GROUP BY set_id")
     n_raw_traj = q(engine, "SELECT count(DISTINCT object_id) FROM raw.points WHERE dataset = :d", d=dataset)[0][0]

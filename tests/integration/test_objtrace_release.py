@@ -10,7 +10,13 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import (
+    assert_no_raw_statistic_for_consumers,
+    base_spec,
+    cli,
+    start_release,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -28,6 +34,7 @@ def test_objtrace_publishes_timestamped_synthetic_trajectories_charged_per_taxi(
     assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=180) == 0, run.output()
     rid = run.release_id
+    assert_no_raw_statistic_for_consumers(engine, rid)
     table = f"published.{dataset}__r{rid}"
     (n, untimed, unfloored, trajectories) = q(
         engine, f"SELECT count(*), count(*) FILTER (WHERE t IS NULL), "

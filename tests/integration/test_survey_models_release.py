@@ -11,7 +11,14 @@ import sqlalchemy as sa
 
 from tasks.adapters.klt import POI_SOURCES
 from tasks.roads import read_pois
-from tests.integration.conftest import base_spec, cli, set_dataset_policy, start_release, wait_for_status
+from tests.integration.conftest import (
+    assert_no_raw_statistic_for_consumers,
+    base_spec,
+    cli,
+    set_dataset_policy,
+    start_release,
+    wait_for_status,
+)
 from tests.integration.exports import check_exports
 from trajpub.grid import GridSpec
 
@@ -42,6 +49,7 @@ def release_and_approve(engine, dataset: str, mechanism: str, params: dict, tmp_
                                      "WHERE release_id = :r", r=run.release_id)[0]
     assert guarantee["epsilon"] is None and not guarantee["proven"]  # syntactic models: heuristic, no budget
     assert charged == 0.0
+    assert_no_raw_statistic_for_consumers(engine, run.release_id)
     return f"published.{dataset}__r{run.release_id}"
 
 

@@ -395,3 +395,19 @@ def test_seconds_60_and_61_are_quarantined_not_rolled_over(tmp_path):
     parsed = parse("tdrive", path)
     assert len(parsed.points) == 2 and len(parsed.rejects) == 2
     assert all("second of 60 or 61" in r for r in parsed.rejects["reason"])
+
+
+def test_load_help_lists_every_option_of_every_format_with_its_meaning():
+    from click.testing import CliRunner
+
+    from flows.cli import main
+
+    for fmt in formats.FORMATS.values():
+        assert set(fmt.option_help) == set(fmt.allowed_options), fmt.name
+    out = CliRunner().invoke(main, ["load", "csv", "--help"], terminal_width=100)
+    assert out.exit_code == 0
+    text = " ".join(out.output.split())  # the help wraps long lines
+    for name, fmt in formats.FORMATS.items():
+        assert f"{name}: {' '.join(fmt.summary.split())}" in text
+        for option, meaning in fmt.option_help.items():
+            assert f"{option} (" in text and " ".join(meaning.split()) in text, (name, option)

@@ -17,6 +17,7 @@ from tasks import audit, check_output, lineage
 from tasks.adapters.base import Protected
 from tasks.adapters.mixzone import MixzoneSetup
 from tasks.protect import MECHANISMS
+from tests.raw_scan import assert_none_readable
 from trajpub.guarantee import ACCOUNTS
 from trajpub.roads import synthetic_grid
 
@@ -52,6 +53,14 @@ def setup_of(name: str, grid):
         return MixzoneSetup(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic",
                             network=net)
     return MECHANISMS[name].parse_params(PARAMS[name])
+
+
+def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
+    """The input's exact counts and bbox, as the flow's prepare step knows them. The number of objects is left
+    out: the contract's 10 taxis would collide with parameters (FASTPub's epsilon 10)."""
+    return {"points": len(prepared), "trajectories": prepared["traj_id"].nunique(),
+            "lon_min": prepared["lon"].min(), "lat_min": prepared["lat"].min(),
+            "lon_max": prepared["lon"].max(), "lat_max": prepared["lat"].max()}
 
 
 CONTROLS: dict[str, tuple[bool, dict]] = {}  # one positive control per release kind
@@ -136,6 +145,9 @@ def test_mechanism_contract(name, dask_client, sample_frames):
     lineage.check_no_seed(out.metadata)
     assert str(SEED) not in json.dumps(out.metadata, default=str)
     assert set(lineage.public_metadata(out.metadata)) <= set(lineage.PUBLIC_METADATA)
+    # no exact statistic of the input among the numbers lineage and the consumer's card carry of this mechanism
+    assert_none_readable(raw_statistics(frames[2]), {"lineage metadata": lineage.public_metadata(out.metadata),
+                                                     "guarantee": json.loads(json.dumps(g.to_dict()))})
 
     # positive control: the same policy blocks the raw data released unchanged as this mechanism's kind
     kind = adapter.release_kind  # on the contract's main sample, once per kind
