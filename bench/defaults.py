@@ -1,5 +1,5 @@
 """Issue 13 item 4: is each mechanism's default useful on the T-Drive sample? A sweep of one mechanism's parameters
-and of the release grid's cell size, scored like ``bench.utility`` (the same records, adapters, Dask cluster and
+and of the release grid's cell size, scored like ``bench.references`` (the same records, adapters, Dask cluster and
 :func:`audits.utility.trajectory_metrics`); results go to ``bench/DEFAULTS_RESULTS.md`` by hand.
 
     .venv/bin/python -m bench.defaults --mechanism prefix_tree --cells 2000 8000 \
@@ -12,14 +12,52 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
+import numpy as np
 import pandas as pd
 from distributed import Client
 
-from bench.utility import DATASETS, N_PARTITIONS, markdown, measure
+from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
+from bench.references import DATASETS
 from tasks.dask_cluster import local_cluster
+from tasks.protect import adapter
 from trajpub.grid import GridSpec
 from trajpub.segment import to_grid
+
+N_PARTITIONS = 2
+
+
+def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, mechanism: str, params: dict,
+            seeds: list[int]) -> pd.DataFrame:
+    """One row per seed: the metrics of the release of ``mechanism`` with ``params``, and its runtime (s)."""
+    codes = pd.factorize(frame["object_id"])[0] % N_PARTITIONS  # whole objects per partition
+    futures = client.scatter([frame[codes == p].reset_index(drop=True) for p in range(N_PARTITIONS)])
+    mech = adapter(mechanism)
+    parsed = mech.parse_params(params)
+    raw = frame[["object_id", "traj_id", "seq", "t", "lon", "lat"]]
+    rows = []
+    for seed in seeds:
+        start = time.perf_counter()
+        out = mech.run(client, futures, grid, parsed, np.random.default_rng(seed))
+        seconds = time.perf_counter() - start
+        metrics = (trajectory_metrics(raw, out.points, grid.bbox, seed) if len(out.points)
+                   else dict.fromkeys(TRAJECTORY_METRICS))  # an empty release has no utility to measure
+        rows.append({**metrics, "runtime_s": seconds, "records": out.points["traj_id"].nunique()})
+    return pd.DataFrame(rows)
+
+
+def markdown(results: dict[str, pd.DataFrame]) -> str:
+    """A table of mean ± sd per run."""
+    columns = [*TRAJECTORY_METRICS, "runtime_s", "records"]
+    lines = ["| run | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, df in results.items():
+        cells = []
+        for c in columns:
+            values = pd.to_numeric(df[c], errors="coerce")
+            cells.append("–" if values.isna().all() else f"{values.mean():.3f} ± {values.std(ddof=1):.3f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
