@@ -265,7 +265,8 @@ def commits() -> dict[str, str]:
 
 def score() -> dict:
     """Every kept run scored with the issue's metrics (seed = the run's number for the metric's random queries);
-    a run's metrics are kept in ``scored/`` beside it and recomputed when its output file changes."""
+    a run's metrics are kept in ``scored/`` beside it and recomputed when its output file changes. Runs of
+    ``results.json`` whose outputs are not here (scored on another machine) are kept: results accumulate."""
     from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
 
     rows = []
@@ -292,6 +293,9 @@ def score() -> dict:
                 cache.parent.mkdir(exist_ok=True)
                 cache.write_text(json.dumps(scored, default=float))
             rows.append({"dataset": dataset, **meta, "metrics": scored["metrics"]})
+    here = {run_key(r) for r in rows}
+    if RESULTS.exists():  # runs scored before whose outputs are not on this machine stay as they were scored
+        rows += [r for r in json.loads(RESULTS.read_text())["runs"] if run_key(r) not in here]
     results = {"machine": machine(), "references": commits(), "runs": rows}
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, default=float))
@@ -299,6 +303,11 @@ def score() -> dict:
     before, rest = text.split(BEGIN, 1)
     RESULTS_MD.write_text(before + BEGIN + "\n" + table(results) + END + rest.split(END, 1)[1])
     return results
+
+
+def run_key(run: dict) -> tuple:
+    """What identifies a kept run: its dataset, tool, setting and seed (its run number for the references)."""
+    return run["dataset"], run["tool"], run.get("label"), run.get("epsilon"), run["seed"]
 
 
 def setting(run: dict) -> str:
