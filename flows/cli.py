@@ -251,11 +251,12 @@ def _spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -
     """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
     spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
     replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
-    from tasks.protect import adapter
     from trajpub.spec import example_spec_file, read_spec_file
 
     data = read_spec_file(spec_file) if spec_file else {}
     if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
+        from tasks.protect import adapter
+
         adapter(mechanism)  # an unknown name is refused with the available ones
         example = read_spec_file(example_spec_file(mechanism))
         data = {**data, "mechanism": mechanism, "params": example.get("params", {})} if spec_file else example
@@ -334,9 +335,11 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
                                                     "dask_address": dask_address,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
-    from flows.release import check_policy, parse_spec, release_flow  # after the cheap checks: a heavy import
+    from tasks import policies
+    from tasks.protect import parse_spec
 
-    check_policy(parse_spec(data)[0])  # fail fast, before a flow run exists
+    policies.check(parse_spec(data)[0])  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    from flows.release import release_flow
     _tracebacks_to_the_log_only()
     outcome = release_flow(spec=data)
     click.echo(json.dumps(outcome))
@@ -478,7 +481,6 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
-    from flows.release import publish_approved_flow
     from tasks import governance
 
     _tracebacks_to_the_log_only()
@@ -517,6 +519,9 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
                    f"see `trajpub release show {release_id}`")
         return
     if status == "approved":
+        from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
+
+        _tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
         outcome = publish_approved_flow(release_id=release_id)
         click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from prefect.schedules import Cron
 
-from flows.release import parse_spec, release_flow
+from flows.release import release_flow
+from tasks.protect import parse_spec
 from trajpub.errors import ParameterError
 from trajpub.spec import read_spec_file
 

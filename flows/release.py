@@ -41,19 +41,6 @@ from trajpub.spec import ReleaseSpec
 step = task(cache_policy=NO_CACHE, retries=0)
 
 
-def parse_spec(spec: dict) -> tuple[ReleaseSpec, object]:
-    """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
-    parsed = ReleaseSpec.from_dict(spec)
-    return parsed, protect.parse_params(parsed)
-
-
-def check_policy(spec: ReleaseSpec) -> policies.RegisteredPolicy:
-    """The gate policy of the release (:func:`tasks.policies.resolve`): a spec naming a weaker policy is refused
-    before a flow run exists. ``plan`` resolves it again in its own transaction."""
-    with db_engine().begin() as conn:
-        return policies.resolve(conn, spec)
-
-
 @step
 def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
     """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
@@ -214,7 +201,7 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 @flow(name="release", log_prints=True)
 def release_flow(spec: dict) -> dict:
     """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
-    parsed, params = parse_spec(spec)
+    parsed, params = protect.parse_spec(spec)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
         release_id, policy = plan(parsed, params)

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from audits.gate import GatePolicy
+from tasks import db
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.spec import ReleaseSpec, validate_policy_name
 
@@ -133,6 +134,13 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
                 out.append(f"it {'raises' if limit.bound == 'max' else 'lowers'} the utility {limit.bound} on "
                            f"{name} for {kind} releases from {limit.value:g} to {mine.value:g}")
     return out
+
+
+def check(spec: ReleaseSpec) -> RegisteredPolicy:
+    """The gate policy of the release (:func:`resolve`) in a transaction of its own: a spec naming a weaker policy
+    is refused before a flow run exists. The flow's ``plan`` resolves it again in its own transaction."""
+    with db.engine().begin() as conn:
+        return resolve(conn, spec)
 
 
 def resolve(conn: sa.Connection, spec: ReleaseSpec) -> RegisteredPolicy:

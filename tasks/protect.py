@@ -25,7 +25,7 @@ from tasks.adapters.w4m import W4MAdapter
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 
-__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter", "parse_params"]
+__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter", "parse_params", "parse_spec"]
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "fgs_pufferfish": FgsPufferfishAdapter(),
@@ -45,6 +45,12 @@ def adapter(name: str) -> MechanismAdapter:
     if name not in MECHANISMS:
         raise ParameterError(f"unknown mechanism '{name}'; available: {', '.join(sorted(MECHANISMS))}", "mechanism")
     return MECHANISMS[name]
+
+
+def parse_spec(spec: dict) -> tuple[ReleaseSpec, Any]:
+    """The release spec and the mechanism's parameters, both validated: unknown names are errors."""
+    parsed = ReleaseSpec.from_dict(spec)
+    return parsed, parse_params(parsed)
 
 
 def parse_params(spec: ReleaseSpec) -> Any:

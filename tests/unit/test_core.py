@@ -119,7 +119,7 @@ def test_spec_refuses_non_numeric_timeouts_and_non_utf8_files(tmp_path):
 ])
 def test_a_spec_cannot_set_or_point_at_its_own_gate_policy(gate_policy):
     """Issue 16, finding 1: a spec may only name a registered policy; refused at parse, before any budget."""
-    from flows.release import parse_spec
+    from tasks.protect import parse_spec
 
     with pytest.raises(ParameterError, match="gate_policy") as err:
         parse_spec({"dataset": "d", "bbox": [0, 0, 1, 1], "gate_policy": gate_policy, "params": {"epsilon": 1.0}})
