@@ -17,8 +17,8 @@ EXPECTATIONS_DIR = PROJECT_ROOT / "expectations"
 
 
 def _shared_data_dir() -> Path:
-    """The bundled real data: ``../shared/data`` next to the clone, else ``TRAJPUB_SHARED_DATA`` or the
-    workplace's copy."""
+    """The bundled real data (README, "Data"): ``TRAJPUB_SHARED_DATA`` when set, else the folder ``shared/data``
+    beside the clone's folder, else the workplace's copy."""
     if os.environ.get("TRAJPUB_SHARED_DATA"):
         return Path(os.environ["TRAJPUB_SHARED_DATA"])
     candidates = (PROJECT_ROOT.parent / "shared" / "data", Path("/work/shared/data"))

@@ -2,8 +2,9 @@
 
 The design notes and paper specifications the project was built from are not part of the repository, so a
 comment that cites them ("spec §5.4", "seed 003", "DESIGN.md", "oracle 12", "[REC]") points nowhere for a
-maintainer. Code cites the paper (authors, year, section, equation) or ``docs/design.md``. Paths to the bundled
-data (``../shared/data``) are data, not citations, and stay allowed.
+maintainer. Code cites the paper (authors, year, section, equation) or ``docs/design.md``. Where the bundled
+data lives outside the clone is said in the documentation only (README, "Data"); code, specs and SQL name the
+sample, and ``trajpub.config`` finds its folder.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ FORBIDDEN = [
     ("a spec's provenance tag", re.compile(r"\[(?:REC|CODE|DERIVED|PAPER|EXTERNAL|R)\]")),
 ]
 
+#: In everything but the documentation (``.md``): a path out of the repository.
+FORBIDDEN_IN_CODE = [("a path outside the repository", re.compile(r"\.\./shared\b"))]
+
 #: This file spells the patterns out.
 SELF = Path(__file__).resolve().relative_to(ROOT).as_posix()
 
@@ -45,8 +49,9 @@ def citations_outside_the_repository(paths: list[Path]) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
             continue  # binary (figures) or deleted in the work tree
+        patterns = FORBIDDEN if path.suffix == ".md" else FORBIDDEN + FORBIDDEN_IN_CODE
         for number, line in enumerate(text.splitlines(), start=1):
-            for what, pattern in FORBIDDEN:
+            for what, pattern in patterns:
                 if pattern.search(line):
                     findings.append(f"{path.relative_to(ROOT).as_posix()}:{number}: {what}: {line.strip()[:100]}")
     return findings
@@ -76,6 +81,8 @@ def test_the_scan_finds_each_kind_of_citation():
         assert not any(pattern.search(line) for _, pattern in FORBIDDEN), line
     kinds = {what for what, pattern in FORBIDDEN if any(pattern.search(line) for line in cited)}
     assert kinds == {what for what, _ in FORBIDDEN}
+    [(_, outside)] = FORBIDDEN_IN_CODE  # a code comment naming the data's folder outside the clone
+    assert outside.search(allowed[0]) and not outside.search("# the bundled sample tdrive_sample_odd_taxis.csv.gz")
 
 
 def test_nothing_cites_a_file_outside_the_repository():
