@@ -142,10 +142,10 @@ def test_lineage_events_follow_openlineage_and_reach_an_http_backend(engine, pub
     try:
         monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{server.server_port}")
         assert lineage.deliver(engine) >= len(stored)
-        assert lineage.deliver(engine) == 0  # each event once
+        lineage.deliver(engine)  # may send events of releases running meanwhile in another worker, never ours again
     finally:
         server.shutdown()
-    ours = [e for e in received if e["run"]["facets"]["trajpub_release"]["release_id"] == rid]
+    ours = [e for e in received if e["run"]["facets"]["trajpub_release"]["release_id"] == rid]  # each event once
     assert [(e["eventType"], e["run"]["runId"]) for e in ours] == [(e["eventType"], e["run"]["runId"]) for e in stored]
     for event in ours:
         validate_event(event)
