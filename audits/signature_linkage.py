@@ -14,6 +14,7 @@ have one.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,6 +32,9 @@ TRUTHFUL_NAME = "signature_linkage"
 SYNTHETIC_NAME = "signature_linkage_synthetic"
 
 _TIE_TOLERANCE = 1e-12
+#: Records x objects per block of the synthetic mode's similarity (:meth:`Signatures.similarity_blocks`): at most
+#: 2e7 stored similarities (~240 MB) at a time.
+SIMILARITY_BLOCK_ENTRIES = 20_000_000
 _GRID_KEY_STRIDE = 2**31
 _GRID_KEY_OFFSET = 2**30
 
@@ -98,11 +102,20 @@ class Signatures:
     release: sparse.csr_matrix
     location: str
 
-    def similarity(self) -> sparse.csr_matrix:
-        """Cosine similarity, records x objects: a sparse product of unit vectors, zeros not stored."""
-        sim = (self.release @ self.raw.T).tocsr()
+    def similarity(self, records: slice = slice(None)) -> sparse.csr_matrix:
+        """Cosine similarity, records (all, or the slice ``records``) x objects: a sparse product of unit vectors,
+        zeros not stored."""
+        sim = (self.release[records] @ self.raw.T).tocsr()
         sim.eliminate_zeros()
         return sim
+
+    def similarity_blocks(self) -> Iterator[sparse.csr_matrix]:
+        """:meth:`similarity` in blocks of consecutive records, each of at most :data:`SIMILARITY_BLOCK_ENTRIES`
+        records x objects: at a city's scale the whole matrix holds up to 10^9 nonzeros (2 km cells put most
+        objects in most records' top locations), a block a bounded share of them."""
+        step = max(1, SIMILARITY_BLOCK_ENTRIES // max(1, len(self.objects)))
+        for start in range(0, len(self.records), step):
+            yield self.similarity(slice(start, start + step))
 
 
 def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams) -> Signatures:
@@ -179,10 +192,9 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
         signatures = build_signatures(raw, release, self.params)
-        similarity = signatures.similarity()
         if self.params.mode == "truthful":
-            return self._truthful(signatures, similarity, _record_owners(release, signatures.records))
-        return self._synthetic(signatures, similarity)
+            return self._truthful(signatures, signatures.similarity(), _record_owners(release, signatures.records))
+        return self._synthetic(signatures)
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
         n_objects = len(sig.objects)
@@ -222,14 +234,21 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return AttackResult(attack=self.name, n_targets=len(targets), n_successes=variants[reported],
                             baseline=baseline, evidence=evidence, confidence=self.params.confidence)
 
-    def _synthetic(self, sig: Signatures, sim: sparse.csr_matrix) -> AttackResult:
-        n_records, n_objects = sim.shape
-        best = sim.max(axis=1).toarray().ravel()
+    def _synthetic(self, sig: Signatures) -> AttackResult:
+        """Per record: the best similarity, its object and the number of objects above the threshold, one
+        block of records at a time (only these per-record figures are kept)."""
+        n_records, n_objects = len(sig.records), len(sig.objects)
+        best, best_col, n_above = np.zeros(n_records), np.zeros(n_records, dtype=np.int64), np.zeros(n_records)
+        start = 0
+        for sim in sig.similarity_blocks():
+            block = slice(start, start + sim.shape[0])
+            best[block] = sim.max(axis=1).toarray().ravel()
+            best_col[block] = np.asarray(sim.argmax(axis=1)).ravel()
+            rows = np.repeat(np.arange(sim.shape[0]), np.diff(sim.indptr))
+            n_above[block] = np.bincount(rows, weights=sim.data > self.params.threshold, minlength=sim.shape[0])
+            start = block.stop
         linked = best > self.params.threshold
-        rows = np.repeat(np.arange(n_records), np.diff(sim.indptr))
-        n_above = np.bincount(rows, weights=sim.data > self.params.threshold, minlength=n_records)
         baseline = float(n_above.mean() / n_objects)
-        best_col = np.asarray(sim.argmax(axis=1)).ravel()
         order = np.flatnonzero(linked)[np.argsort(-best[linked], kind="stable")][:MAX_EXAMPLES]
         evidence = {
             "mode": "synthetic",

@@ -446,11 +446,18 @@ def stage_release(args: argparse.Namespace, tag: str) -> dict:
 
 
 # --- stage 4: scale-up ----------------------------------------------------------------------------------------
-def build_scaled_tdrive(factor: int, path: Path) -> dict:
+def build_scaled_tdrive(factor: int, path: Path, shift_days: bool = False) -> dict:
     """``factor`` copies of the sample: copy k of taxi i is taxi ``k * 1000 + i``, every point moved by one
-    offset of 2-5 m in a random direction (drawn per copied taxi); times unchanged. Copy 0 is the original."""
+    offset of 2-5 m in a random direction (drawn per copied taxi); times unchanged, or with ``shift_days``
+    moved by k days cyclically within the sample's days (day d becomes day (d + k) mod 7 of the same week, each
+    copy's rows then in time order), so that copies do not drive alongside their original and the demo spec's
+    window still holds them all. Copy 0 is the original."""
     df = pd.read_csv(TDRIVE, dtype={"taxi_id": "int64", "datetime": str, "longitude": "float64",
                                     "latitude": "float64"})
+    times = pd.to_datetime(df["datetime"])
+    first_day = times.min().normalize()
+    day = (times - first_day).dt.days.to_numpy()
+    n_days = int(day.max()) + 1
     if df["taxi_id"].max() >= SCALEUP_ID_STRIDE:
         raise RuntimeError("taxi ids do not fit under the copy stride")
     ids = np.sort(df["taxi_id"].unique())
@@ -466,6 +473,10 @@ def build_scaled_tdrive(factor: int, path: Path) -> dict:
             part["longitude"] = part["longitude"] + part["taxi_id"].map(dx) / (111_320.0 * math.cos(lat0))
             part["latitude"] = part["latitude"] + part["taxi_id"].map(dy) / 110_574.0
             part["taxi_id"] = part["taxi_id"] + k * SCALEUP_ID_STRIDE
+            if shift_days:
+                shifted = times + pd.to_timedelta((day + k) % n_days - day, unit="D")
+                part["datetime"] = shifted.dt.strftime("%Y-%m-%d %H:%M:%S")
+                part = part.sort_values(["taxi_id", "datetime"], kind="stable")
         parts.append(part)
     out = pd.concat(parts, ignore_index=True)
     tmp = path.with_suffix(".tmp")

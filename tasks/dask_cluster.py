@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import dask
 from distributed import Client, LocalCluster
@@ -52,3 +58,70 @@ def dask_client(address: str | None = None) -> Iterator[Client]:
 
 def n_workers(client: Client) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+@dataclass
+class ProcessCluster:
+    """A ``dask scheduler`` and ``dask worker`` processes (:func:`process_cluster`): what a deployment runs
+    and points ``TRAJPUB_DASK_ADDRESS`` at."""
+
+    address: str
+    scheduler: subprocess.Popen
+    workers: list[subprocess.Popen] = field(default_factory=list)
+
+
+def _dask_command(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("dask")), *args]
+
+
+@contextlib.contextmanager
+def process_cluster(n_workers: int, directory: Path, memory_limit: str = "auto",
+                    timeout_s: float = 180.0) -> Iterator[ProcessCluster]:
+    """Start ``dask scheduler`` on loopback and ``n_workers`` single-threaded ``dask worker`` processes (each a
+    nanny and its worker, with :data:`WORKER_ENVIRON`) as separate processes, wait until every worker has joined,
+    and stop them all on exit. ``directory`` holds the scheduler file and the logs (``scheduler.log``,
+    ``worker-<i>.log``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    scheduler_file = directory / "scheduler.json"
+    scheduler_file.unlink(missing_ok=True)
+    env = {**os.environ, **{k: str(v) for k, v in WORKER_ENVIRON.items()}}
+    procs: list[subprocess.Popen] = []
+
+    def start(args: list[str], log: str) -> subprocess.Popen:
+        with open(directory / log, "wb") as out:
+            procs.append(subprocess.Popen(_dask_command(*args), stdout=out, stderr=subprocess.STDOUT, env=env))
+        return procs[-1]
+
+    try:
+        scheduler = start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                           "--scheduler-file", str(scheduler_file)], "scheduler.log")
+        address = _wait_for(lambda: scheduler_file.exists() and json.loads(scheduler_file.read_text())["address"],
+                            scheduler, timeout_s, "the dask scheduler to write its address")
+        workers = [start(["worker", address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
+                          "--memory-limit", memory_limit, "--name", f"worker-{i}"], f"worker-{i}.log")
+                   for i in range(n_workers)]
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(n_workers, timeout=timeout_s)
+        yield ProcessCluster(address, scheduler, workers)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_for(condition, proc: subprocess.Popen, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise TrajpubError(f"the process ended (code {proc.returncode}) before {what}", " ".join(proc.args))
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            value = condition()
+            if value:
+                return value
+        time.sleep(0.1)
+    raise TrajpubError(f"timed out after {timeout_s:g} s waiting for {what}", " ".join(proc.args))

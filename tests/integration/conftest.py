@@ -33,7 +33,7 @@ def warm_dask():
     """One Dask cluster for the whole integration session, given to every flow the tests start as
     ``TRAJPUB_DASK_ADDRESS`` (the way a deployment runs on an existing cluster): a flow run then skips starting two
     worker processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about
-    the flow's own cluster pass ``own_cluster=True`` to :func:`start_release`."""
+    a cluster of their own name it in the spec's ``dask_address``."""
     from distributed import Client
 
     from tasks.dask_cluster import local_cluster
@@ -85,14 +85,12 @@ class RunningRelease:
         return "".join(self.lines)
 
 
-def start_release(spec: dict, tmp_path: Path, *extra: str, own_cluster: bool = False) -> RunningRelease:
+def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
     """``trajpub release run`` on ``spec`` in a subprocess, on the session's shared Dask cluster (:func:`warm_dask`)
-    or, with ``own_cluster``, on the LocalCluster the flow starts itself as its children."""
+    unless the spec names its own ``dask_address``."""
     path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(spec))
     env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
-    if own_cluster:
-        env.pop("TRAJPUB_DASK_ADDRESS", None)
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     run = RunningRelease(proc)

@@ -110,6 +110,24 @@ def test_tdrive_points_are_the_parsed_points_in_epsg_4326(engine, tdrive):
     assert stored_t.min() == pd.Timestamp("2008-02-02 05:31:16", tz="UTC")  # 13:31:16 in Beijing
 
 
+def test_points_name_an_existing_source_checked_per_statement(engine, tdrive):
+    """The foreign key raw.points.source_id -> raw.sources, checked once per statement (sql/021): a point cannot
+    name a missing source, and a source that points name cannot go."""
+    from tasks.db import owner_engine
+
+    report, _ = tdrive
+    with owner_engine().connect() as conn:
+        missing = conn.execute(sa.text("SELECT max(source_id) + 1 FROM raw.sources")).scalar()
+        for sql in (("INSERT INTO raw.points (dataset, source_id, source_line, object_id, t, geom)"
+                    f" VALUES ('{report.dataset}', {missing}, 1, 'x', now(), ST_SetSRID(ST_MakePoint(116, 40), 4326))"),
+                    f"DELETE FROM raw.sources WHERE source_id = {report.source_id}",
+                    f"UPDATE raw.sources SET source_id = {missing} WHERE source_id = {report.source_id}"):
+            with pytest.raises(sa.exc.IntegrityError, match="not in raw.sources|still named by raw.points"):
+                conn.execute(sa.text(sql))
+            conn.rollback()
+    assert _counts(engine, report.dataset)["sources"] == 1
+
+
 def test_loading_the_same_file_again_is_a_no_op(engine, tdrive):
     report, _ = tdrive
     before = _counts(engine, report.dataset)

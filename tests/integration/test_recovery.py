@@ -1,5 +1,5 @@
 """Faults during a release: the flow process killed during protect and during publish, PostgreSQL stopped
-mid-run, a Dask worker killed. In each case nothing partial is published, the release records what happened, and
+mid-run, a Dask worker process killed. In each case nothing partial is published, the release records what happened, and
 re-running (or `trajpub recover`) completes it."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import signal
 import psutil
 import pytest
 import sqlalchemy as sa
+from distributed import Client
 
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status, wait_until
 
@@ -156,30 +157,38 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
              r=run.release_id) == [(1,)]
 
 
-def test_a_killed_dask_worker_is_replaced_and_its_partitions_recomputed(engine, loaded_tdrive, tmp_path):
+def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_released(engine, loaded_tdrive,
+                                                                                        tmp_path):
+    """A release on a cluster of separate processes (``dask scheduler`` + two ``dask worker``, the
+    TRAJPUB_DASK_ADDRESS path) loses one whole worker (its nanny and worker process, SIGKILL) while the
+    validated partitions sit in worker memory: the lost partitions are recomputed from PostGIS on the other worker
+    and the release reaches review over every object of its snapshot, or it fails closed, with nothing published."""
+    from tasks.dask_cluster import process_cluster
+
     dataset = loaded_tdrive("worker")
-    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, own_cluster=True)
-
-    def workers() -> list[psutil.Process]:
-        found = []
-        for p in psutil.Process(run.proc.pid).children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.ZombieProcess):  # the killed one, reaped
-                if p.status() != psutil.STATUS_ZOMBIE and any("spawn_main" in a for a in p.cmdline()) \
-                        and not p.children():
-                    found.append(p)
-        return found
-
-    with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
-        wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
-        before = workers()
-        assert before, "no Dask worker process found"
-        before[0].send_signal(signal.SIGKILL)
-        # the nanny starts a new worker; the lost partitions are recomputed from PostGIS when protect needs them
-        wait_until(lambda: len(workers()) == len(before) and before[0].pid not in {p.pid for p in workers()},
-                   120, "the nanny to replace the worker")
-    assert run.proc.wait(timeout=300) == 0, run.output()
-    (status, summary), = q(engine, "SELECT status, summary FROM governance.releases WHERE release_id = :r",
-                           r=run.release_id)
-    assert status == "awaiting_approval"
-    n_raw = q(engine, "SELECT count(*) FROM raw.points WHERE dataset = :d", d=dataset)[0][0]
-    assert summary["snapshot"]["n_points"] == n_raw and summary["prepare"]["trajectories"] > 0
+    with process_cluster(2, tmp_path / "dask") as cluster:
+        run = start_release(base_spec(dataset, approval_timeout_s=5, dask_address=cluster.address), tmp_path)
+        with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
+            wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
+            victim = cluster.workers[0]
+            kill_tree(victim.pid)
+            victim.wait(timeout=30)
+            with Client(cluster.address) as client:
+                wait_until(lambda: len(client.scheduler_info()["workers"]) == 1, 60,
+                           "the scheduler to drop the killed worker")
+        code = run.proc.wait(timeout=300)
+    (status, reason, summary), = q(engine, "SELECT status, failure_reason, summary FROM governance.releases "
+                                           "WHERE release_id = :r", r=run.release_id)
+    assert published_tables(engine, dataset) == set()
+    if status == "failed":  # fail closed: said so, and lineage FAIL
+        assert code != 0 and reason, run.output()
+        assert q(engine, "SELECT event_type FROM governance.lineage_events WHERE release_id = :r ORDER BY event_id",
+                 r=run.release_id) == [("START",), ("FAIL",)]
+        return
+    assert code == 0 and status == "awaiting_approval", run.output()
+    (n_raw, n_objects), = q(engine, "SELECT count(*), count(DISTINCT object_id) FROM raw.points WHERE dataset = :d",
+                            d=dataset)
+    assert (summary["snapshot"]["n_points"], summary["snapshot"]["n_objects"]) == (n_raw, n_objects)
+    # nothing half: the mechanism's input has every taxi of the snapshot (each has whole days of valid points),
+    # not only the surviving worker's partitions
+    assert summary["prepare"]["objects"] == n_objects and summary["prepare"]["trajectories"] > 0

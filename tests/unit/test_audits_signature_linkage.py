@@ -208,6 +208,22 @@ def test_synthetic_threshold_is_strict():
     assert result.n_successes == 1
 
 
+def test_synthetic_blocks_of_records_give_the_whole_matrix_result(monkeypatch):
+    """Records cut into blocks of 3 (the last one shorter) score exactly as in one block: best similarity, its
+    object, and the count above the threshold per record do not depend on the block boundaries."""
+    import audits.signature_linkage as sl
+
+    raw = cell_frame(random_histories(40))
+    rng = np.random.default_rng(3)
+    release = raw.drop(columns="object_id").assign(  # 4 in 5 points of each record moved to random cells
+        cell=np.where(rng.random(len(raw)) < 0.2, raw["cell"], rng.integers(0, 400, len(raw))))
+    whole = synthetic().evaluate(raw, release)
+    monkeypatch.setattr(sl, "SIMILARITY_BLOCK_ENTRIES", 3 * 40)
+    blocked = synthetic().evaluate(raw, release)
+    assert 0 < whole.n_successes < 40 and whole.baseline > 0
+    assert blocked.to_dict() == whole.to_dict()
+
+
 # --- parameters -----------------------------------------------------------------------------------------------
 
 
