@@ -474,9 +474,11 @@ def build_scaled_tdrive(factor: int, path: Path, shift_days: bool = False) -> di
             part["latitude"] = part["latitude"] + part["taxi_id"].map(dy) / 110_574.0
             part["taxi_id"] = part["taxi_id"] + k * SCALEUP_ID_STRIDE
             if shift_days:
-                shifted = times + pd.to_timedelta((day + k) % n_days - day, unit="D")
-                part["datetime"] = shifted.dt.strftime("%Y-%m-%d %H:%M:%S")
-                part = part.sort_values(["taxi_id", "datetime"], kind="stable")
+                new_day = (day + k) % n_days
+                dates = (first_day + pd.to_timedelta(np.arange(n_days), unit="D")).strftime("%Y-%m-%d").to_numpy()
+                part["datetime"] = dates[new_day] + df["datetime"].str[10:].to_numpy()
+                part = part.iloc[np.lexsort((times.to_numpy() + (new_day - day) * np.timedelta64(1, "D"),
+                                             part["taxi_id"].to_numpy()))]
         parts.append(part)
     out = pd.concat(parts, ignore_index=True)
     tmp = path.with_suffix(".tmp")

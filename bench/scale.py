@@ -63,20 +63,25 @@ STAGES = [  # (name, from, to): release transitions, or flow log marks ("log:")
 ]
 
 
-class MemorySampler:
-    """Peak PSS (bytes) of process groups sampled together: ``groups`` maps a name to a function returning the
-    root pids of the group (each root counts with all its descendants)."""
+class ProcessSampler:
+    """Peak PSS (bytes) and CPU seconds of process groups sampled together: ``groups`` maps a name to a function
+    returning the root pids of the group (each root counts with all its descendants). CPU is user + system time
+    summed over every process seen (a process that ended keeps its last sampled time, so short-lived PostgreSQL
+    backends count up to their last sample); ``cpu_between`` reads it between two moments. CPU seconds are less
+    sensitive than wall time to the other users of a shared machine."""
 
     def __init__(self, groups: dict[str, Any], interval_s: float) -> None:
         self.groups, self.interval_s = groups, interval_s
         self.peak_total = 0
         self.peak: dict[str, int] = dict.fromkeys(groups, 0)
         self.samples = 0
+        self._cpu: dict[tuple[str, int, float], float] = {}
+        self.series: list[tuple[float, dict[str, float]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @staticmethod
-    def _pss(pid: int) -> int:
+    def _group(self, name: str, pid: int) -> int:
+        """PSS of the tree under ``pid``; records the CPU time of each of its processes."""
         total = 0
         try:
             root = psutil.Process(pid)
@@ -85,7 +90,10 @@ class MemorySampler:
             return 0
         for proc in procs:
             try:
-                total += proc.memory_full_info().pss
+                with proc.oneshot():
+                    total += proc.memory_full_info().pss
+                    cpu = proc.cpu_times()
+                    self._cpu[(name, proc.pid, proc.create_time())] = cpu.user + cpu.system
             except psutil.Error:
                 pass
         return total
@@ -93,11 +101,23 @@ class MemorySampler:
     def sample(self) -> None:
         seen: dict[str, int] = {}
         for name, roots in self.groups.items():
-            seen[name] = sum(self._pss(pid) for pid in roots())
+            seen[name] = sum(self._group(name, pid) for pid in roots())
         for name, value in seen.items():
             self.peak[name] = max(self.peak[name], value)
         self.peak_total = max(self.peak_total, sum(seen.values()))
+        cpu = dict.fromkeys(self.groups, 0.0)
+        for (name, _, _), seconds in self._cpu.items():
+            cpu[name] += seconds
+        self.series.append((time.time(), cpu))
         self.samples += 1
+
+    def cpu_between(self, start: float, end: float) -> float:
+        """CPU seconds of all groups between two epoch times (the samples at or before each)."""
+        def at(moment: float) -> float:
+            before = [cpu for t, cpu in self.series if t <= moment] or [self.series[0][1]]
+            return sum(before[-1].values())
+
+        return at(end) - at(start)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -116,7 +136,8 @@ class MemorySampler:
     def to_dict(self) -> dict:
         gib = 2 ** 30
         return {"peak_total_gib": self.peak_total / gib, "samples": self.samples,
-                "peak_gib": {k: v / gib for k, v in self.peak.items()}}
+                "peak_gib": {k: v / gib for k, v in self.peak.items()},
+                "cpu_s": self.series[-1][1] if self.series else {}}
 
 
 def postmaster_pid() -> int | None:
@@ -139,9 +160,15 @@ def flow_pid() -> int | None:
     return None
 
 
-def stage_times(release: dict) -> dict[str, float | None]:
+def stage_times(release: dict, launched: float, sampler: ProcessSampler) -> tuple[dict, dict]:
+    """Wall seconds and CPU seconds (all sampled processes) of each stage."""
     points = {"launch": 0.0, **release["transitions"], **{f"log:{k}": v for k, v in release["log_marks"].items()}}
-    return {name: (points[b] - points[a] if a in points and b in points else None) for name, a, b in STAGES}
+    wall, cpu = {}, {}
+    for name, a, b in STAGES:
+        ok = a in points and b in points
+        wall[name] = points[b] - points[a] if ok else None
+        cpu[name] = sampler.cpu_between(launched + points[a], launched + points[b]) if ok else None
+    return wall, cpu
 
 
 def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
@@ -155,11 +182,11 @@ def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
     out: dict[str, Any] = {"factor": factor, "file": path.name, "dataset": dataset, "loadavg_start": loadavg()}
     pg = postmaster_pid()
     me = os.getpid()
-    with MemorySampler({"bench (load)": lambda: [me], "postgres": lambda: [pg] if pg else []},
+    with ProcessSampler({"bench (load)": lambda: [me], "postgres": lambda: [pg] if pg else []},
                        args.sample_s) as mem:
         say(f"load {path.name} into {dataset}")
         load = bench_load(path, dataset)
-    out["load"] = {**load, "memory": mem.to_dict()}
+    out["load"] = {**load, "memory": mem.to_dict(), "cpu_s": mem.cpu_between(0, time.time())}
     say(f"  {load['seconds']:.1f} s, {load['n_loaded']:,} points; peak PSS {mem.peak_total / 2**30:.2f} GiB")
     for args_ in (("steward", "add", STEWARD), ("budget", "cap", dataset, "100", "--steward", STEWARD)):
         done = run_cli(*args_)
@@ -171,11 +198,12 @@ def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
                   "scheduler": lambda: [cluster.scheduler.pid],
                   "workers": lambda: [w.pid for w in cluster.workers],
                   "postgres": lambda: [pg] if pg else []}
-        with MemorySampler(groups, args.sample_s) as mem:
+        with ProcessSampler(groups, args.sample_s) as mem:
             say(f"release on {dataset}, Dask at {cluster.address} ({args.workers} workers)")
+            launched = time.time()
             release = run_release(dataset, f"x{factor}", args.timeout_s, dask_address=cluster.address)
         release["memory"] = mem.to_dict()
-    release["stages"] = stage_times(release)
+    release["stages"], release["stage_cpu_s"] = stage_times(release, launched, mem)
     out["release"] = release
     out["loadavg_end"] = loadavg()
     say(f"  release {release['release_id']}: {release['status']} then {release.get('final_status')}; "
@@ -193,10 +221,12 @@ def exponents(runs: list[dict]) -> dict[str, float | None]:
         return float(np.polyfit(*zip(*pairs, strict=True), 1)[0])
 
     points = [r["load"]["n_loaded"] for r in runs]
-    out = {"load": slope(points, [r["load"]["seconds"] for r in runs])}
+    wall = {"load": slope(points, [r["load"]["seconds"] for r in runs])}
+    cpu = {"load": slope(points, [r["load"]["cpu_s"] for r in runs])}
     for name, _, _ in STAGES:
-        out[name] = slope(points, [r["release"]["stages"].get(name) for r in runs])
-    return out
+        wall[name] = slope(points, [r["release"]["stages"].get(name) for r in runs])
+        cpu[name] = slope(points, [r["release"]["stage_cpu_s"].get(name) for r in runs])
+    return {"wall": wall, "cpu": cpu}
 
 
 def markdown(results: dict) -> str:
@@ -214,9 +244,16 @@ def markdown(results: dict) -> str:
                    + " | ".join("-" if st.get(n) is None else f"{st[n]:.1f}" for n, _, _ in STAGES)
                    + f" | {rel.get('status')} | {r['load']['memory']['peak_total_gib']:.2f} | "
                    f"{rel['memory']['peak_total_gib']:.2f} | {r['loadavg_start']} / {r['loadavg_end']} |")
-    exp = results.get("exponents", {})
-    out += ["", "growth exponent (slope of log s on log points): "
-            + ", ".join(f"{k} {v:.2f}" for k, v in exp.items() if v is not None), ""]
+    out += ["", "| factor | load CPU s | " + " | ".join(f"{n} CPU s" for n, _, _ in STAGES) + " |",
+            "|---" * (len(STAGES) + 2) + "|"]
+    for r in runs:
+        st = r["release"]["stage_cpu_s"]
+        out.append(f"| {r['factor']}x | {r['load']['cpu_s']:.1f} | "
+                   + " | ".join("-" if st.get(n) is None else f"{st[n]:.1f}" for n, _, _ in STAGES) + " |")
+    for kind, exp in results.get("exponents", {}).items():
+        out += ["", f"growth exponent of {kind} (slope of log seconds on log points): "
+                + ", ".join(f"{k} {v:.2f}" for k, v in exp.items() if v is not None)]
+    out.append("")
     for r in runs:
         out.append(f"- {r['factor']}x peak PSS by group, load: {fmt_groups(r['load']['memory'])}; release: "
                    f"{fmt_groups(r['release']['memory'])}")

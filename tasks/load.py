@@ -108,7 +108,7 @@ def _existing(conn: sa.Connection, dataset: str, sha256: str) -> sa.Row | None:
         " WHERE dataset = :d AND sha256 = :s"), {"d": dataset, "s": sha256}).one_or_none()
 
 
-def _copy(cursor: Any, sql: str, data: bytes, progress: Callable[[str], None] | None = None,
+def copy_in(cursor: Any, sql: str, data: bytes, progress: Callable[[str], None] | None = None,
           what: str = "") -> None:
     with cursor.copy(sql) as copy:
         for start in range(0, len(data), COPY_CHUNK):
@@ -117,7 +117,7 @@ def _copy(cursor: Any, sql: str, data: bytes, progress: Callable[[str], None] | 
                 progress(f"copied {min(start + COPY_CHUNK, len(data)) / len(data):.0%} of {what}")
 
 
-def _csv(columns: dict[str, Any]) -> bytes:
+def csv_for_copy(columns: dict[str, Any]) -> bytes:
     """Columns as headerless CSV for ``COPY ... (FORMAT csv)``, written by Arrow's multithreaded C++ writer
     (8x faster than ``DataFrame.to_csv`` here). Strings are always quoted, so an empty string stays an empty
     string; floats are written in their shortest round-trip form, so coordinates arrive bit for bit."""
@@ -130,7 +130,7 @@ def _csv(columns: dict[str, Any]) -> bytes:
 def _points_csv(points: pd.DataFrame) -> bytes:
     """Points for COPY, in load order: their position, source_line, object_id, t as epoch microseconds, lon,
     lat."""
-    return _csv({
+    return csv_for_copy({
         "seq": pa.array(np.arange(len(points)), pa.int64()),
         "source_line": pa.array(points["source_line"].to_numpy(), pa.int64()),
         "object_id": pa.array(points["object_id"].to_numpy(dtype=object), pa.string()),
@@ -148,7 +148,7 @@ def _rejects_csv(rejects: pd.DataFrame, dataset: str, source_id: int) -> bytes:
         values = rejects[column].astype(str).str.replace("\x00", "\\x00", regex=False)
         return pa.array(values.to_numpy(dtype=object), pa.string())
 
-    return _csv({
+    return csv_for_copy({
         "dataset": pa.array([dataset] * n, pa.string()),
         "stage": pa.array(["load"] * n, pa.string()),
         "source_id": pa.array([source_id] * n, pa.int64()),
@@ -222,7 +222,7 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
                 say(f"copying {n_points} points")
                 cursor.execute("CREATE TEMP TABLE load_points (seq bigint, source_line bigint, object_id text, us bigint,"
                                " lon float8, lat float8) ON COMMIT DROP")
-                _copy(cursor, "COPY load_points FROM STDIN (FORMAT csv)", points_csv, say, "the points")
+                copy_in(cursor, "COPY load_points FROM STDIN (FORMAT csv)", points_csv, say, "the points")
                 del points_csv
                 say("inserting the points into raw.points")
                 cursor.execute(
@@ -234,7 +234,7 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
                     (dataset, source_id))
                 if n_rejects:
                     say(f"quarantining {n_rejects} rejected records")
-                    _copy(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, reason,"
+                    copy_in(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, reason,"
                           " record) FROM STDIN (FORMAT csv)",
                           _rejects_csv(parsed.rejects, dataset, source_id))
             say("committing")
