@@ -163,6 +163,8 @@ def flow_pid() -> int | None:
 def stage_times(release: dict, launched: float, sampler: ProcessSampler) -> tuple[dict, dict]:
     """Wall seconds and CPU seconds (all sampled processes) of each stage."""
     points = {"launch": 0.0, **release["transitions"], **{f"log:{k}": v for k, v in release["log_marks"].items()}}
+    if "awaiting_approval" not in points and "blocked" in points:
+        points["awaiting_approval"] = points["blocked"]  # the gate decided: the end of the review stage too
     wall, cpu = {}, {}
     for name, a, b in STAGES:
         ok = a in points and b in points

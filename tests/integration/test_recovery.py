@@ -168,6 +168,7 @@ def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_re
     dataset = loaded_tdrive("worker")
     with process_cluster(2, tmp_path / "dask") as cluster:
         run = start_release(base_spec(dataset, approval_timeout_s=5, dask_address=cluster.address), tmp_path)
+        wait_until(lambda: run.release_id, 600, "the release to be planned")  # a busy machine starts it slowly
         with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
             wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
             victim = cluster.workers[0]
