@@ -111,7 +111,7 @@ def test_tdrive_points_are_the_parsed_points_in_epsg_4326(engine, tdrive):
 
 
 def test_points_name_an_existing_source_checked_per_statement(engine, tdrive):
-    """The foreign key raw.points.source_id -> raw.sources, checked once per statement (sql/021): a point cannot
+    """The foreign key raw.points.source_id -> raw.sources, checked once per statement (sql/022): a point cannot
     name a missing source, and a source that points name cannot go."""
     from tasks.db import owner_engine
 

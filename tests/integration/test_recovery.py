@@ -190,6 +190,9 @@ def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_re
     (n_raw, n_objects), = q(engine, "SELECT count(*), count(DISTINCT object_id) FROM raw.points WHERE dataset = :d",
                             d=dataset)
     assert (summary["snapshot"]["n_points"], summary["snapshot"]["n_objects"]) == (n_raw, n_objects)
-    # nothing half: the mechanism's input has every taxi of the snapshot (each has whole days of valid points),
-    # not only the surviving worker's partitions
-    assert summary["prepare"]["objects"] == n_objects and summary["prepare"]["trajectories"] > 0
+    # nothing half: preparation, after the kill, read every point the validation (before it) kept, not only the
+    # surviving worker's partitions
+    (n_rows, n_quarantined), = q(engine, "SELECT n_rows, n_quarantined FROM governance.validation_results"
+                                         " WHERE release_id = :r", r=run.release_id)
+    assert n_rows == n_raw
+    assert summary["prepare"]["points_in"] == n_rows - n_quarantined and summary["prepare"]["trajectories"] > 0
