@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mechanisms.glove.nearest import column_minima, row_minima
 from mechanisms.glove.params import GloveParams
 
 #: Columns of a samples array.
@@ -54,17 +55,21 @@ def stretch_matrix(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: Glo
 
 
 def _oriented(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GloveParams):
-    """(longer, shorter, n_longer, n_shorter, cost matrix longer x shorter, merge cost). On equal lengths the
-    orientation of least cost is taken (the first argument on a tie), so the cost is symmetric; the stretch
-    matrix of (b, a) is the transpose of that of (a, b)."""
-    m = stretch_matrix(a, b, n_a, n_b, params)
-    forward = float(m.min(axis=1).mean())
+    """(longer, shorter, n_longer, n_shorter, least-cost sample of the shorter for each sample of the longer,
+    merge cost). On equal lengths the orientation of least cost is taken (the first argument on a tie), so the
+    cost is symmetric. The row/column minima of the stretch matrix come from :mod:`mechanisms.glove.nearest`
+    (exact, without building the matrix)."""
     if len(a) > len(b):
-        return a, b, n_a, n_b, m, forward
-    backward = float(m.min(axis=0).mean())
-    if len(a) == len(b) and forward <= backward:
-        return a, b, n_a, n_b, m, forward
-    return b, a, n_b, n_a, m.T, backward
+        cost, best = row_minima(a, b, n_a, n_b, params)
+        return a, b, n_a, n_b, best, float(cost.mean())
+    cost, best = column_minima(a, b, n_a, n_b, params)
+    backward = float(cost.mean())
+    if len(a) == len(b):
+        f_cost, f_best = row_minima(a, b, n_a, n_b, params)
+        forward = float(f_cost.mean())
+        if forward <= backward:
+            return a, b, n_a, n_b, f_best, forward
+    return b, a, n_b, n_a, best, backward
 
 
 def merge_cost(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GloveParams) -> float:
@@ -100,14 +105,13 @@ def merge_samples(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: Glov
     start time. The [S-code]'s ``reshaping`` (which trims overlapping time spans and inserts bridging samples) is
     not applied: trimming could leave an original fix outside every published span.
     """
-    longer, shorter, n_l, n_s, m, _ = _oriented(a, b, n_a, n_b, params)
-    best = m.argmin(axis=1)
+    longer, shorter, n_l, n_s, best, _ = _oriented(a, b, n_a, n_b, params)
     merged = shorter.copy()
     _absorb(merged, best, longer)
     matched = np.bincount(best, minlength=len(shorter)) > 0
     out, rest = merged[matched], shorter[~matched]
     if len(rest):
-        second = stretch_matrix(rest, out, n_s, n_l + n_s, params).argmin(axis=1)
+        second = row_minima(rest, out, n_s, n_l + n_s, params)[1]
         _absorb(out, second, rest)
     return out[np.argsort(out[:, T0], kind="stable")]
 
