@@ -26,6 +26,8 @@ import numpy as np
 from mechanisms.glove.params import GloveParams
 
 _X0, _X1, _Y0, _Y1, _T0, _T1 = range(6)
+_BLOCK = 16
+"""Samples per block of the search: consecutive samples in start order, so each block's box is tight."""
 _SLACK = 1e-12
 """Stop margin over the bound: the computed cost can fall below its bound by rounding only (~1e-16)."""
 
@@ -45,41 +47,78 @@ def _cost(r, c, w_r, w_c, w, space_scale, time_scale):
 
 
 @numba.njit(cache=True, nogil=True)
-def _sweep(query, target, query_is_row, w_row, w_col, w, space_scale, time_scale):
+def _gap(lo_q, hi_q, lo_b, hi_b):
+    return max(lo_b - hi_q, lo_q - hi_b, 0.0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _scan(q, k, target, order, m, query_is_row, w_row, w_col, w, space_scale, time_scale, b, bj):
+    """Best (cost, index) of ``q`` after the samples of block ``k``, starting from ``(b, bj)``."""
+    for p in range(k * _BLOCK, min(m, (k + 1) * _BLOCK)):
+        j = order[p]
+        if query_is_row:
+            c = _cost(q, target[j], w_row, w_col, w, space_scale, time_scale)
+        else:
+            c = _cost(target[j], q, w_row, w_col, w, space_scale, time_scale)
+        if c < b or (c == b and j < bj):
+            b, bj = c, j
+    return b, bj
+
+
+@numba.njit(cache=True, nogil=True)
+def _search(query, target, query_is_row, w_row, w_col, w, space_scale, time_scale):
     n, m = query.shape[0], target.shape[0]
     order = np.argsort(target[:, _T0], kind="mergesort")
-    start = np.empty(m)
-    reach = np.empty(m)  # running maximum of the end times, in start order
-    top = -np.inf
-    for p in range(m):
-        start[p] = target[order[p], _T0]
-        top = max(top, target[order[p], _T1])
-        reach[p] = top
+    n_blocks = (m + _BLOCK - 1) // _BLOCK
+    box = np.empty((n_blocks, 6))  # x0, x1, y0, y1, t0, t1 of each block of BLOCK samples in start order
+    first = np.empty(n_blocks, dtype=np.int64)  # the lowest sample index in each block
+    reach = np.empty(n_blocks)  # running maximum of the blocks' end times
+    for k in range(n_blocks):
+        first[k] = order[k * _BLOCK:(k + 1) * _BLOCK].min()
+        for c in range(6):
+            box[k, c] = np.inf if c % 2 == 0 else -np.inf
+        for p in range(k * _BLOCK, min(m, (k + 1) * _BLOCK)):
+            s = target[order[p]]
+            for c in range(0, 6, 2):
+                box[k, c] = min(box[k, c], s[c])
+                box[k, c + 1] = max(box[k, c + 1], s[c + 1])
+        reach[k] = box[k, 5] if k == 0 else max(reach[k - 1], box[k, 5])
+    starts = box[:, 4].copy()  # non-decreasing
+    lag = 1.0 - w
     best = np.empty(n)
     where = np.empty(n, dtype=np.int64)
-    lag = 1.0 - w
+    warm = -1
     for i in range(n):
         q = query[i]
-        right = np.searchsorted(start, q[_T0])
-        left = right - 1
         b, bj = np.inf, -1
+        if warm >= 0:  # consecutive samples are usually near: start from the previous sample's best block
+            b, bj = _scan(q, warm, target, order, m, query_is_row, w_row, w_col, w, space_scale, time_scale, b, bj)
+        right = np.searchsorted(starts, q[_T0], side="right")
+        left = right - 1
+        found = warm
         while True:
-            lb_right = lag * min(max(start[right] - q[_T1], 0.0) / time_scale, 1.0) if right < m else np.inf
+            lb_right = lag * min(max(starts[right] - q[_T1], 0.0) / time_scale, 1.0) if right < n_blocks else np.inf
             lb_left = lag * min(max(q[_T0] - reach[left], 0.0) / time_scale, 1.0) if left >= 0 else np.inf
             if min(lb_right, lb_left) > b + _SLACK:
                 break
             if lb_right <= lb_left:
-                j = order[right]
+                k = right
                 right += 1
             else:
-                j = order[left]
+                k = left
                 left -= 1
-            if query_is_row:
-                c = _cost(q, target[j], w_row, w_col, w, space_scale, time_scale)
-            else:
-                c = _cost(target[j], q, w_row, w_col, w, space_scale, time_scale)
-            if c < b or (c == b and j < bj):
-                b, bj = c, j
+            if k == warm:
+                continue
+            space = _gap(q[_X0], q[_X1], box[k, 0], box[k, 1]) + _gap(q[_Y0], q[_Y1], box[k, 2], box[k, 3])
+            time = _gap(q[_T0], q[_T1], box[k, 4], box[k, 5])
+            bound = w * min(space / space_scale, 1.0) + lag * min(time / time_scale, 1.0)
+            if bound > b + _SLACK or (bound >= b and first[k] > bj):  # no lower cost; at best a later tie
+                continue
+            b0 = b
+            b, bj = _scan(q, k, target, order, m, query_is_row, w_row, w_col, w, space_scale, time_scale, b, bj)
+            if b < b0:
+                found = k
+        warm = found
         best[i] = b
         where[i] = bj
     return best, where
@@ -89,11 +128,11 @@ def row_minima(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GlovePa
                ) -> tuple[np.ndarray, np.ndarray]:
     """``(m.min(axis=1), m.argmin(axis=1))`` of ``m = stretch_matrix(a, b, n_a, n_b, params)``."""
     wa, wb = n_a / (n_a + n_b), n_b / (n_a + n_b)
-    return _sweep(a, b, True, wa, wb, params.space_weight, params.space_scale_m, params.time_scale_s)
+    return _search(a, b, True, wa, wb, params.space_weight, params.space_scale_m, params.time_scale_s)
 
 
 def column_minima(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GloveParams
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``(m.min(axis=0), m.argmin(axis=0))`` of ``m = stretch_matrix(a, b, n_a, n_b, params)``."""
     wa, wb = n_a / (n_a + n_b), n_b / (n_a + n_b)
-    return _sweep(b, a, False, wa, wb, params.space_weight, params.space_scale_m, params.time_scale_s)
+    return _search(b, a, False, wa, wb, params.space_weight, params.space_scale_m, params.time_scale_s)
