@@ -9,6 +9,10 @@ raw fix is the degenerate sample of zero width and zero duration.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from mechanisms.glove.nearest import column_minima, row_minima
@@ -17,6 +21,8 @@ from mechanisms.glove.params import GloveParams
 #: Columns of a samples array.
 COLUMNS = ("x_min", "x_max", "y_min", "y_max", "t_min", "t_max", "lon_min", "lon_max", "lat_min", "lat_max")
 X0, X1, Y0, Y1, T0, T1, LON0, LON1, LAT0, LAT1 = range(10)
+_THREADS = os.cpu_count() or 1
+_POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="glove-costs")
 _LOWER = np.array([X0, Y0, T0, LON0, LAT0])
 _UPPER = np.array([X1, Y1, T1, LON1, LAT1])
 
@@ -79,12 +85,25 @@ def merge_cost(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GlovePa
     return _oriented(a, b, n_a, n_b, params)[5]
 
 
+def _threaded(cost: Callable[[int], float], n: int) -> np.ndarray:
+    """``[cost(0), ..., cost(n - 1)]``, in contiguous blocks on one thread per core (the numba kernel releases
+    the GIL); fewer than two items per thread run on the calling thread."""
+    if n < 2 * _THREADS:
+        return np.array([cost(r) for r in range(n)], dtype=float)
+    bounds = np.linspace(0, n, _THREADS + 1).astype(int)
+    blocks = _POOL.map(lambda b: [cost(r) for r in range(bounds[b], bounds[b + 1])], range(_THREADS))
+    return np.array([c for block in blocks for c in block], dtype=float)
+
+
 def pair_costs(samples: list[np.ndarray], weights: np.ndarray, pairs: np.ndarray, params: GloveParams) -> np.ndarray:
     """:func:`merge_cost` of each row ``(i, j)`` of ``pairs`` (a block of the candidate graph)."""
-    out = np.empty(len(pairs))
-    for r, (i, j) in enumerate(pairs):
-        out[r] = merge_cost(samples[i], samples[j], int(weights[i]), int(weights[j]), params)
-    return out
+    return _threaded(lambda r: merge_cost(samples[pairs[r, 0]], samples[pairs[r, 1]], int(weights[pairs[r, 0]]),
+                                          int(weights[pairs[r, 1]]), params), len(pairs))
+
+
+def costs_to(a: np.ndarray, n_a: int, others: list[tuple[np.ndarray, int]], params: GloveParams) -> np.ndarray:
+    """:func:`merge_cost` of ``a`` (standing for ``n_a`` fingerprints) with each ``(samples, n)`` of ``others``."""
+    return _threaded(lambda r: merge_cost(a, others[r][0], n_a, others[r][1], params), len(others))
 
 
 def _absorb(target: np.ndarray, index: np.ndarray, source: np.ndarray) -> None:
