@@ -41,7 +41,7 @@ import pandas as pd
 from bench.fgs_pufferfish import machine
 from bench.table4 import central_beijing_network
 from bench.tdrive import GRID, load_clean
-from mechanisms import glove, mixzone
+from mechanisms import glove, klt, mixzone
 
 ROOT = Path(__file__).resolve().parent
 REF = ROOT / "ref"
@@ -198,9 +198,12 @@ def network_files() -> Path:
 def fragments_stats(raw: pd.DataFrame, fragment: np.ndarray, ts: np.ndarray, lon: np.ndarray,
                     lat: np.ndarray) -> dict:
     """Mixzone's properties: fragments published, the share of input points published, and whether every
-    published point is an input point (truthful) with at most one fragment holding it."""
-    key = pd.MultiIndex.from_arrays([raw["timestamp"].to_numpy(), raw["longitude"].round(6).to_numpy()])
-    out = pd.MultiIndex.from_arrays([ts, np.round(lon, 6)])
+    published point is an input point (truthful: same time and coordinates, compared in the output's own
+    precision, float32 for the reference) and how many are published twice."""
+    dtype = lon.dtype
+    key = pd.MultiIndex.from_arrays([raw["timestamp"].to_numpy(), raw["longitude"].to_numpy(dtype),
+                                     raw["latitude"].to_numpy(dtype)])
+    out = pd.MultiIndex.from_arrays([ts, lon, lat])
     sizes = np.bincount(pd.factorize(fragment)[0]) if len(fragment) else np.zeros(0, int)
     return {"trajectories_in": int(raw["trj-id"].nunique()), "fragments_out": len(sizes),
             "fragment_points_min": int(sizes.min()) if len(sizes) else 0,
@@ -211,8 +214,8 @@ def fragments_stats(raw: pd.DataFrame, fragment: np.ndarray, ts: np.ndarray, lon
 def check_java_fragments(raw: pd.DataFrame, output: Path) -> dict:
     d = pd.read_csv(output)
     frag = d["user-id"].astype(str) + "/" + d["trj-id"].astype(str) + "/" + d["pseudonym-id"].astype(str)
-    return fragments_stats(raw, frag.to_numpy(), d["time-second"].to_numpy(),
-                           d["longitude"].to_numpy(np.float32).astype(float), d["latitude"].to_numpy())
+    return fragments_stats(raw, frag.to_numpy(), d["time-second"].to_numpy(), d["longitude"].to_numpy(np.float32),
+                           d["latitude"].to_numpy(np.float32))
 
 
 def check_trajpub_fragments(raw: pd.DataFrame, result: tuple) -> dict:
@@ -229,6 +232,43 @@ def run_mixzone(frame: pd.DataFrame, seed: int) -> object:
                              np.random.default_rng(seed))
 
 
+JAVA_CATEGORY = ("1000", "2000", "7200", "4000", "5000", "7000", "7180", "7300", "7600", "7700", "7800", "9800",
+                 "8000", "A100", "A700", "A980", "A982")
+"""A code of each of the reference's seventeen ``Category`` entries, one per synthetic category: its KL divergence
+counts a category missing from a region as infinite, so a region can be t-close only if it holds all of them."""
+
+
+POI_BBOX = (116.17, 39.74, 116.64, 40.10)
+"""Central Beijing (the synthetic street grid's 40 km x 40 km): most of the taxis' fixes are here."""
+
+
+@functools.cache
+def synthetic_pois() -> pd.DataFrame:
+    """50,000 uniform synthetic POIs of 17 categories over central Beijing (as :mod:`bench.table4`'s KLT row, but
+    over the city centre: spread over the whole release bbox they are so sparse that the reference's region growth
+    runs for minutes on 10 taxis). There is no offline POI data for Beijing. Both sides take the city-wide
+    distribution over the POIs' extent."""
+    return klt.synthetic_pois(POI_BBOX, 50_000, len(JAVA_CATEGORY), np.random.default_rng(5))
+
+
+def poi_file() -> Path:
+    """The synthetic POIs in the reference's format (``name, category code, address, telephone, lng, lat``)."""
+    path = OUT / "pois.csv"
+    if not path.exists():
+        p = synthetic_pois()
+        code = np.asarray(JAVA_CATEGORY)[p["category"].str.rsplit("_", n=1).str[1].astype(int).to_numpy()]
+        pd.DataFrame({"name": "poi", "code": code, "address": "-", "tel": "-", "lng": p["lon"].round(6),
+                      "lat": p["lat"].round(6)}).to_csv(path, header=False, index=False, float_format="%.6f")
+    return path
+
+
+def run_klt(candidates: int | None) -> Callable[[pd.DataFrame, int], object]:
+    def run(frame: pd.DataFrame, seed: int) -> object:
+        params = klt.KltParams(k=K, l=3, t=0.1, candidates=candidates)
+        return klt.anonymize(frame, synthetic_pois(), params, np.random.default_rng(seed))
+    return run
+
+
 def run_glove(candidates: int | None) -> Callable[[pd.DataFrame, int], object]:
     def run(frame: pd.DataFrame, seed: int) -> object:
         return glove.anonymize(frame, glove.GloveParams(k=K, candidates=candidates), np.random.default_rng(seed))
@@ -240,6 +280,10 @@ CASES = {
                   {"glove_exhaustive": ("GLOVE k=5, exhaustive greedy (the reference's algorithm)", run_glove(None)),
                    "glove": ("GLOVE k=5, default locality pruning (12 candidates)", run_glove(12))},
                   check_java_generalised, check_trajpub_generalised),
+    "klt": Case("klt", 100, "klt", {"k": K, "l": 3, "t": 0.1, "pois": "POIS"},
+                {"klt_exhaustive": ("KLT k=5 l=3 t=0.1, exhaustive greedy k phase (the reference's)", run_klt(None)),
+                 "klt": ("KLT k=5 l=3 t=0.1, default locality pruning", run_klt(12))},
+                check_java_generalised, check_trajpub_generalised),
     "mixzone": Case("mixzone", 300, "mixzone", {"radius": 0.5, "n_zones": 1000, "network": "NETWORK"},
                     {"mixzone": ("Mixzone r=500 m, 1,000 zones, same synthetic 40,000-node network", run_mixzone)},
                     check_java_fragments, check_trajpub_fragments),
@@ -251,6 +295,8 @@ def java_command(case: Case, path: Path, output: Path) -> list[str]:
          "network": "-", "pois": "-", **case.java_args}
     if a["network"] == "NETWORK":
         a["network"] = network_files()
+    if a["pois"] == "POIS":
+        a["pois"] = poi_file()
     return ["java", "-Xmx8g", "-cp", f"{CLASSES}:{JAR}", "Driver", case.java_model, str(path), str(output),
             *(str(a[n]) for n in ("k", "l", "t", "ratio", "radius", "n_zones", "min_length", "network", "pois"))]
 

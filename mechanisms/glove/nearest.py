@@ -1,21 +1,28 @@
-"""The least-cost partner of every generalised sample: the row (or column) minima of the stretch matrix of
-:func:`mechanisms.glove.stretch.stretch_matrix` (Gramaglia and Fiore 2015, Eq. 1-9), without building it.
+"""The least-cost partner of every generalised sample: the row (or column) minima and argmins of the stretch
+matrix of :func:`mechanisms.glove.stretch.stretch_matrix` (Gramaglia and Fiore 2015, Eq. 1-9), without building it.
 
 GLOVE's trajectory-wise cost (Eq. 10) and its merge need, for each sample of one fingerprint, only the minimum of
 its row of the stretch matrix and where it is. The matrix is ``n x m`` per pair (about 1,100 x 1,100 for a
-taxi-week), so building it dominated GLOVE's run time. This kernel gets the same minima exactly by a sweep in
-time: the temporal stretch of two samples is at least the gap between their time spans (``union - w_a d_a -
-w_b d_b >= gap``, because the union is ``d_a + d_b + gap`` when they are disjoint and at least
-``max(d_a, d_b) >= w_a d_a + w_b d_b`` otherwise), and the spatial term is never negative. So the cost of every
-sample further away in time than the best found so far is bounded below by ``(1 - w) min(gap / T, 1)``, and the
-sweep, which visits the partner samples outwards from the query's start time (nearest gap first), stops when that
-bound exceeds the best cost. The result is the same minimum and the same argmin (the lowest index among equal
-costs, as ``numpy.argmin``), with the costs computed by the same floating-point operations in the same order as
-:func:`~mechanisms.glove.stretch.stretch_matrix`.
+taxi-week), so building it dominated GLOVE's run time. This kernel gets the same minima exactly with a bound:
 
-Compiled with numba (``numba.njit``): the sweep is a data-dependent loop with early exit per query sample, which
-numpy cannot vectorise without computing the whole matrix again; numba compiles it to machine code with no
-per-element Python overhead (and caches the compiled code on disk).
+- The temporal stretch of two samples is at least the gap between their time spans (``union - w_a d_a - w_b d_b
+  >= gap``: the union is ``d_a + d_b + gap`` when they are disjoint, and at least ``max(d_a, d_b) >= w_a d_a +
+  w_b d_b`` otherwise); likewise the spatial stretch is at least the gap between the rectangles along x plus the
+  gap along y. So the cost to any sample inside a box is at least ``w min(gap_xy / S, 1) + (1 - w) min(gap_t /
+  T, 1)`` of the query's gaps to that box.
+- The partner samples, in start-time order, are cut into blocks of :data:`_BLOCK` with their bounding boxes. Each
+  query sample first scans the block that held the previous query's best (consecutive samples are near), then
+  visits the blocks outwards in time, stopping when the time gap alone exceeds the best cost so far, and scans
+  only the blocks whose box bound does not.
+
+A block is skipped only when its bound exceeds the best cost (by more than rounding, :data:`_SLACK`) or when it can
+at best tie at a higher index, so the minima are exact and the argmins are the lowest index among equal costs, as
+``numpy.argmin``; costs are computed with the operations of :func:`~mechanisms.glove.stretch.stretch_matrix` in its
+order. On T-Drive taxi-weeks this costs about 0.7 ms of CPU per pair against 19 ms for the matrix.
+
+Compiled with numba (``numba.njit``, cached on disk, releasing the GIL so that pairs run on one thread per core):
+the search is a data-dependent loop with an early exit per query sample, which numpy cannot vectorise without
+computing the whole matrix again; numba compiles it to machine code with no per-element Python overhead.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ The placement reads the road network only, never a trajectory: the same network 
 
 Step 5 is exact greedy, not the paper's O(|V|(|V|+|E|)) recomputation: components are kept in a union-find,
 costs in a lazy heap. A cost only grows when a component grows and shrinks only when two of the zone's
-adjacent components merge; those zones are found through per-component sets of adjacent zones (merged
-small-into-large) and re-queued, so the heap always holds a lower bound of each zone's cost and the popped
-zone whose stored cost equals its current cost is the true minimum.
+adjacent components merge; those zones are found by scanning the members of all but the largest of the joined
+components (small into large) and re-queued, so the heap always holds a lower bound of each zone's cost and the
+popped zone whose stored cost equals its current cost is the true minimum. The DFS, the MIS and step 5 are
+compiled with numba (sequential graph loops; in pure Python they took 2.5 s on a 40,000-node grid, 0.2 s now).
 """
 
 from __future__ import annotations
