@@ -407,7 +407,7 @@ def write_md() -> None:
         f"- {name}: {c['machine']['cpu']}, nproc {c['machine']['nproc']}, {c['machine']['ram_gb']} GB; "
         f"{c['machine']['date'][:16]} UTC; load average before / after {c['load_before']} / {c['load_after']}; "
         f"`python -m bench.peers {c['argv']}`; reference commit {c['reference_commit'][:7]}; reference command "
-        f"per run: `{c['java_command']}`" for name, c in cases.items())
+        f"per run: `{c['java_command'].replace(str(ROOT.parent) + '/', '')}`" for name, c in cases.items())
     body = f"\n{table(cases)}\n\nRuns:\n\n{runs}\n"
     RESULTS_MD.write_text(head + BEGIN + body + END + tail)
 
