@@ -348,7 +348,7 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
 @release.command("compare")
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), required=True,
               help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
-                   "flows/specs/tdrive_compare.yaml).")
+                   "flows/specs/compare/tdrive_compare.yaml).")
 @click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
 @click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
 def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> None:
