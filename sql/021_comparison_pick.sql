@@ -30,7 +30,9 @@ $$;
 REVOKE ALL ON FUNCTION governance.pick(bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION governance.pick(bigint, text) TO trajpub_steward;
 
-CREATE OR REPLACE FUNCTION governance.pick_with_code(p_release bigint, p_comment text, p_code text) RETURNS text
+-- The one-time code of the Prefect UI form (sql/015), redeemed in one place for a decision and a pick: returns the
+-- login that issued it for p_release, or refuses.
+CREATE OR REPLACE FUNCTION governance.redeem_decision_code(p_release bigint, p_code text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = governance, pg_temp AS $$
 DECLARE who text;
 BEGIN
@@ -42,6 +44,23 @@ BEGIN
         RAISE EXCEPTION 'the decision code is not valid for release % (wrong, used or expired): get one with '
             '`trajpub steward code %`', p_release, p_release USING ERRCODE = 'TP001';
     END IF;
+    RETURN who;
+END $$;
+REVOKE ALL ON FUNCTION governance.redeem_decision_code(bigint, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION governance.decide_with_code(p_release bigint, p_decision text, p_comment text,
+                                                       p_code text) RETURNS text LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = governance, pg_temp AS $$
+DECLARE who text := redeem_decision_code(p_release, p_code);
+BEGIN
+    PERFORM record_decision(p_release, who, p_decision, p_comment);
+    RETURN who;
+END $$;
+
+CREATE OR REPLACE FUNCTION governance.pick_with_code(p_release bigint, p_comment text, p_code text) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = governance, pg_temp AS $$
+DECLARE who text := redeem_decision_code(p_release, p_code);
+BEGIN
     PERFORM record_pick(p_release, who, p_comment);
     RETURN who;
 END $$;
