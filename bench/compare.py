@@ -50,6 +50,7 @@ def main() -> None:
     parser.add_argument("--skip", nargs="*", default=[], help="mechanisms to leave out")
     parser.add_argument("--wait", type=float, default=5.0, help="seconds the flow waits for a pick")
     args = parser.parse_args()
+    config.apply_environment()  # the project's Prefect server, before Prefect is imported
     from flows.compare import compare_flow
     from tasks.load import load_source
 
