@@ -22,8 +22,8 @@ from trajpub import config
 from trajpub.spec import example_spec_file, read_spec_file
 
 NEEDS_PUBLIC_INPUTS = {"mixzone", "klt"}  # their examples read Helsinki's roads and POIs, not loaded for Beijing
-#: (k, Psi)-anonymity without its Helsinki road network: constant Psi, as its parameters allow
-OVERRIDES = {"kpsi_anonymity": {"road_network": None, "road_aware": False, "psi_mode": "constant"}}
+#: (k, Psi)-anonymity without its Helsinki road network: constant Psi of 500 m (the (k-delta) ablation)
+OVERRIDES = {"kpsi_anonymity": {"road_network": None, "road_aware": False, "psi_mode": "constant", "delta_m": 500.0}}
 GRID = [{"mechanism": "objtrace", "grid_key": "epsilon", "values": [1.0, 2.0]},
         {"mechanism": "glove", "grid_key": "k", "values": [10]},
         {"mechanism": "prefix_tree", "grid_key": "epsilon", "values": [5.0]}]

@@ -131,11 +131,14 @@ def parse_comparison(data: Any) -> Comparison:
 def utility_load(per_utility: dict) -> float:
     """How much of its utility floor a candidate uses: the mean over the floor's metrics of value / max (an
     error) or min / value (a score); 0 is perfect, 1 is at the limit. A candidate with no gated metric has load
-    0 (the policy sets no floor for its kind: nothing to rank it by)."""
+    0 (the policy sets no floor for its kind: nothing to rank it by); a floored metric that could not be computed
+    makes it infinite (the gate blocked it for that)."""
     loads = []
     for entry in per_utility.values():
         value = entry.get("value")
-        if "max" in entry:
+        if ("max" in entry or "min" in entry) and (value is None or not math.isfinite(value)):
+            loads.append(math.inf)
+        elif "max" in entry:
             loads.append(value / entry["max"] if entry["max"] > 0 else (0.0 if value == 0 else math.inf))
         elif "min" in entry:
             loads.append(entry["min"] / value if value > 0 else (0.0 if entry["min"] <= 0 else math.inf))

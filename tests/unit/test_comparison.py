@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tasks import compare
@@ -74,6 +76,7 @@ def test_the_recommendation_is_the_passing_candidate_using_least_of_its_floor():
     floor = {"density_jsd": {"value": 0.25, "max": 0.5}, "pattern_f1": {"value": 0.4, "min": 0.2},
              "not_gated": {"value": 9.0}}
     assert utility_load(floor) == pytest.approx((0.25 / 0.5 + 0.2 / 0.4) / 2)
+    assert utility_load({**floor, "trip_error": {"value": None, "max": 0.4}}) == math.inf  # missing: gate blocked
     better = {"density_jsd": {"value": 0.1, "max": 0.5}, "pattern_f1": {"value": 0.8, "min": 0.2}}
     outcomes = [outcome(1, False, floor), outcome(2, True, better, status="blocked"), outcome(3, False, better),
                 outcome(4, False, better, status="failed")]
