@@ -3,7 +3,8 @@
 -- login, in one transaction. A comparison's candidates are the releases planned by one flow run (flow_run_id).
 -- As with a single release, the steward decides either as their login (`trajpub release pick`) or in the Prefect
 -- UI form with a one-time code issued for the picked release (`trajpub steward code RELEASE`), which the flow (the
--- pipeline role) redeems. Four-eyes, the status and the comments are checked by governance.record_decision.
+-- pipeline role) redeems. Four-eyes, the status and the comments are checked by governance.record_decision; the
+-- picked release's summary records the pick, which its COMPLETE lineage event names.
 CREATE OR REPLACE FUNCTION governance.record_pick(p_release bigint, p_steward text, p_comment text)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = governance, pg_temp AS $$
 DECLARE
@@ -15,6 +16,9 @@ BEGIN
         RAISE EXCEPTION 'release % is not a candidate of a comparison', p_release USING ERRCODE = 'TP001';
     END IF;
     PERFORM record_decision(p_release, p_steward, 'approved', p_comment);
+    -- the comparison the release was picked from names the pick (its lineage facet; tasks.publish)
+    UPDATE releases SET summary = jsonb_set(summary, '{comparison,picked}', to_jsonb(p_release))
+     WHERE release_id = p_release AND summary ? 'comparison';
     FOR other IN SELECT release_id FROM releases WHERE flow_run_id = run AND release_id <> p_release
                    AND status = 'awaiting_approval' ORDER BY release_id LOOP
         PERFORM record_decision(other, p_steward, 'rejected',

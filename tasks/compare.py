@@ -127,9 +127,10 @@ def candidates(conn: sa.Connection, release_id: int) -> list[int]:
 
 
 def pick(conn: sa.Connection, release_id: int, comment: str | None, code: str | None = None) -> str:
-    """Record the steward's pick (sql/021): ``release_id`` approved, the comparison's other candidates that await
-    approval rejected, as one decision of one login; returns the login. Without ``code`` ``conn`` is a steward's
-    login (the CLI); with it, the one-time code issued for ``release_id`` names the steward (the Prefect UI form)."""
+    """Record the steward's pick (sql/021): ``release_id`` approved and named the pick in its comparison record,
+    the comparison's other candidates that await approval rejected, as one decision of one login; returns the
+    login. Without ``code`` ``conn`` is a steward's login (the CLI); with it, the one-time code issued for
+    ``release_id`` names the steward (the Prefect UI form)."""
     with governance.refusals():
         if code is None:
             conn.execute(sa.text("SELECT governance.pick(:r, :c)"), {"r": release_id, "c": comment or ""})
@@ -137,9 +138,6 @@ def pick(conn: sa.Connection, release_id: int, comment: str | None, code: str | 
         else:
             steward = conn.execute(sa.text("SELECT governance.pick_with_code(:r, :c, :k)"),
                                    {"r": release_id, "c": comment or "", "k": code}).scalar_one()
-    record = governance.get_release(conn, release_id)["summary"].get("comparison")
-    if record is not None:
-        governance.merge_summary(conn, release_id, {"comparison": {**record, "picked": release_id}})
     return steward
 
 
