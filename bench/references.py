@@ -220,6 +220,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
     from tasks.audit import fragment_utility
     from tasks.dask_cluster import local_cluster
     from tasks.protect import adapter
+    from trajpub.candidate import Shape
 
     load, bbox = DATASETS[dataset]
     records = load()
@@ -241,7 +242,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
                 stem = target / f"trajpub-{model.mechanism}-{slug(model.label)}_run{seed}"
                 meta = {"tool": f"trajpub {model.mechanism}", "label": model.label, "kind": kind, "seed": seed,
                         "wall_s": wall, "params": model.params}
-                if candidate.product == "fragments":
+                if candidate.shape is Shape.FRAGMENTS:
                     meta["fragments"] = fragment_utility(prepared, candidate.fragments)
                     Path(f"{stem}.json").write_text(json.dumps(meta, default=str))
                     continue

@@ -38,11 +38,11 @@ from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from mechanisms.mixzone import MixzoneParams
-from tasks.adapters.base import Protected
 from tasks.adapters.mixzone import MixzoneSetup
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
 from tasks.protect import adapter
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.roads import RoadNetwork, synthetic_grid
 
@@ -131,27 +131,27 @@ def partitions(clean: pd.DataFrame, n_taxis: int, cap: int | None, grid: GridSpe
 
 
 def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame],
-            seed: int) -> tuple[Protected, float, str]:
+            seed: int) -> tuple[CandidateRelease, float, str]:
     """The adapter's run on the scattered partitions: (candidate, wall seconds, release kind)."""
     if model.mechanism == RAW:
-        return Protected(pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
+        return CandidateRelease(Shape.TRUTHFUL, pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
     mech = adapter(model.mechanism)
     futures = client.scatter(parts, hash=False)  # fresh keys: the last run's cancelled ones may still be in flight
     started = time.perf_counter()
     candidate = mech.run(client, futures, model.grid, params, np.random.default_rng(seed))
     wall = time.perf_counter() - started
     client.cancel(futures)
-    kind = "aggregate" if candidate.product == "fragments" else mech.release_kind
+    kind = candidate.shape.audit_kind
     return candidate, wall, kind
 
 
-def audit(client: Client, raw: pd.DataFrame, candidate: Protected, kind: str, seed: int) -> dict:
+def audit(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, kind: str, seed: int) -> dict:
     background, release = attack_frames(raw, candidate)
     started = time.perf_counter()
     results, failures = run_attacks(client, policy(), background, release, kind)
     attacks_s = time.perf_counter() - started
     started = time.perf_counter()
-    utility = measure_utility(raw, candidate, release, kind, seed, BBOX) if kind != "aggregate" or len(
+    utility = measure_utility(raw, candidate, release, seed, BBOX) if kind != "aggregate" or len(
         candidate.fragments) else {"fragments": 0}
     return {"attacks": {r.attack: {"n_targets": r.n_targets, "success_rate": r.success_rate,
                                    "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk,

@@ -48,7 +48,7 @@ def judge(client: Client, clean: pd.DataFrame, model: Model, n_taxis: int, seed:
     candidate, _, kind = protect(client, model, params, parts, seed)
     raw = pd.concat(parts, ignore_index=True)
     _, release = attack_frames(raw, candidate)
-    utility = measure_utility(raw, candidate, release, kind, seed, BBOX)
+    utility = measure_utility(raw, candidate, release, seed, BBOX)
     decision = evaluate_gate(policy, [], kind, utility)
     blocked = [name for name, e in decision.per_utility.items() if e["status"] in ("blocked", "missing")]
     return {"label": model.label, "seed": seed, "kind": kind,

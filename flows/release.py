@@ -6,8 +6,6 @@ emits a lineage FAIL event, and nothing is published.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import httpx
 import numpy as np
 import sqlalchemy as sa
@@ -35,6 +33,7 @@ from tasks import (
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
+from trajpub.candidate import Shape
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.spec import ReleaseSpec
 
@@ -109,16 +108,15 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 
     transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = mech.run(client, prepared, spec.grid, params, rng)
-    if result.product == "trajectories":  # check output: what would be published, on a worker (GX is warm there)
-        result = replace(result, points=check_output.coarsen_times(result.points, spec.time_precision_s))
-        checked = client.submit(check_output.check_points, check_output.published_frame(result.points),
-                                spec.time_precision_s, pure=False).result()
+    result = mech.run(client, prepared, spec.grid, params, rng).check()
+    if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
+        result = check_output.coarsen_times(result, spec.time_precision_s)
+        checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
         print(f"output check: {len(checked)} expectations of {check_output.SUITE_PATH.name} met")
 
     def stage(conn) -> None:
         publish.stage(conn, release_id, result)
-        governance.merge_summary(conn, release_id, {"mechanism": result.metadata, "product": result.product})
+        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
         governance.transition(conn, release_id, "protected",
                               f"{result.metadata.get('released_records')} records released")
 
@@ -131,8 +129,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
                    result) -> bool:
     raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(client, raw, result, policy.policy, protect.adapter(spec.mechanism).release_kind, spec.seed,
-                        bbox=spec.grid.bbox)
+    outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
     def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tasks.adapters.adatrace import AdaTraceAdapter
-from tasks.adapters.base import MechanismAdapter, Protected
+from tasks.adapters.base import MechanismAdapter
 from tasks.adapters.dpt import DptAdapter
 from tasks.adapters.dummy import DummyAdapter
 from tasks.adapters.fastpub import FastPubAdapter
@@ -25,7 +25,7 @@ from tasks.adapters.w4m import W4MAdapter
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 
-__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter", "parse_params", "parse_spec"]
+__all__ = ["MECHANISMS", "MechanismAdapter", "adapter", "parse_params", "parse_spec"]
 
 MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
                                            "fgs_pufferfish": FgsPufferfishAdapter(),

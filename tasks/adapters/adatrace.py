@@ -12,7 +12,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import adatrace
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
@@ -64,7 +64,7 @@ class AdaTraceAdapter:
     """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
     timestamps."""
 
-    release_kind = "synthetic"
+    shape = Shape.SYNTHETIC
 
     def parse_params(self, params: dict) -> adatrace.AdaTraceParams:
         return adatrace.AdaTraceParams.from_dict(params)
@@ -76,7 +76,7 @@ class AdaTraceAdapter:
         return params.max_records_per_object
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: adatrace.AdaTraceParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
         trajs = client.map(_trajectories, prepared, pure=False)
         top = adatrace.top_grid(extent, params)
@@ -103,7 +103,7 @@ class AdaTraceAdapter:
                 "noisy_input_trajectories": syn.noisy_count,
                 "released_records": int(pts["traj_id"].nunique()), "released_points": len(pts),
                 **result.report}
-        return Protected(points, _json_safe(meta))
+        return CandidateRelease(self.shape, points, _json_safe(meta))
 
 
 def _json_safe(obj):

@@ -8,7 +8,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import dpt
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
@@ -22,7 +22,7 @@ class DptAdapter:
     """DPT as a release mechanism: synthetic trajectories from noisy Markov prefix trees over hierarchical
     reference systems (grids of cell sizes s, 2s, 4s, ...)."""
 
-    release_kind = "synthetic"
+    shape = Shape.SYNTHETIC
 
     def parse_params(self, params: dict) -> dpt.DptParams:
         return dpt.DptParams.from_dict(params)
@@ -34,7 +34,7 @@ class DptAdapter:
         return params.max_records_per_object
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: dpt.DptParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         hierarchy = dpt.hierarchy_of(grid, params)
         dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
         parts = client.gather(client.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
@@ -55,4 +55,4 @@ class DptAdapter:
             else "noisy count from the length histograms",
             **model.metadata(),
         }
-        return Protected(points, metadata)
+        return CandidateRelease(self.shape, points, metadata)

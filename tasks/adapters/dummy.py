@@ -15,9 +15,9 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import dummy
-from tasks.adapters.base import Protected
 from tasks.db import engine
 from tasks.roads import guarantee_source, road_network
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -63,7 +63,7 @@ class DummyAdapter:
     """DTPP dummies: k trajectories per real one (k−1 dummies sharing its exposed locations), published as
     anonymity sets; which member is real goes to the private owner table."""
 
-    release_kind = "truthful"
+    shape = Shape.ANONYMITY_SETS
 
     def parse_params(self, params: dict) -> DummySetup:
         name = params.get("road_network")
@@ -82,7 +82,7 @@ class DummyAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: DummySetup,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         params = setup.params
         bbox, size = tuple(grid.bbox), grid.cell_size_m
         candidates = None
@@ -129,4 +129,4 @@ class DummyAdapter:
                 "candidate_source": "road_network" if network is not None else "subcells",
                 **total, "suppressed_by_reason": reasons,
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
-        return Protected(published[cols].reset_index(drop=True), meta, owners=owner_table)
+        return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owner_table)

@@ -7,7 +7,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import fgs_pufferfish as fgs
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError, ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -53,7 +53,7 @@ class FgsPufferfishAdapter:
     days are prepared, correlated and released on the workers; only the correlations (for the noise calibration
     and the analytic ε) come to the driver. A truthful release: each released day is one object's own."""
 
-    release_kind = "truthful"
+    shape = Shape.TRUTHFUL
 
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)
@@ -84,7 +84,7 @@ class FgsPufferfishAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fgs.FgsParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
         correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
                                                             pure=False)) if len(c)]
@@ -103,7 +103,7 @@ class FgsPufferfishAdapter:
         stats = client.gather(client.map(_fgs_correlation_stats, objects, rng.spawn(len(objects)), params=params,
                                          b_c0=b_c0, pure=False))
         empirical = fgs.empirical_epsilon([s for part in stats for s in part])
-        return Protected(points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
+        return CandidateRelease(self.shape, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
                          {"mechanism": "fgs_pufferfish", "params": params.to_dict(),
                           "analytic_epsilon": analytic.to_dict(), "empirical_epsilon": empirical.to_dict(),
                           "objects": len(correlations),

@@ -14,7 +14,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import glove
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
@@ -69,7 +69,7 @@ class GloveAdapter:
     """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
     within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
 
-    release_kind = "truthful"
+    shape = Shape.GENERALISED
 
     def parse_params(self, params: dict) -> glove.GloveParams:
         return glove.GloveParams.from_dict(params)
@@ -81,12 +81,12 @@ class GloveAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: glove.GloveParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         fps = gather_fingerprints(client, prepared, params)
         result = costed_merge(client, fps, params)
         points, sources = glove.release(fps, result, rng)
         points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
         meta = {"mechanism": "glove", "params": params.to_dict(), **glove.summary(fps, result, points)}
-        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+        return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))

@@ -26,10 +26,10 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import glove, klt
-from tasks.adapters.base import Protected
 from tasks.adapters.glove import costed_merge, gather_fingerprints, single_sources
 from tasks.db import engine
 from tasks.roads import poi_set_info, read_pois
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -109,7 +109,7 @@ class KltAdapter:
     """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
     POI categories with KL <= t from the city-wide distribution (or suppressed)."""
 
-    release_kind = "truthful"
+    shape = Shape.GENERALISED
 
     def parse_params(self, params: dict) -> KltSetup:
         pois = params.get("pois")
@@ -127,7 +127,7 @@ class KltAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KltSetup,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         params = setup.params
         poi_rng, release_rng = rng.spawn(2)
         pois = POI_SOURCES[setup.poi_kind].load(setup.poi_value, grid, poi_rng)
@@ -148,6 +148,6 @@ class KltAdapter:
         points["cell"] = grid.cell_of(x, y)
         meta = {"mechanism": "klt", "params": params.to_dict(), "pois": setup.poi_kind,
                 **klt.summarise(fps, result, points, stats, poi_grid, pois)}
-        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+        return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))

@@ -15,9 +15,9 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import kpsi_anonymity as kpsi
-from tasks.adapters.base import Protected
 from tasks.db import engine
 from tasks.roads import guarantee_source, road_network
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -50,7 +50,7 @@ class KPsiAdapter:
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
 
-    release_kind = "truthful"
+    shape = Shape.ANONYMITY_SETS
 
     def parse_params(self, params: dict) -> KPsiSetup:
         name = params.get("road_network")
@@ -72,7 +72,7 @@ class KPsiAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KPsiSetup,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         network = None
         if setup.road_network is not None:
             _, net = road_network(engine(), setup.road_network, grid.crs)
@@ -101,5 +101,5 @@ class KPsiAdapter:
                 "input_trajectories": sum(s["input_trajectories"] for s in summaries),
                 "published_sets": sum(s["published_sets"] for s in summaries),
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
-        return Protected(published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
+        return CandidateRelease(self.shape, published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
                          owners=owners)

@@ -16,9 +16,9 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import mixzone
-from tasks.adapters.base import Protected
 from tasks.db import engine
 from tasks.roads import guarantee_source, road_network
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -52,7 +52,7 @@ def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams)
 class MixzoneAdapter:
     """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
 
-    release_kind = "truthful"
+    shape = Shape.TRUTHFUL
 
     def parse_params(self, params: dict) -> MixzoneSetup:
         name = params.get("road_network")
@@ -69,7 +69,7 @@ class MixzoneAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: MixzoneSetup,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         network = setup.network
         if network is None:
             _, network = road_network(engine(), setup.road_network, grid.crs)
@@ -97,4 +97,4 @@ class MixzoneAdapter:
                                                          / max(1, stats.get("input_trajectories", 0)), 3))}
         out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
         owners = points[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
-        return Protected(out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+        return CandidateRelease(self.shape, out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

@@ -8,7 +8,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import objtrace
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
@@ -22,7 +22,7 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry,
 class ObjTraceAdapter:
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
 
-    release_kind = "synthetic"
+    shape = Shape.SYNTHETIC
 
     def parse_params(self, params: dict) -> objtrace.ObjTraceParams:
         return objtrace.ObjTraceParams.from_dict(params)
@@ -35,7 +35,7 @@ class ObjTraceAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: objtrace.ObjTraceParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         geometry = objtrace.geometry_of(grid, params)
         parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params, pure=False))
         counts = parts[0]
@@ -54,4 +54,4 @@ class ObjTraceAdapter:
             "n_synthetic_source": "public parameter" if params.n_synthetic is not None else "noisy record count",
             **model.metadata(),
         }
-        return Protected(points, metadata)
+        return CandidateRelease(self.shape, points, metadata)

@@ -7,7 +7,7 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import prefix_tree
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 from trajpub.segment import cell_sequences
@@ -27,7 +27,7 @@ class PrefixTreeAdapter:
     """Chen, Fung, Desai (2012), the noisy prefix tree over grid cells. Each level's true prefix counts are
     computed on the partitions and summed on the driver; only the noisy tree lives on the driver."""
 
-    release_kind = "synthetic"
+    shape = Shape.SYNTHETIC
 
     def parse_params(self, params: dict) -> prefix_tree.PrefixTreeParams:
         return prefix_tree.PrefixTreeParams.from_dict(params)
@@ -39,7 +39,7 @@ class PrefixTreeAdapter:
         return params.max_records_per_object
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: prefix_tree.PrefixTreeParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         n = grid.n_cells
         csr = client.map(_partition_sequences, prepared, pure=False)
 
@@ -60,5 +60,5 @@ class PrefixTreeAdapter:
         seq = np.arange(len(cells)) - np.repeat(offsets[:-1], lengths)
         lon, lat = grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
         points = pd.DataFrame({"traj_id": traj_id, "seq": seq, "cell": cells, "t": pd.NaT, "lon": lon, "lat": lat})
-        return Protected(points, {**tree.metadata(), "released_records": len(lengths),
+        return CandidateRelease(self.shape, points, {**tree.metadata(), "released_records": len(lengths),
                                   "released_points": len(cells)})

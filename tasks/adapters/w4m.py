@@ -16,7 +16,7 @@ from distributed import Client, Future
 
 from mechanisms import w4m
 from mechanisms.w4m.trajectories import Trajectories
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 
@@ -64,7 +64,7 @@ class W4MAdapter:
     """W4M as a release mechanism: truthful, edited trajectories published in sets (``set_id``) of at least k,
     co-localised within δ at every published timestamp; outliers suppressed."""
 
-    release_kind = "truthful"
+    shape = Shape.ANONYMITY_SETS
 
     def parse_params(self, params: dict) -> w4m.W4MParams:
         return w4m.W4MParams.from_dict(dict(params))
@@ -76,7 +76,7 @@ class W4MAdapter:
         return None
 
     def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: w4m.W4MParams,
-            rng: np.random.Generator) -> Protected:
+            rng: np.random.Generator) -> CandidateRelease:
         rng_cluster, rng_ids = rng.spawn(2)  # the same streams as mechanisms.w4m.anonymize
         parts = client.map(_extract, prepared, pure=False)
         table = client.submit(_join, *parts, pure=False)
@@ -114,4 +114,4 @@ class W4MAdapter:
                 "edr_pruning": "exact: a pruned pair has no matchable point pair, so its EDR is max(n, m)"}
         cols = ["set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
         owners = published[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
-        return Protected(published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+        return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import governance, publish
-from tasks.adapters.base import Protected
 from tasks.db import database_url, steward_engine
 from tests.integration.conftest import cli
+from trajpub.candidate import CandidateRelease, Shape
 
 pytestmark = pytest.mark.integration
 T0 = pd.Timestamp("2024-01-01T08:00:00Z")
@@ -28,11 +28,13 @@ def points(**extra) -> pd.DataFrame:
 
 
 SHAPES = {
-    "trajectories": lambda: Protected(points(), {}),
-    "anonymity_sets": lambda: Protected(points(set_id=[1, 1, 2]), {}),
-    "generalised": lambda: Protected(points(lon_min=[116.29] * 3, lat_min=[39.89] * 3, lon_max=[116.33] * 3,
-                                            lat_max=[39.93] * 3, t_end=[T0 + pd.Timedelta(minutes=5)] * 3), {}),
-    "fragments": lambda: Protected(pd.DataFrame(), {}, product="fragments", fragments=pd.DataFrame(
+    "trajectories": lambda: CandidateRelease(Shape.SYNTHETIC, points(), {}),
+    "anonymity_sets": lambda: CandidateRelease(Shape.ANONYMITY_SETS, points(set_id=[1, 1, 2],
+                                                                                  object_id="a"), {}),
+    "generalised": lambda: CandidateRelease(Shape.GENERALISED, points(
+        set_id=[1, 1, 2], object_id="a", lon_min=[116.29] * 3, lat_min=[39.89] * 3, lon_max=[116.33] * 3,
+        lat_max=[39.93] * 3, t_end=[T0 + pd.Timedelta(minutes=5)] * 3), {}),
+    "fragments": lambda: CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {}, fragments=pd.DataFrame(
         {"fragment_id": [1, 2], "cells": [[3, 4], [5]], "estimated_count": [12.5, 3.0], "round": [1, 1],
          "lon": [[116.30, 116.31], [116.32]], "lat": [[39.90, 39.91], [39.92]]})),
 }
@@ -48,14 +50,13 @@ def new_dataset(engine) -> str:
 
 def approved_release(engine, dataset: str, shape: str) -> int:
     """A release taken through the status machine with a tiny candidate of ``shape`` staged, approved."""
-    candidate = SHAPES[shape]()
+    candidate = SHAPES[shape]().check()
     with engine.begin() as conn:
         rid = governance.create_release(conn, {"dataset": dataset, "mechanism": "test", "requested_by": "requester",
                                                "window_start": None, "window_end": None}, {}, {"epsilon": 1.0})
         for status in ("validated", "protected", "audited", "awaiting_approval"):
             if status == "protected":
                 publish.stage(conn, rid, candidate)
-                governance.merge_summary(conn, rid, {"product": candidate.product})
             governance.transition(conn, rid, status)
     with steward_engine("ada").begin() as conn:  # a steward login (the session fixture `stewards` adds it)
         governance.decide(conn, rid, "approved", None)

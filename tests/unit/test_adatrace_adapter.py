@@ -9,12 +9,13 @@ import pytest
 
 from tasks.adapters.adatrace import AdaTraceAdapter
 from tasks.protect import adapter
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
 def test_registry_and_parameter_refusal_before_any_data():
     a = adapter("adatrace")
-    assert isinstance(a, AdaTraceAdapter) and a.release_kind == "synthetic"
+    assert isinstance(a, AdaTraceAdapter) and a.shape is Shape.SYNTHETIC
     with pytest.raises(ParameterError) as err:
         a.parse_params({"epsilon": -1})
     assert err.value.where == "adatrace.epsilon"

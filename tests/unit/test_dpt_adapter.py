@@ -10,6 +10,7 @@ import pytest
 
 from mechanisms.dpt import DptParams, discretise, hierarchy_of
 from tasks.adapters.dpt import DptAdapter
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -20,7 +21,7 @@ def test_parse_params_refuses_before_reading_data() -> None:
     assert err.value.where == "dpt.tree_height"
     params = adapter.parse_params({"max_records_per_object": 3})
     assert adapter.max_records_per_object(params) == 3
-    assert adapter.release_kind == "synthetic"
+    assert adapter.shape is Shape.SYNTHETIC
     assert adapter.guarantee(params).epsilon == 5.0
 
 

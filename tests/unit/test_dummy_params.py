@@ -6,6 +6,7 @@ import pytest
 
 from mechanisms.dummy import DummyParams, guarantee
 from tasks.adapters.dummy import DummyAdapter
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -34,7 +35,7 @@ def test_adapter_refuses_bad_parameters_before_reading_data():
     assert err.value.where == "dummy.road_network"
     setup = adapter.parse_params({"k": 4})  # no network: sub-cell candidates, no database needed
     assert setup.network_source == "none" and setup.params.k == 4
-    assert adapter.release_kind == "truthful" and adapter.max_records_per_object(setup) is None
+    assert adapter.shape is Shape.ANONYMITY_SETS and adapter.max_records_per_object(setup) is None
 
 
 def test_guarantee_is_a_heuristic_with_the_survey_caveats():

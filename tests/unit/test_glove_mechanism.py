@@ -20,6 +20,7 @@ from mechanisms.glove import (
     merge_samples,
     region_coverage,
 )
+from trajpub.candidate import Shape
 
 T0 = pd.Timestamp("2008-02-03 08:00", tz="UTC")
 
@@ -181,4 +182,4 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     assert meta["released_points"] == len(pts) and meta["released_records"] == pts["traj_id"].nunique()
     assert "seed" not in str(meta)
     assert json.loads(json.dumps(meta)) == meta  # JSON-safe
-    assert adapter.release_kind == "truthful" and adapter.guarantee(params).proven is False
+    assert adapter.shape is Shape.GENERALISED and adapter.guarantee(params).proven is False

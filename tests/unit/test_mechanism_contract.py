@@ -14,10 +14,10 @@ import pytest
 from audits.gate import GatePolicy, evaluate_gate
 from mechanisms.mixzone import MixzoneParams
 from tasks import audit, check_output, lineage
-from tasks.adapters.base import Protected
 from tasks.adapters.mixzone import MixzoneSetup
 from tasks.protect import MECHANISMS
 from tests.raw_scan import assert_none_readable
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
 from trajpub.roads import synthetic_grid
 
@@ -82,11 +82,11 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
                 counts[frag] = counts.get(frag, 0) + 1
         fragments = pd.DataFrame({"cells": [list(f) for f in counts], "estimated_count": list(counts.values())})
         owners = pd.DataFrame({"traj_id": sorted(members), "object_id": "", "source_traj_id": sorted(members)})
-        candidate = Protected(pd.DataFrame(), {}, product="fragments", fragments=fragments, owners=owners)
+        candidate = CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {}, fragments=fragments, owners=owners)
     else:
         columns = ["traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"] + (["object_id"] if kind == "truthful"
                                                                             else [])
-        candidate = Protected(raw[columns].copy(), {})
+        candidate = CandidateRelease(Shape.TRUTHFUL if kind == "truthful" else Shape.SYNTHETIC, raw[columns].copy(), {})
     policy = GatePolicy.default()
     raw_frame, release = audit.attack_frames(raw, candidate)
     by_resolution, failures = audit.run_at_resolutions(client, policy, raw_frame, release, kind, frames[1].bbox)
@@ -128,18 +128,13 @@ def test_mechanism_contract(name, dask_client, sample_frames):
     json.dumps(g.to_dict(), allow_nan=False)
 
     out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(SEED))
-    assert out.product in ("trajectories", "fragments")
-    if out.product == "fragments":  # the product's shape
-        assert adapter.release_kind == "aggregate" and out.points.empty
-        assert {"fragment_id", "cells", "estimated_count", "round", "lon", "lat"} <= set(out.fragments)
-    else:
+    assert out.shape is adapter.shape and out.check() is out  # the shape's columns, and nothing else
+    if out.shape is not Shape.FRAGMENTS:
         pts = out.points
-        assert len(pts) and {"traj_id", "seq", "cell", "t", "lon", "lat"} <= set(pts)
+        assert len(pts)
         assert pts.groupby("traj_id")["seq"].apply(lambda s: (np.sort(s.to_numpy()) == np.arange(len(s))).all()).all()
-        assert ("object_id" in pts or out.owners is not None) == (adapter.release_kind == "truthful")
-        pts = check_output.coarsen_times(pts, 60)  # the output suite, as the flow runs it
-        assert check_output.check_points(check_output.published_frame(pts), 60)
-    assert out.owners is None or {"traj_id", "object_id", "source_traj_id"} <= set(out.owners)
+        assert ("object_id" in pts or out.owners is not None) == (out.shape.audit_kind == "truthful")
+        assert check_output.check(check_output.coarsen_times(out, 60), 60)  # the output suite, as the flow runs it
 
     # no seed in the run metadata or in what lineage carries of it, nor the seed's value
     lineage.check_no_seed(out.metadata)
@@ -150,8 +145,8 @@ def test_mechanism_contract(name, dask_client, sample_frames):
                                                      "guarantee": json.loads(json.dumps(g.to_dict()))})
 
     # positive control: the same policy blocks the raw data released unchanged as this mechanism's kind
-    kind = adapter.release_kind  # on the contract's main sample, once per kind
+    kind = out.shape.audit_kind  # on the contract's main sample, once per kind
     if kind not in CONTROLS:
         CONTROLS[kind] = control_decision(kind, dask_client, sample_frames((N_TAXIS, MAX_POINTS)))
     blocked, risks = CONTROLS[kind]
-    assert blocked, f"the default gate policy let the raw data through as a {adapter.release_kind} release: {risks}"
+    assert blocked, f"the default gate policy let the raw data through as a {kind} release: {risks}"

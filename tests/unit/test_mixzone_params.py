@@ -6,6 +6,7 @@ import pytest
 
 from mechanisms.mixzone import MixzoneParams, guarantee
 from tasks.adapters.mixzone import MixzoneAdapter
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -35,7 +36,7 @@ def test_adapter_refuses_unknown_keys_and_a_missing_network_before_reading_data(
     with pytest.raises(ParameterError, match="need a road network") as err:
         adapter.parse_params({"road_network": 3})
     assert err.value.where == "mixzone.road_network"
-    assert adapter.release_kind == "truthful"
+    assert adapter.shape is Shape.TRUTHFUL
 
 
 def test_guarantee_is_a_heuristic_and_names_its_attacks():

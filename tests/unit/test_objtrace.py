@@ -14,6 +14,7 @@ from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
 from tasks import check_output
 from tasks.adapters.objtrace import ObjTraceAdapter
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
@@ -102,8 +103,8 @@ def _check_release(points: pd.DataFrame, grid: GridSpec, params: objtrace.ObjTra
     size = g["seq"].transform("size").to_numpy()[1:][same[1:]]
     assert set(np.unique(step)) <= {0, 1}  # moves to neighbouring model cells...
     assert (size[step == 0] == 2).all()  # ...and a stay only in a one-cell record, written as two points
-    coarse = check_output.coarsen_times(points, 60.0)
-    check_output.check_points(check_output.published_frame(coarse), 60.0)  # raises on failure
+    candidate = CandidateRelease(Shape.SYNTHETIC, points, {}).check()
+    check_output.check(check_output.coarsen_times(candidate, 60.0), 60.0)  # raises on failure
 
 
 def test_every_released_record_has_timestamps_the_output_suite_accepts(prepared) -> None:

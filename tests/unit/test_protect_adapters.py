@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.protect import MECHANISMS, adapter, parse_params
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 
@@ -23,7 +24,7 @@ def test_fgs_in_a_governed_release_needs_its_epsilon_before_reading_data():
     with pytest.raises(ParameterError, match="withhold"):
         fgs.parse_params({"epsilon": 2.0, "mean_trajectory": "withhold"})
     params = fgs.parse_params({"epsilon": 2.0})
-    assert fgs.guarantee(params).epsilon == 2.0 and fgs.release_kind == "truthful"
+    assert fgs.guarantee(params).epsilon == 2.0 and fgs.shape is Shape.TRUTHFUL
 
 
 def test_fgs_on_a_window_too_short_for_its_days_is_refused_before_the_plan():
@@ -44,7 +45,7 @@ def test_prefix_tree_is_synthetic_and_charges_its_epsilon():
     pt = adapter("prefix_tree")
     params = pt.parse_params({"epsilon": 0.5, "max_records_per_object": 3})
     g = pt.guarantee(params)
-    assert (g.epsilon, pt.release_kind, pt.max_records_per_object(params)) == (0.5, "synthetic", 3)
+    assert (g.epsilon, pt.shape, pt.max_records_per_object(params)) == (0.5, Shape.SYNTHETIC, 3)
     with pytest.raises(ParameterError, match="unknown parameter"):
         pt.parse_params({"epsilon": 0.5, "hieght": 3})
 

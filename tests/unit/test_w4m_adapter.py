@@ -10,6 +10,7 @@ import pandas as pd
 from mechanisms.w4m import W4MParams, anonymize, is_k_delta_anonymous
 from tasks.adapters.w4m import W4MAdapter
 from tasks.protect import adapter
+from trajpub.candidate import Shape
 
 
 def test_w4m_on_tdrive_keeps_the_contract_and_the_property(dask_client, tdrive_prepared):
@@ -21,7 +22,7 @@ def test_w4m_on_tdrive_keeps_the_contract_and_the_property(dask_client, tdrive_p
     pts = out.points
     for col in ("set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"):
         assert col in pts.columns
-    assert out.product == "trajectories"
+    assert out.check().shape is Shape.ANONYMITY_SETS
     # the private owner table: one row per released trajectory, naming its owner and the raw trajectory it edits
     owners = out.owners.set_index("traj_id")
     assert sorted(owners.index) == sorted(pts["traj_id"].unique())

@@ -6,6 +6,7 @@ import pytest
 
 from mechanisms.w4m import W4MParams, guarantee
 from tasks.adapters.w4m import W4MAdapter
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -49,5 +50,5 @@ def test_guarantee_is_heuristic_k_delta_anonymity_with_the_surveys_warning():
 def test_adapter_promises():
     a = W4MAdapter()
     p = a.parse_params({})
-    assert a.release_kind == "truthful" and a.max_records_per_object(p) is None
+    assert a.shape is Shape.ANONYMITY_SETS and a.max_records_per_object(p) is None
     assert a.guarantee(p) == guarantee(p)
