@@ -219,7 +219,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
     from bench.table4 import protect
     from tasks.audit import fragment_utility
     from tasks.dask_cluster import local_cluster
-    from tasks.protect import adapter
+    from tasks.protect import mechanism
     from trajpub.candidate import Shape
 
     load, bbox = DATASETS[dataset]
@@ -233,7 +233,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
                 continue
             model = replace(model, grid=GridSpec(bbox, model.grid.cell_size_m))
             params = model.parsed()
-            prepared = to_grid(keep_trajectories(records, 2, adapter(model.mechanism).max_records_per_object(params)),
+            prepared = to_grid(keep_trajectories(records, 2, mechanism(model.mechanism).max_records_per_object(params)),
                                model.grid)
             half = pd.factorize(prepared["object_id"])[0] % 2
             parts = [prepared[half == h].reset_index(drop=True) for h in (0, 1)]

@@ -41,9 +41,11 @@ from mechanisms.mixzone import MixzoneParams
 from tasks.adapters.mixzone import MixzoneSetup
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
-from tasks.protect import adapter
+from tasks.protect import mechanism
+from tasks.protect import run as run_mechanism
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
 from trajpub.roads import RoadNetwork, synthetic_grid
 
 ROOT = Path(__file__).resolve().parent
@@ -83,7 +85,7 @@ class Model:
         """The adapter's parameters (built once per model: a setup may build a road network)."""
         if self.mechanism == RAW:
             return None
-        return self.setup(self.grid) if self.setup else adapter(self.mechanism).parse_params(dict(self.params))
+        return self.setup(self.grid) if self.setup else mechanism(self.mechanism).parse_params(dict(self.params))
 
 
 def central_beijing_network(grid: GridSpec) -> RoadNetwork:
@@ -135,10 +137,10 @@ def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame]
     """The adapter's run on the scattered partitions: (candidate, wall seconds, release kind)."""
     if model.mechanism == RAW:
         return CandidateRelease(Shape.TRUTHFUL, pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
-    mech = adapter(model.mechanism)
+    mech = mechanism(model.mechanism)
     futures = client.scatter(parts, hash=False)  # fresh keys: the last run's cancelled ones may still be in flight
     started = time.perf_counter()
-    candidate = mech.run(client, futures, model.grid, params, np.random.default_rng(seed))
+    candidate = run_mechanism(mech, client, futures, PublicInputs(model.grid), params, np.random.default_rng(seed))
     wall = time.perf_counter() - started
     client.cancel(futures)
     kind = candidate.shape.audit_kind
@@ -241,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     with local_cluster(2, memory_limit="9GB") as cluster, Client(cluster) as client:
         for model in models:
             params = model.parsed()
-            cap = None if model.mechanism == RAW else adapter(model.mechanism).max_records_per_object(params)
+            cap = None if model.mechanism == RAW else mechanism(model.mechanism).max_records_per_object(params)
             scaling = {}
             for n in (SCALING_TAXIS if not args.no_scaling else SCALING_TAXIS[-1:]):
                 parts = partitions(clean, n, cap, model.grid)

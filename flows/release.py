@@ -35,6 +35,7 @@ from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, t
 from tasks.db import engine as db_engine
 from trajpub.candidate import Shape
 from trajpub.errors import PolicyError, TrajpubError
+from trajpub.mechanism import PublicInputs
 from trajpub.spec import ReleaseSpec
 
 step = task(cache_policy=NO_CACHE, retries=0)
@@ -45,7 +46,7 @@ def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
     """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
     names), reserve the privacy budget in the ledger in the dataset's unit (refused over its model's cap, or
     when unbounded per object), record the release."""
-    mech = protect.adapter(spec.mechanism)
+    mech = protect.mechanism(spec.mechanism)
     guarantee = mech.guarantee(params)
 
     def record(conn) -> tuple[int, policies.RegisteredPolicy]:
@@ -95,7 +96,7 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 @step
 def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clean) -> tuple[list, dict]:
-    mech = protect.adapter(spec.mechanism)
+    mech = protect.mechanism(spec.mechanism)
     prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
     print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
           f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
@@ -108,7 +109,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 
     transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = mech.run(client, prepared, spec.grid, params, rng).check()
+    result = protect.run(mech, client, prepared, PublicInputs(spec.grid), params, rng).check()
     if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
         result = check_output.coarsen_times(result, spec.time_precision_s)
         checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()

@@ -13,8 +13,7 @@ from distributed import Client, Future
 
 from mechanisms import adatrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 def _trajectories(df: pd.DataFrame) -> adatrace.Trajectories:
@@ -60,23 +59,21 @@ class DaskOracle:
         return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
 
 
-class AdaTraceAdapter:
+class AdaTrace(Mechanism):
     """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
     timestamps."""
 
+    name = "adatrace"
     shape = Shape.SYNTHETIC
+    params_type = adatrace.AdaTraceParams
+    guarantee = staticmethod(adatrace.guarantee)
 
-    def parse_params(self, params: dict) -> adatrace.AdaTraceParams:
-        return adatrace.AdaTraceParams.from_dict(params)
 
-    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
-        return adatrace.guarantee(params)
 
-    def max_records_per_object(self, params: adatrace.AdaTraceParams) -> int | None:
-        return params.max_records_per_object
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: adatrace.AdaTraceParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: adatrace.AdaTraceParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
         trajs = client.map(_trajectories, prepared, pure=False)
         top = adatrace.top_grid(extent, params)

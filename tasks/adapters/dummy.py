@@ -21,6 +21,7 @@ from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,11 @@ def _road_candidates(network, params: dummy.DummyParams, bbox: tuple, cell_size_
     return dummy.road_candidates(network, grid.unproject, params.cell_deg, params.candidate_spacing_m)
 
 
-class DummyAdapter:
+class Dummy(Mechanism):
     """DTPP dummies: k trajectories per real one (k−1 dummies sharing its exposed locations), published as
     anonymity sets; which member is real goes to the private owner table."""
 
+    name = "dummy"
     shape = Shape.ANONYMITY_SETS
 
     def parse_params(self, params: dict) -> DummySetup:
@@ -78,11 +80,10 @@ class DummyAdapter:
     def guarantee(self, setup: DummySetup) -> Guarantee:
         return dummy.guarantee(setup.params, setup.network_source)
 
-    def max_records_per_object(self, setup: DummySetup) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: DummySetup,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: DummySetup,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         params = setup.params
         bbox, size = tuple(grid.bbox), grid.cell_size_m
         candidates = None

@@ -16,8 +16,7 @@ from distributed import Client, Future
 
 from mechanisms import fastpub
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.segment import cell_sequences
 
 
@@ -57,22 +56,20 @@ class DaskPopulation:
         return fastpub.combine_answers(answers)
 
 
-class FastPubAdapter:
+class FastPub(Mechanism):
     """FASTPub or a baseline (``method``: triehh, sfp) as a release mechanism; the product is fragments."""
 
+    name = "fastpub"
     shape = Shape.FRAGMENTS
+    params_type = fastpub.FastPubParams
+    guarantee = staticmethod(fastpub.guarantee)
 
-    def parse_params(self, params: dict) -> fastpub.FastPubParams:
-        return fastpub.FastPubParams.from_dict(params)
 
-    def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
-        return fastpub.guarantee(params)
 
-    def max_records_per_object(self, params: fastpub.FastPubParams) -> int | None:
-        return params.max_records_per_object
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fastpub.FastPubParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fastpub.FastPubParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         parts = client.map(_clients, prepared, pure=False)
         sizes = client.gather(client.map(lambda p: len(p[0]) - 1, parts))
         server_rng, coins = rng.spawn(2)

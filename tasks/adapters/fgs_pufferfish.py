@@ -10,7 +10,7 @@ from mechanisms import fgs_pufferfish as fgs
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError, ParameterError
 from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 
@@ -48,12 +48,15 @@ def _fgs_correlation_stats(objects: list[tuple], rng: np.random.Generator, param
 FGS_EMPIRICAL_RUNS = 50  # simulated releases per object for the empirical ε (the bench goes to 20,000)
 
 
-class FgsPufferfishAdapter:
+class FgsPufferfish(Mechanism):
     """Ou et al. (2018), Fourier-coefficient Laplace noise per object (or the CTS / FPA baselines). Each object's
     days are prepared, correlated and released on the workers; only the correlations (for the noise calibration
     and the analytic ε) come to the driver. A truthful release: each released day is one object's own."""
 
+    name = "fgs_pufferfish"
     shape = Shape.TRUTHFUL
+    params_type = fgs.FgsParams
+    guarantee = staticmethod(fgs.guarantee)
 
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)
@@ -77,14 +80,11 @@ class FgsPufferfishAdapter:
                 f"the window {spec.window_start:%Y-%m-%d %H:%M} to {spec.window_end:%Y-%m-%d %H:%M} UTC can hold "
                 f"{n}; widen the window (or lower min_days)", "fgs_pufferfish.window")
 
-    def guarantee(self, params: fgs.FgsParams) -> Guarantee:
-        return fgs.guarantee(params)
 
-    def max_records_per_object(self, params: fgs.FgsParams) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fgs.FgsParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fgs.FgsParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
         correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
                                                             pure=False)) if len(c)]

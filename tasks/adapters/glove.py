@@ -15,8 +15,7 @@ from distributed import Client, Future
 
 from mechanisms import glove
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 #: Candidate pairs per Dask task.
 PAIR_BLOCK = 4000
@@ -65,23 +64,21 @@ def single_sources(sources: pd.DataFrame) -> pd.DataFrame:
     return sources.drop_duplicates("traj_id", keep=False).reset_index(drop=True)
 
 
-class GloveAdapter:
+class Glove(Mechanism):
     """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
     within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
 
+    name = "glove"
     shape = Shape.GENERALISED
+    params_type = glove.GloveParams
+    guarantee = staticmethod(glove.guarantee)
 
-    def parse_params(self, params: dict) -> glove.GloveParams:
-        return glove.GloveParams.from_dict(params)
 
-    def guarantee(self, params: glove.GloveParams) -> Guarantee:
-        return glove.guarantee(params)
 
-    def max_records_per_object(self, params: glove.GloveParams) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: glove.GloveParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: glove.GloveParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         fps = gather_fingerprints(client, prepared, params)
         result = costed_merge(client, fps, params)
         points, sources = glove.release(fps, result, rng)

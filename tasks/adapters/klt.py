@@ -33,6 +33,7 @@ from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,11 @@ def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
     return (float(s[:, 6].min()), float(s[:, 8].min()), float(s[:, 7].max()), float(s[:, 9].max()))
 
 
-class KltAdapter:
+class Klt(Mechanism):
     """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
     POI categories with KL <= t from the city-wide distribution (or suppressed)."""
 
+    name = "klt"
     shape = Shape.GENERALISED
 
     def parse_params(self, params: dict) -> KltSetup:
@@ -123,11 +125,10 @@ class KltAdapter:
     def guarantee(self, setup: KltSetup) -> Guarantee:
         return klt.guarantee(setup.params, setup.poi_label)
 
-    def max_records_per_object(self, setup: KltSetup) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KltSetup,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: KltSetup,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         params = setup.params
         poi_rng, release_rng = rng.spawn(2)
         pois = POI_SOURCES[setup.poi_kind].load(setup.poi_value, grid, poi_rng)

@@ -19,8 +19,8 @@ from tasks.db import engine
 from tasks.roads import guarantee_source, road_network
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
-from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,11 @@ def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, s
     return out.published, out.private, out.summary()
 
 
-class KPsiAdapter:
+class KPsi(Mechanism):
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
 
+    name = "kpsi_anonymity"
     shape = Shape.ANONYMITY_SETS
 
     def parse_params(self, params: dict) -> KPsiSetup:
@@ -68,11 +69,10 @@ class KPsiAdapter:
     def guarantee(self, setup: KPsiSetup) -> Guarantee:
         return kpsi.guarantee(setup.params, setup.network_source)
 
-    def max_records_per_object(self, setup: KPsiSetup) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KPsiSetup,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: KPsiSetup,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         network = None
         if setup.road_network is not None:
             _, net = road_network(engine(), setup.road_network, grid.crs)

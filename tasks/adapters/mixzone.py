@@ -20,8 +20,8 @@ from tasks.db import engine
 from tasks.roads import guarantee_source, road_network
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
-from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 
 _COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
 
@@ -49,9 +49,10 @@ def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams)
     return out.drop(columns=["zone"]), stats
 
 
-class MixzoneAdapter:
+class Mixzone(Mechanism):
     """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
 
+    name = "mixzone"
     shape = Shape.TRUTHFUL
 
     def parse_params(self, params: dict) -> MixzoneSetup:
@@ -65,11 +66,10 @@ class MixzoneAdapter:
     def guarantee(self, setup: MixzoneSetup) -> Guarantee:
         return mixzone.guarantee(setup.params, setup.network_source)
 
-    def max_records_per_object(self, setup: MixzoneSetup) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: MixzoneSetup,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: MixzoneSetup,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         network = setup.network
         if network is None:
             _, network = road_network(engine(), setup.road_network, grid.crs)

@@ -8,8 +8,7 @@ from distributed import Client, Future
 
 from mechanisms import prefix_tree
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.segment import cell_sequences
 
 
@@ -23,23 +22,21 @@ def _count_partition(csr: tuple[np.ndarray, np.ndarray], n_locations: int, level
     return prefix_tree.count_level(csr[0], csr[1], n_locations, level, transitions)
 
 
-class PrefixTreeAdapter:
+class PrefixTree(Mechanism):
     """Chen, Fung, Desai (2012), the noisy prefix tree over grid cells. Each level's true prefix counts are
     computed on the partitions and summed on the driver; only the noisy tree lives on the driver."""
 
+    name = "prefix_tree"
     shape = Shape.SYNTHETIC
+    params_type = prefix_tree.PrefixTreeParams
+    guarantee = staticmethod(prefix_tree.guarantee)
 
-    def parse_params(self, params: dict) -> prefix_tree.PrefixTreeParams:
-        return prefix_tree.PrefixTreeParams.from_dict(params)
 
-    def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
-        return prefix_tree.guarantee(params)
 
-    def max_records_per_object(self, params: prefix_tree.PrefixTreeParams) -> int | None:
-        return params.max_records_per_object
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: prefix_tree.PrefixTreeParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: prefix_tree.PrefixTreeParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         n = grid.n_cells
         csr = client.map(_partition_sequences, prepared, pure=False)
 
@@ -52,8 +49,8 @@ class PrefixTreeAdapter:
             unique, inverse = np.unique(keys, return_inverse=True)
             return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
 
-        tree = prefix_tree.build_tree(counter, n, params, rng)
-        released = prefix_tree.release(tree, params, rng)
+        result = prefix_tree.sanitize_counts(counter, n, params, rng)
+        tree, released = result.tree, result.release
         offsets, cells = released.expanded()
         lengths = np.diff(offsets)
         traj_id = np.repeat(np.arange(1, len(lengths) + 1), lengths)

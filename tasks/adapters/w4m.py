@@ -15,10 +15,9 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import w4m
-from mechanisms.w4m.trajectories import Trajectories
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.trajectories import Trajectories
 
 #: Target number of EDR blocks per worker (more blocks balance better, fewer cost less overhead).
 EDR_BLOCKS_PER_WORKER = 4
@@ -33,7 +32,7 @@ def _extract(df: pd.DataFrame) -> tuple[Trajectories, int]:
 
 
 def _join(*parts: tuple[Trajectories, int]) -> Trajectories:
-    return w4m.concat([p[0] for p in parts])
+    return Trajectories.concat([p[0] for p in parts])
 
 
 def _lengths_and_dropped(traj: Trajectories, *parts: tuple[Trajectories, int]) -> tuple[np.ndarray, int]:
@@ -60,23 +59,21 @@ def _cost_blocks(cost: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     return [b for b in np.split(order, np.unique(cut)) if len(b)]
 
 
-class W4MAdapter:
+class W4M(Mechanism):
     """W4M as a release mechanism: truthful, edited trajectories published in sets (``set_id``) of at least k,
     co-localised within δ at every published timestamp; outliers suppressed."""
 
+    name = "w4m"
     shape = Shape.ANONYMITY_SETS
+    params_type = w4m.W4MParams
+    guarantee = staticmethod(w4m.guarantee)
 
-    def parse_params(self, params: dict) -> w4m.W4MParams:
-        return w4m.W4MParams.from_dict(dict(params))
 
-    def guarantee(self, params: w4m.W4MParams) -> Guarantee:
-        return w4m.guarantee(params)
 
-    def max_records_per_object(self, params: w4m.W4MParams) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: w4m.W4MParams,
-            rng: np.random.Generator) -> CandidateRelease:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: w4m.W4MParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         rng_cluster, rng_ids = rng.spawn(2)  # the same streams as mechanisms.w4m.anonymize
         parts = client.map(_extract, prepared, pure=False)
         table = client.submit(_join, *parts, pure=False)
@@ -100,7 +97,7 @@ class W4MAdapter:
         frames = [r[0] for r in results]
         deleted = sum(r[1] for r in results)
         points = (pd.concat(frames, ignore_index=True) if frames
-                  else w4m.translate_clusters(w4m.concat([]), clustering, params)[0])
+                  else w4m.translate_clusters(Trajectories.concat([]), clustering, params)[0])
         published = w4m.publish(points, clustering.n_clusters, rng_ids)
         summary = w4m.summarise(lengths, clustering, published, deleted, len(pairs), dropped)
         lon, lat = grid.unproject(published["x"].to_numpy(), published["y"].to_numpy())

@@ -12,11 +12,12 @@ from distributed import Client, LocalCluster
 
 from audits.gate import GatePolicy
 from mechanisms import prefix_tree
-from tasks import audit
-from tasks.protect import adapter
+from tasks import audit, protect
+from tasks.protect import mechanism
 from tests.integration.conftest import BEIJING, TDRIVE_CSV
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
 
 pytestmark = pytest.mark.integration
@@ -91,12 +92,12 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utilit
 def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw):
     """The positive control of the floor: a synthesizer that keeps routes (AdaTrace at the survey's ε = 5, the
     demo's release). DPT at ε = 5 also passes the floor but not always the signature attack (risk 0.18-0.26)."""
-    mech = adapter("adatrace")
+    mech = mechanism("adatrace")
     params = mech.parse_params({"epsilon": 5.0, "max_records_per_object": 7})
     halves = [raw[pd.factorize(raw["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
     futures = client.scatter(halves)
-    candidate = mech.run(client, futures, GRID, params, np.random.default_rng(7))
-    outcome = audit.run(client, raw, candidate, DEFAULT, SEED, bbox=GRID.bbox)
+    candidate = protect.run(mech, client, futures, PublicInputs(GRID), params, np.random.default_rng(7))
+    outcome = protect.run(audit, client, raw, PublicInputs(candidate), DEFAULT, SEED, bbox=GRID.bbox)
     assert not outcome.decision.blocked, outcome.decision.reasons
     assert outcome.decision.utility == "passed"
 

@@ -88,7 +88,7 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):
     from mechanisms.klt import pois_from_pbf
-    from tasks.protect import adapter
+    from tasks.protect import mechanism
     from trajpub.errors import InputError
 
     name = f"hel_pois_{uuid.uuid4().hex[:8]}"
@@ -96,7 +96,7 @@ def test_klt_reads_its_points_of_interest_from_postgis(engine):
     assert loaded.returncode == 0, loaded.stderr
     again = cli("roads", "load-pois", name, "--pbf", "helsinki_pbf")
     assert again.returncode != 0 and "already loaded" in again.stderr
-    klt = adapter("klt")
+    klt = mechanism("klt")
     setup = klt.parse_params({"pois": {"postgis": name}})
     assert f"POI set {name} in PostGIS" in klt.guarantee(setup).plain_text()
     expected = pois_from_pbf("helsinki_pbf")

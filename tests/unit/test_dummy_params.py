@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.dummy import DummyParams, guarantee
-from tasks.adapters.dummy import DummyAdapter
+from tasks.adapters.dummy import Dummy
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
@@ -26,7 +26,7 @@ def test_out_of_range_values_are_refused_with_their_field(field, value):
 
 
 def test_adapter_refuses_bad_parameters_before_reading_data():
-    adapter = DummyAdapter()
+    adapter = Dummy()
     with pytest.raises(ParameterError, match="unknown parameter") as err:
         adapter.parse_params({"k": 5, "ratio": 0.2})
     assert err.value.where == "dummy.ratio"

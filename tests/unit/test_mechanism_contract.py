@@ -13,12 +13,13 @@ import pytest
 
 from audits.gate import GatePolicy, evaluate_gate
 from mechanisms.mixzone import MixzoneParams
-from tasks import audit, check_output, lineage
+from tasks import audit, check_output, lineage, protect
 from tasks.adapters.mixzone import MixzoneSetup
-from tasks.protect import MECHANISMS
+from tasks.protect import REGISTRY, mechanism
 from tests.raw_scan import assert_none_readable
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
+from trajpub.mechanism import PublicInputs
 from trajpub.roads import synthetic_grid
 
 SEED = 20261126
@@ -42,7 +43,7 @@ PARAMS = {
 
 
 def test_every_registered_mechanism_has_a_contract_case():
-    assert set(PARAMS) | {"mixzone"} == set(MECHANISMS)
+    assert set(PARAMS) | {"mixzone"} == set(REGISTRY)
 
 
 def setup_of(name: str, grid):
@@ -52,7 +53,7 @@ def setup_of(name: str, grid):
                              crs=grid.crs)
         return MixzoneSetup(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic",
                             network=net)
-    return MECHANISMS[name].parse_params(PARAMS[name])
+    return mechanism(name).parse_params(PARAMS[name])
 
 
 def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
@@ -109,12 +110,12 @@ def sample_frames(tdrive_prepared):
     return get
 
 
-@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_mechanism_contract(name, dask_client, sample_frames):
     sample = SAMPLES.get(name, (N_TAXIS, MAX_POINTS))
     frames = sample_frames(sample)
     futures, grid, _ = frames
-    adapter = MECHANISMS[name]
+    adapter = mechanism(name)
     setup = setup_of(name, grid)
 
     g = adapter.guarantee(setup)  # the guarantee's fields, and its charge in the default unit (the object)
@@ -127,7 +128,7 @@ def test_mechanism_contract(name, dask_client, sample_frames):
         assert g.epsilon > 0 and charge.epsilon >= g.epsilon
     json.dumps(g.to_dict(), allow_nan=False)
 
-    out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(SEED))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), setup, np.random.default_rng(SEED))
     assert out.shape is adapter.shape and out.check() is out  # the shape's columns, and nothing else
     if out.shape is not Shape.FRAGMENTS:
         pts = out.points
