@@ -4,13 +4,17 @@ SHELL := /bin/bash
 VENV := .venv
 TRAJPUB := $(VENV)/bin/trajpub
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+# Bytecode is compiled once (uv sync --compile-bytecode) and Python may cache the project's own: with
+# PYTHONDONTWRITEBYTECODE set, as on these machines, every `trajpub` process recompiled Prefect, pandas and the
+# rest from source, about 10 s of CPU each.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup services browser demo test test-unit bench lint stop
 setup: $(VENV)/.synced
 
 $(VENV)/.synced: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || python3 -m pip install -q uv
-	$(UV) sync --frozen --python 3.11
+	$(UV) sync --frozen --compile-bytecode --python 3.11
 	@touch $@
 
 services: setup

@@ -265,10 +265,13 @@ def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester"
                                                 "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
-def to_awaiting_approval(engine: sa.Engine, release_id: int) -> None:
-    """Walk a release through the status machine to awaiting_approval, as the flow does."""
-    from tasks import governance
+def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
+    """Walk a release through the status machine to awaiting_approval, as the flow does, staging ``candidate``
+    (a :class:`trajpub.candidate.CandidateRelease`) when it is given."""
+    from tasks import governance, publish
 
     with engine.begin() as conn:
         for status in ("validated", "protected", "audited", "awaiting_approval"):
+            if status == "protected" and candidate is not None:
+                publish.stage(conn, release_id, candidate)
             governance.transition(conn, release_id, status)

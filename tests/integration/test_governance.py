@@ -7,7 +7,7 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from tasks import governance
+from tasks import governance, publish
 from tasks.db import database_url
 from tests.integration.conftest import (
     base_spec,
@@ -15,8 +15,8 @@ from tests.integration.conftest import (
     new_release,
     start_release,
     to_awaiting_approval,
-    wait_for_status,
 )
+from tests.integration.staged import approved_release, new_dataset
 from trajpub.errors import PolicyError
 from trajpub.guarantee import Guarantee, PrivacyMap
 
@@ -138,15 +138,12 @@ def test_append_only_tables_refuse_truncate(owner):
             conn.execute(sa.text(f"TRUNCATE {table} CASCADE"))
 
 
-def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_tdrive, tmp_path):
-    dataset = loaded_tdrive("wd")
+def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine):
+    dataset = new_dataset(engine)
     rids = []
     for _ in range(2):  # two published releases: withdrawing the newer repoints the views to the older
-        run = start_release(base_spec(dataset), tmp_path)
-        wait_for_status(engine, run, {"awaiting_approval"})
-        assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
-        assert run.proc.wait(timeout=120) == 0, run.output()
-        rids.append(run.release_id)
+        rids.append(approved_release(engine, dataset, "trajectories", charge=1.0))
+        publish.publish(engine, rids[-1], None)
     old, new = rids
     ledger_before = q(engine, "SELECT release_id, epsilon FROM governance.budget_ledger WHERE dataset = :d "
                               "ORDER BY release_id", d=dataset)
@@ -164,7 +161,7 @@ def test_withdraw_drops_the_tables_and_keeps_lineage_and_ledger(engine, loaded_t
                      "ORDER BY release_id", d=dataset) == ledger_before
     events = [r[0] for r in q(engine, "SELECT event_type FROM governance.lineage_events WHERE release_id = :r "
                                       "ORDER BY event_id", r=new)]
-    assert events == ["START", "COMPLETE", "OTHER"]
+    assert events == ["COMPLETE", "OTHER"]
     assert q(engine, "SELECT steward, reason FROM governance.withdrawals WHERE release_id = :r", r=new) == [
         ("ada", "a point of interest was exposed")]
     assert cli("withdraw", str(new), "--steward", "ada", "--reason", "again").returncode == 1

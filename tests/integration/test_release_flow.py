@@ -26,11 +26,15 @@ from tests.integration.exports import check_exports, consumer_engine
 pytestmark = pytest.mark.integration
 
 
+PUBLISHED_SPEC = {"mechanism": "objtrace", "params": {"epsilon": 10.0}, "prepare": {"cell_size_m": 2000}}
+
+
 @pytest.fixture(scope="module")
 def published(engine, loaded_tdrive, tmp_path_factory):
-    """A release of the real T-Drive subset, approved with `trajpub approve` while the flow waits."""
+    """The synthetic shape's whole flow: an ObjTrace release (the demo's mechanism: DP per taxi, timestamped) of
+    the real T-Drive subset, approved with `trajpub approve` while the flow waits."""
     dataset = loaded_tdrive("pub")
-    run = start_release(base_spec(dataset), tmp_path_factory.mktemp("pub"))
+    run = start_release(base_spec(dataset, **PUBLISHED_SPEC), tmp_path_factory.mktemp("pub"))
     assert wait_for_status(engine, run, {"awaiting_approval"}) == "awaiting_approval"
     approved = cli("approve", str(run.release_id), "--steward", "ada", "--comment", "reviewed")
     assert approved.returncode == 0, approved.stderr
@@ -65,23 +69,26 @@ def test_published_release_has_tables_view_status_and_approval(engine, published
     assert history == ["planned", "validated", "protected", "audited", "awaiting_approval", "approved", "published"]
 
 
-def test_published_columns_carry_no_raw_identifiers_or_times(engine, published):
+def test_published_columns_carry_no_raw_identifiers_and_synthetic_times(engine, published):
     dataset, rid = published
     columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE "
                                        "table_schema = 'published' AND table_name = :t", t=f"{dataset}__r{rid}")}
     assert columns == {"traj_id", "seq", "t", "geom"}
-    assert q(engine, f"SELECT count(*) FROM published.{dataset}__r{rid} WHERE t IS NOT NULL")[0][0] == 0
+    (n, untimed, unfloored), = q(engine, f"SELECT count(*), count(*) FILTER (WHERE t IS NULL), count(*) FILTER "
+                                         f"(WHERE extract(second FROM t) <> 0) FROM published.{dataset}__r{rid}")
+    assert n > 0 and untimed == 0 and unfloored == 0  # every point has a time, floored to the spec's 60 s
 
 
-def test_budget_ledger_charged_once_with_the_mechanism_epsilon(engine, published):
+def test_budget_ledger_charged_once_per_object(engine, published):
     dataset, rid = published
     rows = q(engine, "SELECT epsilon, privacy_unit FROM governance.budget_ledger WHERE release_id = :r", r=rid)
-    assert rows == [(10.0, "one trajectory record")]
-    shown = cli("budget", "show", "--dataset", dataset)
-    # charged per object: 10 per record x at most 7 records per taxi (group privacy)
+    assert rows == [(10.0, "one object")]
     assert q(engine, "SELECT account, unit, unit_epsilon FROM governance.budget_ledger WHERE release_id = :r",
-             r=rid) == [("epsilon-DP", "object", 70.0)]
-    assert shown.returncode == 0 and "epsilon-DP: epsilon 70 per object spent of cap 1000" in shown.stdout
+             r=rid) == [("epsilon-DP", "object", 10.0)]
+    shown = cli("budget", "show", "--dataset", dataset)
+    assert shown.returncode == 0 and "epsilon-DP: epsilon 10 per object spent of cap 1000" in shown.stdout
+    (summary,), = q(engine, "SELECT summary FROM governance.releases WHERE release_id = :r", r=rid)
+    assert "noisy_records" in summary["mechanism"]  # noisy figures for the steward; lineage keeps public ones
 
 
 def test_lineage_start_and_complete_without_seed(engine, published):
@@ -259,6 +266,10 @@ def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, load
     assert approved.returncode == 0, approved.stderr
     assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("published", f"published.{dataset}__r{run.release_id}")]
+    # AdaTrace's epsilon is per trajectory record; the ledger charges the object: 10 x at most 7 records per taxi
+    assert q(engine, "SELECT epsilon, privacy_unit, account, unit, unit_epsilon FROM governance.budget_ledger "
+                     "WHERE release_id = :r", r=run.release_id) == [
+        (10.0, "one trajectory record", "epsilon-DP", "object", 70.0)]
 
 
 def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_path):
