@@ -38,14 +38,13 @@ from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from mechanisms.mixzone import MixzoneParams
-from tasks.adapters.mixzone import MixzoneSetup
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
 from tasks.protect import mechanism
 from tasks.protect import run as run_mechanism
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import OnRoadNetwork, PublicInputs
 from trajpub.roads import RoadNetwork, synthetic_grid
 
 ROOT = Path(__file__).resolve().parent
@@ -81,6 +80,12 @@ class Model:
     grid: GridSpec = GRID
     setup: Callable[[GridSpec], Any] | None = None
 
+    def inputs(self) -> PublicInputs:
+        """The public inputs of the model's release: the synthetic network of central Beijing for mix zones."""
+        if self.mechanism == "mixzone":
+            return PublicInputs(self.grid, central_beijing_network(self.grid), "synthetic")
+        return PublicInputs(self.grid)
+
     def parsed(self) -> Any:
         """The adapter's parameters (built once per model: a setup may build a road network)."""
         if self.mechanism == RAW:
@@ -96,9 +101,8 @@ def central_beijing_network(grid: GridSpec) -> RoadNetwork:
                           crs=grid.crs)
 
 
-def mixzone_setup(grid: GridSpec) -> MixzoneSetup:
-    return MixzoneSetup(MixzoneParams(radius_m=500.0, n_zones=1000), "synthetic central Beijing", "synthetic",
-                        network=central_beijing_network(grid))
+def mixzone_setup(grid: GridSpec) -> OnRoadNetwork:
+    return OnRoadNetwork(MixzoneParams(radius_m=500.0, n_zones=1000), "synthetic central Beijing", "synthetic")
 
 
 MODELS = [
@@ -140,7 +144,7 @@ def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame]
     mech = mechanism(model.mechanism)
     futures = client.scatter(parts, hash=False)  # fresh keys: the last run's cancelled ones may still be in flight
     started = time.perf_counter()
-    candidate = run_mechanism(mech, client, futures, PublicInputs(model.grid), params, np.random.default_rng(seed))
+    candidate = run_mechanism(mech, client, futures, model.inputs(), params, np.random.default_rng(seed))
     wall = time.perf_counter() - started
     client.cancel(futures)
     kind = candidate.shape.audit_kind

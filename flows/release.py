@@ -1,4 +1,5 @@
-"""The release flow: plan → ingest → validate → prepare → protect → audit + gate → steward review → publish.
+"""The release flow: public inputs → plan → ingest → validate → prepare → protect → audit + gate → steward review
+→ publish.
 
 Every step records its outcome in ``governance``; any failure marks the release ``failed`` with the reason and
 emits a lineage FAIL event, and nothing is published.
@@ -26,6 +27,7 @@ from tasks import (
     policies,
     prepare,
     protect,
+    public_inputs,
     publish,
     report,
     validate,
@@ -95,7 +97,8 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 
 @step
-def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clean) -> tuple[list, dict]:
+def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, inputs: PublicInputs,
+                        clean) -> tuple[list, dict]:
     mech = protect.mechanism(spec.mechanism)
     prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
     print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
@@ -109,7 +112,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 
     transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = protect.run(mech, client, prepared, PublicInputs(spec.grid), params, rng).check()
+    result = protect.run(mech, client, prepared, inputs, params, rng)
     if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
         result = check_output.coarsen_times(result, spec.time_precision_s)
         checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
@@ -200,6 +203,7 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 def release_flow(spec: dict) -> dict:
     """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
     parsed, params = protect.parse_spec(spec)
+    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(parsed.mechanism), params, parsed.grid)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
         release_id, policy = plan(parsed, params)
@@ -207,18 +211,19 @@ def release_flow(spec: dict) -> dict:
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
         try:
-            return govern(parsed, params, release_id, policy)
+            return govern(parsed, params, inputs, release_id, policy)
         finally:
             lineage.deliver(db_engine())
 
 
-def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.RegisteredPolicy) -> dict:
+def govern(parsed: ReleaseSpec, params, inputs: PublicInputs, release_id: int,
+           policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
             recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
-            prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
+            prepared, result = prepare_and_protect(client, parsed, release_id, params, inputs, clean)
             if result.released_nothing:
                 return nothing_released(parsed, release_id)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)

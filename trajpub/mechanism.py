@@ -23,14 +23,14 @@ A mechanism is registered by one line in :data:`tasks.protect.REGISTRY` (docs/ex
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import TrajpubError
+from trajpub.errors import ParameterError, TrajpubError
 from trajpub.executor import LocalExecutor
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
@@ -39,11 +39,15 @@ from trajpub.guarantee import Guarantee
 @dataclass(frozen=True)
 class PublicInputs:
     """What a release may read besides the raw data, all public: the release grid, and the road network and
-    POIs its spec names, read before the mechanism runs (None when it names none)."""
+    POIs its spec names, read before the mechanism runs (None when it names none; :mod:`tasks.public_inputs`).
+    ``road_network_source`` says where the network comes from in the guarantees' words ("public", "synthetic",
+    "derived_from_private_data"; "none" without one); ``pois_source`` describes the POIs."""
 
     grid: GridSpec
     road_network: Any = None
+    road_network_source: str = "none"
     pois: pd.DataFrame | None = None
+    pois_source: str | None = None
 
 
 class Mechanism:
@@ -61,6 +65,10 @@ class Mechanism:
     def public_inputs(self, params: Any) -> dict[str, Any]:
         """The named public inputs the release reads: ``{"road_network": name}``, ``{"pois": source}``."""
         return {}
+
+    def resolved(self, params: Any, inputs: PublicInputs) -> Any:
+        """The parameters completed with what the public-inputs step found (the guarantee may name it)."""
+        return params
 
     def check_spec(self, spec, params: Any) -> None:
         """Refuse a release the spec's public inputs (window, grid) cannot hold, before any budget is charged."""
@@ -81,6 +89,51 @@ class Mechanism:
         """The release of partitions (``executor`` futures); by default the partitions are joined on one worker
         and released there (the raw data never reaches the driver)."""
         return executor.submit(_release_joined, self, inputs, params, rng, *parts, pure=False).result()
+
+
+@dataclass(frozen=True)
+class OnRoadNetwork:
+    """A mechanism's parameters and the road network its spec names (``road_network``; None: none).
+    ``network_source`` is where the network comes from, in the guarantees' words: "none" without one, else
+    filled in by the public-inputs step (None until then)."""
+
+    params: Any
+    road_network: str | None
+    network_source: str | None = None
+
+
+class RoadNetworkMechanism(Mechanism):
+    """A mechanism whose spec may name a public road network (``road_network``, a network of ``roads.networks``):
+    its parameters are :class:`OnRoadNetwork`; ``network_required`` refuses a spec without one;
+    ``network_guarantee(params, network_source)`` states the guarantee."""
+
+    network_required: ClassVar[bool] = False
+    network_guarantee: ClassVar[Callable[[Any, str], Guarantee]]
+
+    def parse_params(self, params: dict) -> OnRoadNetwork:
+        name = params.get("road_network")
+        parsed = self.params_type.from_dict(dict(params))
+        if name is not None and (not isinstance(name, str) or not name) or name is None and self.network_required:
+            needs = (f"{self.name} releases need a road network: road_network must name a network in roads.networks"
+                     if self.network_required else "road_network must be a network name or null")
+            raise ParameterError(f"{needs}, got {name!r}", f"{self.name}.road_network")
+        if name is None:
+            setup = OnRoadNetwork(parsed, None, "none")
+            self.guarantee(setup)  # refuses, before any data is read, what needs a network
+            return setup
+        return OnRoadNetwork(parsed, name)
+
+    def public_inputs(self, setup: OnRoadNetwork) -> dict[str, Any]:
+        return {"road_network": setup.road_network} if setup.road_network else {}
+
+    def resolved(self, setup: OnRoadNetwork, inputs: PublicInputs) -> OnRoadNetwork:
+        return replace(setup, network_source=inputs.road_network_source)
+
+    def guarantee(self, setup: OnRoadNetwork) -> Guarantee:
+        if setup.network_source is None:
+            raise TrajpubError(f"road network {setup.road_network} is not resolved yet: its source decides the "
+                               "guarantee (tasks.public_inputs.resolve)", f"{self.name}.road_network")
+        return type(self).network_guarantee(setup.params, setup.network_source)
 
 
 def _release_joined(mechanism: Mechanism, inputs: PublicInputs, params: Any, rng: np.random.Generator,

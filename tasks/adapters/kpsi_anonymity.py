@@ -1,5 +1,5 @@
 """(k-Ψ)-anonymity (Chen, Li, Zhang 2020) per trajectory on the Dask partitions, dummies on a road
-network read from PostGIS (``roads.*``) or, without one, uniformly in the disc (the stated fallback).
+network from ``roads.*`` (read by :mod:`tasks.public_inputs`) or, without one, uniformly in the disc (the stated fallback).
 
 Release parameters are :class:`mechanisms.kpsi_anonymity.KPsiParams` plus ``road_network``: the name of a
 network in ``roads.networks`` (``null`` for none). Without a network the release must use ``road_aware: false``
@@ -8,28 +8,13 @@ and ``psi_mode: constant`` with ``delta_m``, and its guarantee says that dummies
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import kpsi_anonymity as kpsi
-from tasks.db import engine
-from tasks.roads import guarantee_source, road_network
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import ParameterError
-from trajpub.guarantee import Guarantee
-from trajpub.mechanism import Mechanism, PublicInputs
-
-
-@dataclass(frozen=True)
-class KPsiSetup:
-    """The mechanism's parameters, the road network's name and where it comes from."""
-
-    params: kpsi.KPsiParams
-    road_network: str | None
-    network_source: str
+from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 
 def _trajectories(df: pd.DataFrame) -> pd.DataFrame:
@@ -46,37 +31,21 @@ def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, s
     return out.published, out.private, out.summary()
 
 
-class KPsi(Mechanism):
+class KPsi(RoadNetworkMechanism):
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
 
     name = "kpsi_anonymity"
     shape = Shape.ANONYMITY_SETS
+    params_type = kpsi.KPsiParams
+    network_guarantee = staticmethod(kpsi.guarantee)
 
-    def parse_params(self, params: dict) -> KPsiSetup:
-        name = params.get("road_network")
-        parsed = kpsi.KPsiParams.from_dict(params)
-        if name is None:
-            source = "none"
-        else:
-            if not isinstance(name, str):
-                raise ParameterError(f"road_network must be a network name or null, got {name!r}",
-                                     "kpsi_anonymity.road_network")
-            source = guarantee_source(engine(), name)
-        kpsi.guarantee(parsed, source)  # refuses road-aware dummies without a network, before any data is read
-        return KPsiSetup(parsed, name, source)
-
-    def guarantee(self, setup: KPsiSetup) -> Guarantee:
-        return kpsi.guarantee(setup.params, setup.network_source)
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: KPsiSetup,
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
         grid = inputs.grid
         network = None
-        if setup.road_network is not None:
-            _, net = road_network(engine(), setup.road_network, grid.crs)
-            [network] = client.scatter([net], broadcast=True, hash=False)
+        if inputs.road_network is not None:
+            [network] = client.scatter([inputs.road_network], broadcast=True, hash=False)
         keys = client.gather(client.map(_trajectories, prepared, pure=False))
         counts = [len(k) for k in keys]
         set_ids = rng.permutation(sum(counts)).astype(np.int64)  # random: reveals nothing of the input order

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 
 from mechanisms.glove import identical_within_sets, region_coverage
-from mechanisms.klt import KltParams, anonymize, kl_divergence, pois_from_pbf, synthetic_pois
+from mechanisms.klt import KltParams, anonymize, kl_divergence, synthetic_pois
 from tasks import protect
 from trajpub.errors import ParameterError
 from trajpub.mechanism import PublicInputs
+from trajpub.osm import pois_from_pbf
 
 T0 = pd.Timestamp("2008-02-03 08:00", tz="UTC")
 
@@ -125,6 +126,7 @@ def test_adapter_refuses_pois_outside_the_data(dask_client, tdrive12):
     futures, grid, _ = tdrive12
     adapter = Klt()
     setup = adapter.parse_params({"pois": {"pbf": "helsinki_pbf"}})
+    inputs = PublicInputs(grid, pois=pois_from_pbf("helsinki_pbf"))  # as tasks.public_inputs reads them
     with pytest.raises(ParameterError) as err:
-        protect.run(adapter, dask_client, futures, PublicInputs(grid), setup, np.random.default_rng(7))
+        protect.run(adapter, dask_client, futures, inputs, setup, np.random.default_rng(7))
     assert err.value.where == "klt.pois"

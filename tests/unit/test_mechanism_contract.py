@@ -14,12 +14,11 @@ import pytest
 from audits.gate import GatePolicy, evaluate_gate
 from mechanisms.mixzone import MixzoneParams
 from tasks import audit, check_output, lineage, protect
-from tasks.adapters.mixzone import MixzoneSetup
 from tasks.protect import REGISTRY, mechanism
 from tests.raw_scan import assert_none_readable
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import Mechanism, OnRoadNetwork, PublicInputs
 from trajpub.roads import synthetic_grid
 
 SEED = 20261126
@@ -46,14 +45,15 @@ def test_every_registered_mechanism_has_a_contract_case():
     assert set(PARAMS) | {"mixzone"} == set(REGISTRY)
 
 
-def setup_of(name: str, grid):
+def setup_of(name: str, grid) -> tuple:
+    """(parameters, public inputs) of the contract's release of ``name``."""
     if name == "mixzone":  # a road network from the database in a release; a synthetic grid here
         x0, y0 = grid.project(116.25, 39.80)
         net = synthetic_grid(25, 25, 800.0, rng=np.random.default_rng(1), origin=(float(x0), float(y0)),
                              crs=grid.crs)
-        return MixzoneSetup(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic",
-                            network=net)
-    return mechanism(name).parse_params(PARAMS[name])
+        return (OnRoadNetwork(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic"),
+                PublicInputs(grid, road_network=net, road_network_source="synthetic"))
+    return mechanism(name).parse_params(PARAMS[name]), PublicInputs(grid)
 
 
 def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
@@ -112,12 +112,16 @@ def sample_frames(tdrive_prepared):
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_mechanism_contract(name, dask_client, sample_frames):
-    sample = SAMPLES.get(name, (N_TAXIS, MAX_POINTS))
-    frames = sample_frames(sample)
-    futures, grid, _ = frames
-    adapter = mechanism(name)
-    setup = setup_of(name, grid)
+    frames = sample_frames(SAMPLES.get(name, (N_TAXIS, MAX_POINTS)))
+    setup, inputs = setup_of(name, frames[1])
+    assert_contract(mechanism(name), setup, inputs, dask_client, frames, sample_frames)
 
+
+def assert_contract(adapter: Mechanism, setup, inputs: PublicInputs, dask_client, frames: tuple,
+                    sample_frames) -> None:
+    """The contract of a registered mechanism with its parameters ``setup`` on the sample ``frames``: its
+    guarantee, its Dask run's candidate, what lineage reads of it, and the positive control of its kind."""
+    name, (futures, _, _) = adapter.name, frames
     g = adapter.guarantee(setup)  # the guarantee's fields, and its charge in the default unit (the object)
     assert g.model and g.privacy_unit and g.statement and g.privacy_map.account in ACCOUNTS
     charge = g.charge("object")
@@ -128,7 +132,7 @@ def test_mechanism_contract(name, dask_client, sample_frames):
         assert g.epsilon > 0 and charge.epsilon >= g.epsilon
     json.dumps(g.to_dict(), allow_nan=False)
 
-    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), setup, np.random.default_rng(SEED))
+    out = protect.run(adapter, dask_client, futures, inputs, setup, np.random.default_rng(SEED))
     assert out.shape is adapter.shape and out.check() is out  # the shape's columns, and nothing else
     if out.shape is not Shape.FRAGMENTS:
         pts = out.points
