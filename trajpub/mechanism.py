@@ -51,12 +51,23 @@ class PublicInputs:
 
 
 class Mechanism:
-    """Base class: subclasses set the class attributes and implement ``release`` or ``partitioned``."""
+    """Base class: a subclass declares itself in its class line, ``class Toy(Mechanism, name="toy",
+    shape=Shape.SYNTHETIC, params=ToyParams, guarantee=guarantee)``, and implements ``release`` or
+    ``partitioned``."""
 
     name: ClassVar[str]
     shape: ClassVar[Shape]
     params_type: ClassVar[type]
     guarantee: ClassVar[Callable[[Any], Guarantee]]
+
+    def __init_subclass__(cls, *, name: str | None = None, shape: Shape | None = None, params: type | None = None,
+                          guarantee: Callable | None = None, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for attribute, value in (("name", name), ("shape", shape), ("params_type", params)):
+            if value is not None:
+                setattr(cls, attribute, value)
+        if guarantee is not None:
+            cls.guarantee = staticmethod(guarantee)
 
     def parse_params(self, params: dict) -> Any:
         """The parameters, validated; pure (no database, no file beyond the spec)."""
@@ -104,11 +115,18 @@ class OnRoadNetwork:
 
 class RoadNetworkMechanism(Mechanism):
     """A mechanism whose spec may name a public road network (``road_network``, a network of ``roads.networks``):
-    its parameters are :class:`OnRoadNetwork`; ``network_required`` refuses a spec without one;
-    ``network_guarantee(params, network_source)`` states the guarantee."""
+    its parameters are :class:`OnRoadNetwork`; it declares ``network_guarantee(params, network_source)``, which
+    states the guarantee, and ``network_required=True`` to refuse a spec without a network."""
 
     network_required: ClassVar[bool] = False
     network_guarantee: ClassVar[Callable[[Any, str], Guarantee]]
+
+    def __init_subclass__(cls, *, network_guarantee: Callable | None = None, network_required: bool = False,
+                          **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.network_required = network_required
+        if network_guarantee is not None:
+            cls.network_guarantee = staticmethod(network_guarantee)
 
     def parse_params(self, params: dict) -> OnRoadNetwork:
         name = params.get("road_network")

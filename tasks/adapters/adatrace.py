@@ -59,14 +59,10 @@ class DaskOracle:
         return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
 
 
-class AdaTrace(Mechanism):
+class AdaTrace(Mechanism, name="adatrace", shape=Shape.SYNTHETIC, params=adatrace.AdaTraceParams,
+                          guarantee=adatrace.guarantee):
     """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
     timestamps."""
-
-    name = "adatrace"
-    shape = Shape.SYNTHETIC
-    params_type = adatrace.AdaTraceParams
-    guarantee = staticmethod(adatrace.guarantee)
 
 
 

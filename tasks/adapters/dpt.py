@@ -17,14 +17,9 @@ def _count_partition(df: pd.DataFrame, hierarchy: dpt.Hierarchy, params: dpt.Dpt
     return dpt.count_points(df, hierarchy, params)
 
 
-class Dpt(Mechanism):
+class Dpt(Mechanism, name="dpt", shape=Shape.SYNTHETIC, params=dpt.DptParams, guarantee=dpt.guarantee):
     """DPT as a release mechanism: synthetic trajectories from noisy Markov prefix trees over hierarchical
     reference systems (grids of cell sizes s, 2s, 4s, ...)."""
-
-    name = "dpt"
-    shape = Shape.SYNTHETIC
-    params_type = dpt.DptParams
-    guarantee = staticmethod(dpt.guarantee)
 
 
 

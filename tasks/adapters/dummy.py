@@ -42,14 +42,10 @@ def _road_candidates(network, params: dummy.DummyParams, bbox: tuple, cell_size_
     return dummy.road_candidates(network, grid.unproject, params.cell_deg, params.candidate_spacing_m)
 
 
-class Dummy(RoadNetworkMechanism):
+class Dummy(RoadNetworkMechanism, name="dummy", shape=Shape.ANONYMITY_SETS, params=dummy.DummyParams,
+                                  network_guarantee=dummy.guarantee):
     """DTPP dummies: k trajectories per real one (k−1 dummies sharing its exposed locations), published as
     anonymity sets; which member is real goes to the private owner table."""
-
-    name = "dummy"
-    shape = Shape.ANONYMITY_SETS
-    params_type = dummy.DummyParams
-    network_guarantee = staticmethod(dummy.guarantee)
 
     def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:

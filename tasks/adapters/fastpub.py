@@ -56,13 +56,9 @@ class DaskPopulation:
         return fastpub.combine_answers(answers)
 
 
-class FastPub(Mechanism):
+class FastPub(Mechanism, name="fastpub", shape=Shape.FRAGMENTS, params=fastpub.FastPubParams,
+                         guarantee=fastpub.guarantee):
     """FASTPub or a baseline (``method``: triehh, sfp) as a release mechanism; the product is fragments."""
-
-    name = "fastpub"
-    shape = Shape.FRAGMENTS
-    params_type = fastpub.FastPubParams
-    guarantee = staticmethod(fastpub.guarantee)
 
 
 

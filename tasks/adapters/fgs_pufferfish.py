@@ -48,15 +48,11 @@ def _fgs_correlation_stats(objects: list[tuple], rng: np.random.Generator, param
 FGS_EMPIRICAL_RUNS = 50  # simulated releases per object for the empirical ε (the bench goes to 20,000)
 
 
-class FgsPufferfish(Mechanism):
+class FgsPufferfish(Mechanism, name="fgs_pufferfish", shape=Shape.TRUTHFUL, params=fgs.FgsParams,
+                               guarantee=fgs.guarantee):
     """Ou et al. (2018), Fourier-coefficient Laplace noise per object (or the CTS / FPA baselines). Each object's
     days are prepared, correlated and released on the workers; only the correlations (for the noise calibration
     and the analytic ε) come to the driver. A truthful release: each released day is one object's own."""
-
-    name = "fgs_pufferfish"
-    shape = Shape.TRUTHFUL
-    params_type = fgs.FgsParams
-    guarantee = staticmethod(fgs.guarantee)
 
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)

@@ -64,14 +64,10 @@ def single_sources(sources: pd.DataFrame) -> pd.DataFrame:
     return sources.drop_duplicates("traj_id", keep=False).reset_index(drop=True)
 
 
-class Glove(Mechanism):
+class Glove(Mechanism, name="glove", shape=Shape.GENERALISED, params=glove.GloveParams,
+                       guarantee=glove.guarantee):
     """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
     within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
-
-    name = "glove"
-    shape = Shape.GENERALISED
-    params_type = glove.GloveParams
-    guarantee = staticmethod(glove.guarantee)
 
 
 

@@ -78,12 +78,9 @@ def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
     return (float(s[:, 6].min()), float(s[:, 8].min()), float(s[:, 7].max()), float(s[:, 9].max()))
 
 
-class Klt(Mechanism):
+class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
     """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
     POI categories with KL <= t from the city-wide distribution (or suppressed)."""
-
-    name = "klt"
-    shape = Shape.GENERALISED
 
     def parse_params(self, params: dict) -> KltSetup:
         pois = params.get("pois")

@@ -31,14 +31,10 @@ def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, s
     return out.published, out.private, out.summary()
 
 
-class KPsi(RoadNetworkMechanism):
+class KPsi(RoadNetworkMechanism, name="kpsi_anonymity", shape=Shape.ANONYMITY_SETS,
+           params=kpsi.KPsiParams, network_guarantee=kpsi.guarantee):
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
-
-    name = "kpsi_anonymity"
-    shape = Shape.ANONYMITY_SETS
-    params_type = kpsi.KPsiParams
-    network_guarantee = staticmethod(kpsi.guarantee)
 
     def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:

@@ -31,14 +31,9 @@ def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams)
     return out.drop(columns=["zone"]), stats
 
 
-class Mixzone(RoadNetworkMechanism):
+class Mixzone(RoadNetworkMechanism, name="mixzone", shape=Shape.TRUTHFUL, params=mixzone.MixzoneParams,
+                                    network_guarantee=mixzone.guarantee, network_required=True):
     """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
-
-    name = "mixzone"
-    shape = Shape.TRUTHFUL
-    params_type = mixzone.MixzoneParams
-    network_guarantee = staticmethod(mixzone.guarantee)
-    network_required = True
 
     def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:

@@ -18,13 +18,9 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry,
     return objtrace.count_points(df, geometry, params)
 
 
-class ObjTrace(Mechanism):
+class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrace.ObjTraceParams,
+                          guarantee=objtrace.guarantee):
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
-
-    name = "objtrace"
-    shape = Shape.SYNTHETIC
-    params_type = objtrace.ObjTraceParams
-    guarantee = staticmethod(objtrace.guarantee)
 
 
 

@@ -22,14 +22,10 @@ def _count_partition(csr: tuple[np.ndarray, np.ndarray], n_locations: int, level
     return prefix_tree.count_level(csr[0], csr[1], n_locations, level, transitions)
 
 
-class PrefixTree(Mechanism):
+class PrefixTree(Mechanism, name="prefix_tree", shape=Shape.SYNTHETIC, params=prefix_tree.PrefixTreeParams,
+                            guarantee=prefix_tree.guarantee):
     """Chen, Fung, Desai (2012), the noisy prefix tree over grid cells. Each level's true prefix counts are
     computed on the partitions and summed on the driver; only the noisy tree lives on the driver."""
-
-    name = "prefix_tree"
-    shape = Shape.SYNTHETIC
-    params_type = prefix_tree.PrefixTreeParams
-    guarantee = staticmethod(prefix_tree.guarantee)
 
 
 

@@ -59,14 +59,9 @@ def _cost_blocks(cost: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     return [b for b in np.split(order, np.unique(cut)) if len(b)]
 
 
-class W4M(Mechanism):
+class W4M(Mechanism, name="w4m", shape=Shape.ANONYMITY_SETS, params=w4m.W4MParams, guarantee=w4m.guarantee):
     """W4M as a release mechanism: truthful, edited trajectories published in sets (``set_id``) of at least k,
     co-localised within δ at every published timestamp; outliers suppressed."""
-
-    name = "w4m"
-    shape = Shape.ANONYMITY_SETS
-    params_type = w4m.W4MParams
-    guarantee = staticmethod(w4m.guarantee)
 
 
 

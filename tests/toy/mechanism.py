@@ -41,9 +41,6 @@ class ToyWalksParams:
     def from_dict(cls, d: dict) -> ToyWalksParams:
         return _P.from_mapping(cls, d)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def guarantee(params: ToyWalksParams) -> Guarantee:
     """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
@@ -55,13 +52,9 @@ def guarantee(params: ToyWalksParams) -> Guarantee:
         neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
 
 
-class ToyWalks(Mechanism):
+class ToyWalks(Mechanism, name="toy_walks", shape=Shape.SYNTHETIC, params=ToyWalksParams,
+                          guarantee=guarantee):
     """Random walks on the grid, as many as a noisy count of the records (a synthetic release)."""
-
-    name = "toy_walks"
-    shape = Shape.SYNTHETIC
-    params_type = ToyWalksParams
-    guarantee = staticmethod(guarantee)
 
     def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: ToyWalksParams,
                 rng: np.random.Generator) -> CandidateRelease:
@@ -76,5 +69,5 @@ class ToyWalks(Mechanism):
                                "seq": np.tile(np.arange(params.length), n), "cell": cells,
                                "t": pd.Series(pd.NaT, index=range(len(cells)), dtype="datetime64[ns, UTC]"),
                                "lon": lon, "lat": lat})
-        return CandidateRelease(self.shape, points, {"mechanism": self.name, "params": params.to_dict(),
+        return CandidateRelease(self.shape, points, {"mechanism": self.name, "params": asdict(params),
                                                      "released_records": n, "released_points": len(points)})
