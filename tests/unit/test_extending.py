@@ -12,7 +12,7 @@ from audits.gate import GatePolicy, evaluate_gate
 from audits.registry import RegisteredAttack, build_attack
 from tasks import protect
 from tests.toy.attack import StartCell, StartCellParams
-from tests.unit.test_mechanism_contract import assert_contract, sample_frames  # noqa: F401 (a fixture)
+from tests.unit.test_mechanism_contract import assert_contract
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.mechanism import PublicInputs, run_local
@@ -40,7 +40,7 @@ def test_the_registered_toy_is_parsed_from_a_spec_and_refuses_bad_parameters(toy
         mech.parse_params({"epsilon": 0})
 
 
-def test_the_toy_runs_locally_and_on_dask_alike(toy, dask_client, sample_frames):  # noqa: F811
+def test_the_toy_runs_locally_and_on_dask_alike(toy, dask_client, sample_frames):
     futures, grid, prepared = sample_frames((10, 150))
     mech = protect.mechanism("toy_walks")
     params = mech.parse_params({"epsilon": 2.0, "length": 4})
@@ -53,14 +53,14 @@ def test_the_toy_runs_locally_and_on_dask_alike(toy, dask_client, sample_frames)
     assert on_dask.metadata == local.metadata
 
 
-def test_the_toy_meets_the_mechanism_contract(toy, dask_client, sample_frames):  # noqa: F811
+def test_the_toy_meets_the_mechanism_contract(toy, dask_client, sample_frames):
     frames = sample_frames((10, 150))
     mech = protect.mechanism("toy_walks")
     assert_contract(mech, mech.parse_params({"epsilon": 1.0}), PublicInputs(frames[1]), dask_client, frames,
                     sample_frames)
 
 
-def test_the_registered_toy_attack_gates_a_release(toy, dask_client, sample_frames):  # noqa: F811
+def test_the_registered_toy_attack_gates_a_release(toy, dask_client, sample_frames):
     """The raw data released unchanged starts every trajectory where a raw one starts (risk 1, blocked); the toy
     walks start anywhere (the data decides only their number), so their success is about the baseline."""
     _, grid, prepared = sample_frames((10, 150))

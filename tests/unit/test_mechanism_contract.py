@@ -96,20 +96,6 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
     return decision.privacy == "blocked", {r.attack: r.risk for r in results} | failures
 
 
-@pytest.fixture(scope="module")
-def sample_frames(tdrive_prepared):
-    """The prepared samples, each scattered once and held for the module (a re-scatter of the same rows reuses
-    their keys, and releasing the older futures would drop the data under the newer ones)."""
-    frames: dict[tuple, tuple] = {}
-
-    def get(sample: tuple) -> tuple:
-        if sample not in frames:
-            frames[sample] = tdrive_prepared(sample[0], max_points=sample[1])
-        return frames[sample]
-
-    return get
-
-
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_mechanism_contract(name, dask_client, sample_frames):
     frames = sample_frames(SAMPLES.get(name, (N_TAXIS, MAX_POINTS)))
