@@ -255,9 +255,9 @@ def _spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -
 
     data = read_spec_file(spec_file) if spec_file else {}
     if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
-        from tasks.protect import adapter
+        from tasks.protect import registered
 
-        adapter(mechanism)  # an unknown name is refused with the available ones
+        registered(mechanism)  # an unknown name is refused with the available ones
         example = read_spec_file(example_spec_file(mechanism))
         data = {**data, "mechanism": mechanism, "params": example.get("params", {})} if spec_file else example
     for key, value in overrides.items():

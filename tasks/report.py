@@ -26,6 +26,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from tasks import governance
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import STATE_DIR
 from trajpub.guarantee import empirical_bound_words
 
@@ -272,7 +273,8 @@ def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     return write_private(report_path(release_id), page)
 
 
-def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame, result) -> Path:
+def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame,
+                 result: CandidateRelease) -> Path:
     """Render the review page of a release from its governance record and the audit's frames; store it."""
     rel = governance.get_release(conn, release_id)
     results = [dict(r) for r in conn.execute(sa.text(
@@ -281,5 +283,5 @@ def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.D
         {"r": release_id}).mappings()]
     page = render(rel, governance.budget_lines(conn, rel), results, decision,
                   (rel["summary"] or {}).get("utility", {}), raw,
-                  result.points if result.product == "trajectories" else None, result.fragments)
+                  None if result.shape is Shape.FRAGMENTS else result.points, result.fragments)
     return store(conn, release_id, page)
