@@ -32,7 +32,7 @@ GRID = [{"mechanism": "objtrace", "grid_key": "epsilon", "values": [1.0, 2.0]},
 def candidates(skip: set[str]) -> list[dict]:
     """Each mechanism at its example spec's parameters, then the grid's variations of some of them."""
     out = []
-    for name in sorted(protect.MECHANISMS):
+    for name in sorted(protect.REGISTRY):
         if name in NEEDS_PUBLIC_INPUTS | skip:
             continue
         params = {**read_spec_file(example_spec_file(name)).get("params", {}), **OVERRIDES.get(name, {})}

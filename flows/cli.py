@@ -363,6 +363,7 @@ def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> Non
 
     _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
     policies.check(planned[0].spec)
+    planned = compare.resolve(_engine(), planned)  # the public inputs each candidate names
     with _engine().begin() as conn:
         bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
     click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")

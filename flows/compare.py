@@ -33,6 +33,7 @@ from tasks import compare, compare_review, governance, lineage, publish, report
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
+from trajpub.candidate import Shape
 from trajpub.comparison import recommend
 from trajpub.errors import PolicyError, TrajpubError
 
@@ -52,6 +53,7 @@ class StewardPick(RunInput):
 def compare_flow(spec: dict) -> dict:
     """A comparison of candidate releases of ``spec`` (a comparison spec: :mod:`trajpub.comparison`)."""
     comparison, planned = compare.parse(spec)
+    planned = compare.resolve(db_engine(), planned)
     dataset = planned[0].spec.dataset
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
         bill = transaction(lambda conn: compare.bill(conn, planned), "price the comparison", say=print)
@@ -93,7 +95,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
             raw = pd.concat(client.gather(client.map(lambda df: df[["lon", "lat"]], clean)), ignore_index=True)
             # the mechanisms run concurrently (Prefect's thread pool, each on the shared Dask cluster); audits follow
             # in the order the candidates were listed, their attacks in parallel on the cluster
-            protected = [prepare_and_protect.submit(client, p.spec, rid, p.params, clean)
+            protected = [prepare_and_protect.submit(client, p.spec, rid, p.params, p.inputs, clean)
                          for p, rid in zip(planned, rids, strict=True)]
             released = []
             for p, rid, policy, future in zip(planned, rids, policies, protected, strict=True):
@@ -159,7 +161,7 @@ def audit_candidate(client, p: compare.Planned, rid: int, policy, protected):
 
 def density_frame(result) -> tuple[pd.DataFrame, object]:
     """A candidate's released points for the density map (fragments weighted by their estimated counts)."""
-    if result.product == "fragments":
+    if result.shape is Shape.FRAGMENTS:
         pts = result.fragments.explode(["lon", "lat"])
         return pts, pts["estimated_count"].to_numpy(float)
     return result.points, None

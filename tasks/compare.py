@@ -12,24 +12,27 @@ scores to be computed privately, and the gate's scores read the raw data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlalchemy as sa
 
-from tasks import governance, protect
+from tasks import governance, protect, public_inputs
 from trajpub.comparison import Comparison, parse_comparison
 from trajpub.errors import ParameterError, PolicyError
 from trajpub.guarantee import Charge
+from trajpub.mechanism import PublicInputs
 from trajpub.spec import ReleaseSpec
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One candidate, checked: its label, release spec and parsed parameters."""
+    """One candidate, checked: its label, release spec and parsed parameters; after :func:`resolve`, its public
+    inputs and the parameters they complete."""
 
     label: str
     spec: ReleaseSpec
     params: object
+    inputs: PublicInputs | None = None
 
 
 def parse(data: dict) -> tuple[Comparison, list[Planned]]:
@@ -45,6 +48,21 @@ def parse(data: dict) -> tuple[Comparison, list[Planned]]:
                                  + (f", {exc.where}" if exc.where else "")) from None
         planned.append(Planned(candidate.label, spec, params))
     return comparison, planned
+
+
+def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
+    """Each candidate with the road network and POIs it names read (:func:`tasks.public_inputs.resolve`, as a
+    release reads them before its plan): a missing one refuses the comparison before anything is charged."""
+    out = []
+    for p in planned:
+        try:
+            params, inputs = public_inputs.resolve(engine, protect.mechanism(p.spec.mechanism), p.params,
+                                                   p.spec.grid)
+        except ParameterError as exc:
+            raise ParameterError(exc.message, f"candidate {p.label}" + (f", {exc.where}" if exc.where else "")) \
+                from None
+        out.append(replace(p, params=params, inputs=inputs))
+    return out
 
 
 @dataclass(frozen=True)
@@ -71,14 +89,14 @@ class Bill:
 
 
 def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
-    """Every candidate's charge in the dataset's unit and the totals per account; refuses (one sentence) a
+    """Every (resolved) candidate's charge in the dataset's unit and the totals per account; refuses (one sentence) a
     candidate the ledger would refuse on its own, and a comparison whose candidates together pass an account's
     epsilon or delta cap. Reads no data."""
     dataset = planned[0].spec.dataset
     charges = []
     for p in planned:
         try:
-            charges.append((p.label, governance.check_budget(conn, dataset, protect.adapter(p.spec.mechanism)
+            charges.append((p.label, governance.check_budget(conn, dataset, protect.mechanism(p.spec.mechanism)
                                                              .guarantee(p.params))))
         except PolicyError as exc:
             raise PolicyError(f"candidate {p.label}: {exc.message}", exc.where) from None
@@ -152,6 +170,6 @@ def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:
         " AND error IS NULL"), {"r": release_id}).mappings()]
     return {"release_id": release_id, "label": label,
             "mechanism": rel["mechanism"], "status": rel["status"], "failure": rel["failure_reason"],
-            "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}), "product": s.get("product"),
+            "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}),
             "epsilon": None if charge is None or charge["unit_epsilon"] is None else float(charge["unit_epsilon"]),
             "account": None if charge is None else charge["account"], "report_artifact": s.get("report_artifact")}
