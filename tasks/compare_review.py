@@ -99,8 +99,8 @@ def page(name: str, dataset: str, outcomes: list[dict], recommendation: Recommen
     links = "".join(f"<li>{html.escape(_number(o))} {html.escape(o['label'])}: "
                     + (f"<a href='/artifacts/artifact/{o['report_artifact']}'>full review report</a>"
                        if o.get("report_artifact") else "no report (not audited)") + "</li>" for o in outcomes)
-    parts = [f"<h1>Comparison {html.escape(name)} on <code>{html.escape(dataset)}</code>: "
-             f"{len(outcomes)} candidates</h1>", rec,
+    parts = [(f"<h1>Comparison {html.escape(name)} on <code>{html.escape(dataset)}</code>: "
+              f"{len(outcomes)} candidates</h1>"), rec,
              "<h2>Candidates</h2>", report._table(HEADER, table_rows(outcomes)),
              "<h2>Privacy budget (every candidate charged)</h2>",
              "<ul>" + "".join(f"<li>{html.escape(line.lstrip('- '))}</li>" for line in bill_lines) + "</ul>"]
