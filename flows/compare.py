@@ -153,7 +153,7 @@ def audit_candidate(client, p: compare.Planned, rid: int, policy, protected):
             abort(rid, "blocked by the audit gate")
             print(f"candidate {p.label} (release {rid}) is BLOCKED by the audit gate")
         return result
-    except Exception as exc:  # recorded as the candidate's failure; the comparison goes on
+    except Exception as exc:  # noqa: BLE001 - recorded as the candidate's failure; the comparison goes on
         fail(rid, p.spec.dataset, exc)
         print(f"candidate {p.label} (release {rid}) FAILED: {exc}")
         return None
