@@ -46,6 +46,7 @@ def test_ties_go_to_the_lowest_index():
     a = samples(rng, 30, 0.0, 0.0)
     m = stretch_matrix(a, b, 1, 1, P)
     cost, best = row_minima(a, b, 1, 1, P)
+    np.testing.assert_array_equal(cost, m.min(axis=1))
     np.testing.assert_array_equal(best, m.argmin(axis=1))
     assert (np.isin(best, [0, 3, 6, 9, 12])).all()  # the first of each triple
 
