@@ -23,7 +23,6 @@ from audits.utility import UTILITY_MEANING, UTILITY_METRICS, UTILITY_SCORES
 from trajpub.errors import ParameterError
 from trajpub.yamlfile import read_yaml
 
-KNOWN_ATTACKS = frozenset(ATTACKS)
 """Attack names a policy may set thresholds for: a misspelt name must fail loudly, never gate nothing."""
 DECISION_RULES = ("block_if_any",)
 
@@ -76,7 +75,7 @@ class GatePolicy:
     def __post_init__(self) -> None:
         if not self.max_risk:
             raise ParameterError("a gate policy needs at least one attack threshold", "gate policy: attacks")
-        _check_names(self.max_risk, KNOWN_ATTACKS, "gate policy: attacks")
+        _check_names(self.max_risk, set(ATTACKS), "gate policy: attacks")
         _check_names(self.attack_params, set(self.max_risk), "gate policy: attacks (params)")
         _check_names(self.attack_products, set(self.max_risk), "gate policy: attacks (products)")
         _check_names(self.utility, set(RELEASE_KINDS), "gate policy: utility")

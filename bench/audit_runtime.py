@@ -30,9 +30,9 @@ from audits import ATTACKS
 from audits.gate import GatePolicy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID_FASTPUB, TZ, load_clean, on_grid, prepare, raw_fragments, replicate
-from tasks.adapters.base import Protected
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import WORKER_ENVIRON, local_cluster
+from trajpub.candidate import CandidateRelease, Shape
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "audit"
@@ -52,10 +52,10 @@ def policy() -> GatePolicy:
     return GatePolicy(max_risk={name: 1.0 for name in ATTACKS}, attack_params=ATTACK_PARAMS, timeout_s=BAR_10X_S)
 
 
-def forms(raw) -> dict[str, tuple[Protected, tuple]]:
+def forms(raw) -> dict[str, tuple[CandidateRelease, tuple]]:
     """The raw data as a release of each kind: (candidate, (background, release) as the attacks see them)."""
-    truthful = Protected(raw.copy(), {"mechanism": "raw"})
-    synthetic = Protected(raw.drop(columns="object_id"), {"mechanism": "raw"})
+    truthful = CandidateRelease(Shape.TRUTHFUL, raw.copy(), {"mechanism": "raw"})
+    synthetic = CandidateRelease(Shape.SYNTHETIC, raw.drop(columns="object_id"), {"mechanism": "raw"})
     raw8 = on_grid(raw, GRID_FASTPUB)
     aggregate = raw_fragments(raw8, 0)
     return {"truthful": (truthful, attack_frames(raw, truthful)),
@@ -78,7 +78,7 @@ def audit(client: Client, raw) -> dict:
         out["attacks_wall_s"] = time.perf_counter() - started
         util_started = time.perf_counter()
         candidate, (_, release) = forms(raw)["truthful"]
-        out["utility"] = measure_utility(raw, candidate, release, "truthful", 0, BBOX)
+        out["utility"] = measure_utility(raw, candidate, release, 0, BBOX)
         out["utility_wall_s"] = time.perf_counter() - util_started
         time.sleep(0.5)  # the task stream receives the last events
     out["audit_wall_s"] = time.perf_counter() - started

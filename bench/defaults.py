@@ -20,9 +20,10 @@ from distributed import Client
 
 from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
 from bench.references import DATASETS
+from tasks import protect
 from tasks.dask_cluster import local_cluster
-from tasks.protect import adapter
 from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
 from trajpub.segment import to_grid
 
 N_PARTITIONS = 2
@@ -33,13 +34,13 @@ def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, mechanism: str,
     """One row per seed: the metrics of the release of ``mechanism`` with ``params``, and its runtime (s)."""
     codes = pd.factorize(frame["object_id"])[0] % N_PARTITIONS  # whole objects per partition
     futures = client.scatter([frame[codes == p].reset_index(drop=True) for p in range(N_PARTITIONS)])
-    mech = adapter(mechanism)
+    mech = protect.mechanism(mechanism)
     parsed = mech.parse_params(params)
     raw = frame[["object_id", "traj_id", "seq", "t", "lon", "lat"]]
     rows = []
     for seed in seeds:
         start = time.perf_counter()
-        out = mech.run(client, futures, grid, parsed, np.random.default_rng(seed))
+        out = protect.run(mech, client, futures, PublicInputs(grid), parsed, np.random.default_rng(seed))
         seconds = time.perf_counter() - start
         metrics = (trajectory_metrics(raw, out.points, grid.bbox, seed) if len(out.points)
                    else dict.fromkeys(TRAJECTORY_METRICS))  # an empty release has no utility to measure

@@ -219,7 +219,8 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
     from bench.table4 import protect
     from tasks.audit import fragment_utility
     from tasks.dask_cluster import local_cluster
-    from tasks.protect import adapter
+    from tasks.protect import mechanism
+    from trajpub.candidate import Shape
 
     load, bbox = DATASETS[dataset]
     records = load()
@@ -232,7 +233,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
                 continue
             model = replace(model, grid=GridSpec(bbox, model.grid.cell_size_m))
             params = model.parsed()
-            prepared = to_grid(keep_trajectories(records, 2, adapter(model.mechanism).max_records_per_object(params)),
+            prepared = to_grid(keep_trajectories(records, 2, mechanism(model.mechanism).max_records_per_object(params)),
                                model.grid)
             half = pd.factorize(prepared["object_id"])[0] % 2
             parts = [prepared[half == h].reset_index(drop=True) for h in (0, 1)]
@@ -241,7 +242,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
                 stem = target / f"trajpub-{model.mechanism}-{slug(model.label)}_run{seed}"
                 meta = {"tool": f"trajpub {model.mechanism}", "label": model.label, "kind": kind, "seed": seed,
                         "wall_s": wall, "params": model.params}
-                if candidate.product == "fragments":
+                if candidate.shape is Shape.FRAGMENTS:
                     meta["fragments"] = fragment_utility(prepared, candidate.fragments)
                     Path(f"{stem}.json").write_text(json.dumps(meta, default=str))
                     continue

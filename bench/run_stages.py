@@ -20,7 +20,7 @@ Stages (``--only``, comma-separated; default: all):
     random walks on the grid, start cells Zipf-like), expansion policy ``parent_bound`` with the library's
     default ``min_expand_count: auto``, Full release (``consistency: projected``). Measured in-process
     (``mechanisms.prefix_tree.sanitize``) and on the Dask path of the flow
-    (``tasks.adapters.prefix_tree.PrefixTreeAdapter.run`` on partitions held by a ``LocalCluster``). Also records what
+    (``tasks.adapters.prefix_tree.PrefixTree.run`` on partitions held by a ``LocalCluster``). Also records what
     ``parent_bound`` alone (``min_expand_count: None``) does at the largest size. Target ≤ 30 s at 1.2 M
     records (the paper's Java: 24 s).
 ``scaleup``
@@ -63,6 +63,9 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 import yaml
+
+from tasks import protect
+from trajpub.mechanism import PublicInputs
 
 BENCH_DIR = Path(__file__).resolve().parent
 OUT_DIR = BENCH_DIR / "out"
@@ -602,7 +605,7 @@ def square_grid(side: int = 32):
 
 def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
     from mechanisms.prefix_tree import sanitize
-    from tasks.adapters.prefix_tree import PrefixTreeAdapter
+    from tasks.adapters.prefix_tree import PrefixTree
     from tasks.dask_cluster import dask_client, n_workers
     from trajpub.errors import ParameterError
 
@@ -655,7 +658,7 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
         results["dask_cluster_start_s"] = time.perf_counter() - t0
         workers = n_workers(client)
         results["dask_workers"] = workers
-        adapter = PrefixTreeAdapter()
+        adapter = PrefixTree()
         for n in sizes:
             offsets, locs, n_locations = data[n]
             lengths = np.diff(offsets)
@@ -672,7 +675,7 @@ def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
             for i in range(args.pt_repeat):
                 say(f"prefix tree on Dask: {n} records (run {i + 1}/{args.pt_repeat})")
                 t0 = time.perf_counter()
-                protected = adapter.run(client, futures, grid, params, np.random.default_rng())
+                protected = protect.run(adapter, client, futures, PublicInputs(grid), params, np.random.default_rng())
                 runs.append({"seconds": time.perf_counter() - t0,
                              "nodes_per_level": protected.metadata["nodes_per_level"],
                              "n_nodes": protected.metadata["n_nodes"],

@@ -38,12 +38,13 @@ from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from mechanisms.mixzone import MixzoneParams
-from tasks.adapters.base import Protected
-from tasks.adapters.mixzone import MixzoneSetup
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
-from tasks.protect import adapter
+from tasks.protect import mechanism
+from tasks.protect import run as run_mechanism
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
+from trajpub.mechanism import OnRoadNetwork, PublicInputs
 from trajpub.roads import RoadNetwork, synthetic_grid
 
 ROOT = Path(__file__).resolve().parent
@@ -79,11 +80,17 @@ class Model:
     grid: GridSpec = GRID
     setup: Callable[[GridSpec], Any] | None = None
 
+    def inputs(self) -> PublicInputs:
+        """The public inputs of the model's release: the synthetic network of central Beijing for mix zones."""
+        if self.mechanism == "mixzone":
+            return PublicInputs(self.grid, central_beijing_network(self.grid), "synthetic")
+        return PublicInputs(self.grid)
+
     def parsed(self) -> Any:
         """The adapter's parameters (built once per model: a setup may build a road network)."""
         if self.mechanism == RAW:
             return None
-        return self.setup(self.grid) if self.setup else adapter(self.mechanism).parse_params(dict(self.params))
+        return self.setup(self.grid) if self.setup else mechanism(self.mechanism).parse_params(dict(self.params))
 
 
 def central_beijing_network(grid: GridSpec) -> RoadNetwork:
@@ -94,9 +101,8 @@ def central_beijing_network(grid: GridSpec) -> RoadNetwork:
                           crs=grid.crs)
 
 
-def mixzone_setup(grid: GridSpec) -> MixzoneSetup:
-    return MixzoneSetup(MixzoneParams(radius_m=500.0, n_zones=1000), "synthetic central Beijing", "synthetic",
-                        network=central_beijing_network(grid))
+def mixzone_setup(grid: GridSpec) -> OnRoadNetwork:
+    return OnRoadNetwork(MixzoneParams(radius_m=500.0, n_zones=1000), "synthetic central Beijing", "synthetic")
 
 
 MODELS = [
@@ -131,27 +137,27 @@ def partitions(clean: pd.DataFrame, n_taxis: int, cap: int | None, grid: GridSpe
 
 
 def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame],
-            seed: int) -> tuple[Protected, float, str]:
+            seed: int) -> tuple[CandidateRelease, float, str]:
     """The adapter's run on the scattered partitions: (candidate, wall seconds, release kind)."""
     if model.mechanism == RAW:
-        return Protected(pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
-    mech = adapter(model.mechanism)
+        return CandidateRelease(Shape.TRUTHFUL, pd.concat(parts, ignore_index=True), {"mechanism": RAW}), 0.0, "truthful"
+    mech = mechanism(model.mechanism)
     futures = client.scatter(parts, hash=False)  # fresh keys: the last run's cancelled ones may still be in flight
     started = time.perf_counter()
-    candidate = mech.run(client, futures, model.grid, params, np.random.default_rng(seed))
+    candidate = run_mechanism(mech, client, futures, model.inputs(), params, np.random.default_rng(seed))
     wall = time.perf_counter() - started
     client.cancel(futures)
-    kind = "aggregate" if candidate.product == "fragments" else mech.release_kind
+    kind = candidate.shape.audit_kind
     return candidate, wall, kind
 
 
-def audit(client: Client, raw: pd.DataFrame, candidate: Protected, kind: str, seed: int) -> dict:
+def audit(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, kind: str, seed: int) -> dict:
     background, release = attack_frames(raw, candidate)
     started = time.perf_counter()
     results, failures = run_attacks(client, policy(), background, release, kind)
     attacks_s = time.perf_counter() - started
     started = time.perf_counter()
-    utility = measure_utility(raw, candidate, release, kind, seed, BBOX) if kind != "aggregate" or len(
+    utility = measure_utility(raw, candidate, release, seed, BBOX) if kind != "aggregate" or len(
         candidate.fragments) else {"fragments": 0}
     return {"attacks": {r.attack: {"n_targets": r.n_targets, "success_rate": r.success_rate,
                                    "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk,
@@ -241,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     with local_cluster(2, memory_limit="9GB") as cluster, Client(cluster) as client:
         for model in models:
             params = model.parsed()
-            cap = None if model.mechanism == RAW else adapter(model.mechanism).max_records_per_object(params)
+            cap = None if model.mechanism == RAW else mechanism(model.mechanism).max_records_per_object(params)
             scaling = {}
             for n in (SCALING_TAXIS if not args.no_scaling else SCALING_TAXIS[-1:]):
                 parts = partitions(clean, n, cap, model.grid)

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from bench.fgs_pufferfish import load_tdrive
-from tasks.adapters.base import Protected
 from tasks.audit import RAW_COLUMNS
 from tasks.validate import add_derived_columns
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
 
@@ -76,7 +76,7 @@ def on_grid(raw: pd.DataFrame, grid: GridSpec) -> pd.DataFrame:
     return raw.assign(cell=grid.cell_of(raw["x"].to_numpy(), raw["y"].to_numpy()))
 
 
-def raw_fragments(raw8: pd.DataFrame, seed: int) -> Protected:
+def raw_fragments(raw8: pd.DataFrame, seed: int) -> CandidateRelease:
     """Exact counts of every fragment (lengths 1-3) of a random half of the trajectories on the 8 x 8 grid: the
     aggregate release with no protection, the membership attack's upper bound."""
     keys, offsets, cells = cell_sequences(raw8[raw8["cell"] >= 0])
@@ -89,6 +89,6 @@ def raw_fragments(raw8: pd.DataFrame, seed: int) -> Protected:
                 counts[f] = counts.get(f, 0) + 1
     table = pd.DataFrame({"cells": [list(f) for f in counts], "estimated_count": list(counts.values())})
     owners = pd.DataFrame({"source_traj_id": keys[members]})
-    return Protected(pd.DataFrame(), {"mechanism": "raw_fragments", "fragments": len(table),
-                                      "clients_answered": int(members.sum())},
-                     product="fragments", fragments=table, owners=owners)
+    return CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {"mechanism": "raw_fragments", "fragments": len(table),
+                                                              "clients_answered": int(members.sum())},
+                            fragments=table, owners=owners)

@@ -27,7 +27,7 @@ from bench.table4 import MODELS, Model, partitions, protect
 from bench.tdrive import BBOX, load_clean
 from tasks.audit import attack_frames, measure_utility
 from tasks.dask_cluster import local_cluster
-from tasks.protect import adapter
+from tasks.protect import mechanism
 from trajpub.grid import GridSpec
 
 RELEASES = [
@@ -44,11 +44,11 @@ def judge(client: Client, clean: pd.DataFrame, model: Model, n_taxis: int, seed:
           policy: GatePolicy) -> dict:
     """One release of ``model``: its kind, the figures the policy limits for that kind, the floor's verdict."""
     params = model.parsed()
-    parts = partitions(clean, n_taxis, adapter(model.mechanism).max_records_per_object(params), model.grid)
+    parts = partitions(clean, n_taxis, mechanism(model.mechanism).max_records_per_object(params), model.grid)
     candidate, _, kind = protect(client, model, params, parts, seed)
     raw = pd.concat(parts, ignore_index=True)
     _, release = attack_frames(raw, candidate)
-    utility = measure_utility(raw, candidate, release, kind, seed, BBOX)
+    utility = measure_utility(raw, candidate, release, seed, BBOX)
     decision = evaluate_gate(policy, [], kind, utility)
     blocked = [name for name, e in decision.per_utility.items() if e["status"] in ("blocked", "missing")]
     return {"label": model.label, "seed": seed, "kind": kind,

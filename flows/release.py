@@ -1,12 +1,11 @@
-"""The release flow: plan → ingest → validate → prepare → protect → audit + gate → steward review → publish.
+"""The release flow: public inputs → plan → ingest → validate → prepare → protect → audit + gate → steward review
+→ publish.
 
 Every step records its outcome in ``governance``; any failure marks the release ``failed`` with the reason and
 emits a lineage FAIL event, and nothing is published.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import httpx
 import numpy as np
@@ -28,6 +27,7 @@ from tasks import (
     policies,
     prepare,
     protect,
+    public_inputs,
     publish,
     report,
     validate,
@@ -35,7 +35,9 @@ from tasks import (
 from tasks.dask_cluster import dask_client, n_workers
 from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
 from tasks.db import engine as db_engine
+from trajpub.candidate import Shape
 from trajpub.errors import PolicyError, TrajpubError
+from trajpub.mechanism import PublicInputs
 from trajpub.spec import ReleaseSpec
 
 step = task(cache_policy=NO_CACHE, retries=0)
@@ -46,7 +48,7 @@ def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
     """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
     names), reserve the privacy budget in the ledger in the dataset's unit (refused over its model's cap, or
     when unbounded per object), record the release."""
-    mech = protect.adapter(spec.mechanism)
+    mech = protect.mechanism(spec.mechanism)
     guarantee = mech.guarantee(params)
 
     def record(conn) -> tuple[int, policies.RegisteredPolicy]:
@@ -95,8 +97,9 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 
 @step
-def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clean) -> tuple[list, dict]:
-    mech = protect.adapter(spec.mechanism)
+def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, inputs: PublicInputs,
+                        clean) -> tuple[list, dict]:
+    mech = protect.mechanism(spec.mechanism)
     prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
     print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
           f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
@@ -109,16 +112,15 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 
     transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = mech.run(client, prepared, spec.grid, params, rng)
-    if result.product == "trajectories":  # check output: what would be published, on a worker (GX is warm there)
-        result = replace(result, points=check_output.coarsen_times(result.points, spec.time_precision_s))
-        checked = client.submit(check_output.check_points, check_output.published_frame(result.points),
-                                spec.time_precision_s, pure=False).result()
+    result = protect.run(mech, client, prepared, inputs, params, rng)
+    if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
+        result = check_output.coarsen_times(result, spec.time_precision_s)
+        checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
         print(f"output check: {len(checked)} expectations of {check_output.SUITE_PATH.name} met")
 
     def stage(conn) -> None:
         publish.stage(conn, release_id, result)
-        governance.merge_summary(conn, release_id, {"mechanism": result.metadata, "product": result.product})
+        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
         governance.transition(conn, release_id, "protected",
                               f"{result.metadata.get('released_records')} records released")
 
@@ -131,8 +133,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, clea
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
                    result) -> bool:
     raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(client, raw, result, policy.policy, protect.adapter(spec.mechanism).release_kind, spec.seed,
-                        bbox=spec.grid.bbox)
+    outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
     def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)
@@ -202,6 +203,7 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 def release_flow(spec: dict) -> dict:
     """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
     parsed, params = protect.parse_spec(spec)
+    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(parsed.mechanism), params, parsed.grid)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
         release_id, policy = plan(parsed, params)
@@ -209,18 +211,19 @@ def release_flow(spec: dict) -> dict:
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
         try:
-            return govern(parsed, params, release_id, policy)
+            return govern(parsed, params, inputs, release_id, policy)
         finally:
             lineage.deliver(db_engine())
 
 
-def govern(parsed: ReleaseSpec, params, release_id: int, policy: policies.RegisteredPolicy) -> dict:
+def govern(parsed: ReleaseSpec, params, inputs: PublicInputs, release_id: int,
+           policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
             recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
-            prepared, result = prepare_and_protect(client, parsed, release_id, params, clean)
+            prepared, result = prepare_and_protect(client, parsed, release_id, params, inputs, clean)
             if result.released_nothing:
                 return nothing_released(parsed, release_id)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)

@@ -24,7 +24,7 @@ from audits import utility
 from audits.gate import GateDecision, GatePolicy, evaluate_gate
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError
 from trajpub.grid import GridSpec
 from trajpub.segment import cell_sequences
@@ -53,13 +53,13 @@ def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame, pd.DataFrame]:
+def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(background knowledge, release) as the attacks read them. For an aggregate release the unit is the
     mechanism's client, one trajectory: the raw frame's ``object_id`` becomes object/trajectory and ``member``
     says whether that client answered (``candidate.owners``; the others are the held-out control), and the
     release is the fragment table with ``count``; for anonymity sets the real members carry their
     ``object_id``."""
-    if candidate.product == "fragments":  # clients are trajectories: the game is played per trajectory
+    if candidate.shape is Shape.FRAGMENTS:  # clients are trajectories: the game is played per trajectory
         members = set(candidate.owners["source_traj_id"]) if candidate.owners is not None else set()
         raw = raw.assign(object_id=raw["object_id"].astype(str) + "/" + raw["traj_id"].astype(str),
                          member=raw["traj_id"].isin(members))
@@ -67,7 +67,7 @@ def attack_frames(raw: pd.DataFrame, candidate: Protected) -> tuple[pd.DataFrame
                                 "count": candidate.fragments["estimated_count"]})
         return raw, release
     release = candidate.points
-    if candidate.owners is not None and "object_id" not in release:
+    if candidate.shape is Shape.ANONYMITY_SETS and "object_id" not in release:
         # anonymity sets: the attacks get the real members with their owners, i.e. an adversary who has already
         # singled out the real trajectory of each set (an upper bound on the risk; the dummies' protection is
         # what the sets add on top, and the review says so)
@@ -145,7 +145,7 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
     return results, failures
 
 
-def paired_with_sources(candidate: Protected, release: pd.DataFrame) -> pd.DataFrame:
+def paired_with_sources(candidate: CandidateRelease, release: pd.DataFrame) -> pd.DataFrame:
     """The release with each renumbered truthful record under its raw trajectory's ``traj_id`` (through
     ``candidate.owners``), so that the point error compares a record with its own source; records the owner table
     does not name are left out. Anonymity sets are already paired by :func:`attack_frames`."""
@@ -156,8 +156,8 @@ def paired_with_sources(candidate: Protected, release: pd.DataFrame) -> pd.DataF
     return named.assign(traj_id=named["traj_id"].map(source))
 
 
-def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFrame, release_kind: str,
-                    seed: int | None, bbox: tuple[float, float, float, float]) -> dict:
+def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.DataFrame, seed: int | None,
+                    bbox: tuple[float, float, float, float]) -> dict:
     """The review's utility figures (Jin et al., TKDE 2023, Sec. 4.2; lower is better unless said otherwise).
 
     Trajectory releases: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of |D|; query
@@ -172,8 +172,9 @@ def measure_utility(raw: pd.DataFrame, candidate: Protected, release: pd.DataFra
     fragments.
     """
     rng = np.random.default_rng(seed)
-    if candidate.product == "fragments":
+    if candidate.shape is Shape.FRAGMENTS:
         return fragment_utility(raw, candidate.fragments)
+    release_kind = candidate.shape.audit_kind
     _, raw_off, raw_cells = cell_sequences(raw)
     raw_seqs = [seq[seq >= 0] for seq in (raw_cells[a:b] for a, b in itertools.pairwise(raw_off))]  # -1: off grid
     _, rel_off, rel_cells = cell_sequences(release)
@@ -258,15 +259,17 @@ def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackRe
     return list(worst.values())
 
 
-def run(client: Client, raw: pd.DataFrame, candidate: Protected, policy: GatePolicy, release_kind: str,
+def run(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, policy: GatePolicy,
         seed: int | None = None, *, bbox: tuple[float, float, float, float]) -> AuditOutcome:
-    """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) at its
-    resolutions over the release's ``bbox``, and the utility figures, then the gate on the worst case."""
+    """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) that apply to the
+    candidate's shape, at the policy's resolutions over the release's ``bbox``, and the utility figures, then
+    the gate on the worst case."""
+    release_kind = candidate.shape.audit_kind
     raw_frame, release = attack_frames(raw, candidate)
     by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, bbox)
     results = worst_per_attack(by_resolution)
     try:
-        measured = measure_utility(raw, candidate, release, release_kind, seed, bbox)
+        measured = measure_utility(raw, candidate, release, seed, bbox)
     except InputError as exc:  # e.g. an empty release: no figure, so every floor of the policy blocks
         measured = {"error": str(exc)}
     decision = evaluate_gate(policy, results, release_kind, measured, failures)

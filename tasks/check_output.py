@@ -10,20 +10,17 @@ mechanism that leaks, and it fails the release.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from tasks.adapters.base import GENERALISED_COLUMNS
 from tasks.gx import run_suite
 from trajpub import config
+from trajpub.candidate import AUDITOR_ONLY, CandidateRelease, Shape
 from trajpub.errors import PolicyError
 
 SUITE_PATH = config.EXPECTATIONS_DIR / "release_points.json"
-PUBLISHABLE = ["traj_id", "seq", "cell", "t", "lon", "lat"]
-AUDITOR_ONLY = ("object_id", "x", "y")
-"""Columns a candidate carries for the auditor (the owner of a truthful record, metric coordinates); staging
-and publication never read them."""
 
 
 def published_frame(points: pd.DataFrame) -> pd.DataFrame:
@@ -31,15 +28,19 @@ def published_frame(points: pd.DataFrame) -> pd.DataFrame:
     return points.drop(columns=[c for c in AUDITOR_ONLY if c in points])
 
 
-def coarsen_times(points: pd.DataFrame, precision_s: float) -> pd.DataFrame:
-    """Released timestamps floored to ``precision_s`` seconds (NaT stays NaT); the end of a generalised sample's
-    time span (``t_end``) is rounded up instead, so the coarser span still covers the original one."""
+def coarsen_times(candidate: CandidateRelease, precision_s: float) -> CandidateRelease:
+    """The candidate with its released timestamps floored to ``precision_s`` seconds (NaT stays NaT); the end of
+    a generalised sample's time span (``t_end``) is rounded up instead, so the coarser span still covers the
+    original one."""
+    if candidate.shape is Shape.FRAGMENTS:
+        return candidate
     step = pd.Timedelta(seconds=precision_s)
+    points = candidate.points
     if "t" in points and points["t"].notna().any():
         points = points.assign(t=points["t"].dt.floor(step))
-    if "t_end" in points and points["t_end"].notna().any():
+    if candidate.shape is Shape.GENERALISED and points["t_end"].notna().any():
         points = points.assign(t_end=points["t_end"].dt.ceil(step))
-    return points
+    return replace(candidate, points=points)
 
 
 def _remainder_s(frame: pd.DataFrame, column: str, precision_s: float) -> pd.Series:
@@ -49,13 +50,12 @@ def _remainder_s(frame: pd.DataFrame, column: str, precision_s: float) -> pd.Ser
     return np.mod((t - pd.Timestamp(0, tz="UTC")).dt.total_seconds(), precision_s)
 
 
-def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
+def check_points(frame: pd.DataFrame, shape: Shape, precision_s: float) -> list[dict]:
     """Run the suite on a candidate's points as they would be published (:func:`published_frame`; a column
-    beyond the publishable ones fails it); returns the per-expectation outcome; raises :class:`PolicyError` on
-    any failure."""
+    beyond its ``shape``'s published ones fails it); returns the per-expectation outcome; raises
+    :class:`PolicyError` on any failure."""
     suite = json.loads(SUITE_PATH.read_text())
-    allowed = (PUBLISHABLE + (["set_id"] if "set_id" in frame else [])
-               + (list(GENERALISED_COLUMNS) if "t_end" in frame else []))
+    allowed = list(shape.published)
     remainders = {f"{c}_remainder_s": _remainder_s(frame, c, precision_s) for c in ("t", "t_end")}
     df = frame.assign(**remainders)  # NaN where the time is NaT or absent: not checked
     result = run_suite(suite, df, {"publishable_columns": allowed + list(remainders)})
@@ -66,3 +66,8 @@ def check_points(frame: pd.DataFrame, precision_s: float) -> list[dict]:
         raise PolicyError("the candidate release fails the output suite: " + "; ".join(o["says"] for o in failed),
                           f"expectations/{SUITE_PATH.name}")
     return outcome
+
+
+def check(candidate: CandidateRelease, precision_s: float) -> list[dict]:
+    """The output suite on a point candidate as it would be published (:func:`check_points`)."""
+    return check_points(published_frame(candidate.points), candidate.shape, precision_s)

@@ -1,50 +1,56 @@
-"""Protect: run the release's privacy mechanism on the Dask partitions.
+"""Protect: the registry of mechanisms, spec parsing, and the Dask runner.
 
-The registry maps mechanism names to adapters (``tasks/adapters/``). An adapter parses and validates the
-mechanism's parameters (before any data is read), states its guarantee, and runs it: raw-data work on the
-workers, only noisy aggregates on the driver.
+A mechanism (:class:`trajpub.mechanism.Mechanism`) is registered by one line of :data:`REGISTRY`, its name and
+where its class is; the class is imported only when a release names it, so parsing a spec imports one mechanism.
 """
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
 from typing import Any
 
-from tasks.adapters.adatrace import AdaTraceAdapter
-from tasks.adapters.base import MechanismAdapter, Protected
-from tasks.adapters.dpt import DptAdapter
-from tasks.adapters.dummy import DummyAdapter
-from tasks.adapters.fastpub import FastPubAdapter
-from tasks.adapters.fgs_pufferfish import FgsPufferfishAdapter
-from tasks.adapters.glove import GloveAdapter
-from tasks.adapters.klt import KltAdapter
-from tasks.adapters.kpsi_anonymity import KPsiAdapter
-from tasks.adapters.mixzone import MixzoneAdapter
-from tasks.adapters.objtrace import ObjTraceAdapter
-from tasks.adapters.prefix_tree import PrefixTreeAdapter
-from tasks.adapters.w4m import W4MAdapter
+import numpy as np
+
+from trajpub.candidate import CandidateRelease
 from trajpub.errors import ParameterError
+from trajpub.mechanism import Mechanism, PublicInputs, checked
 from trajpub.spec import ReleaseSpec
 
-__all__ = ["MECHANISMS", "MechanismAdapter", "Protected", "adapter", "parse_params", "parse_spec"]
+__all__ = ["REGISTRY", "mechanism", "parse_params", "parse_spec", "registered", "run"]
 
-MECHANISMS: dict[str, MechanismAdapter] = {"prefix_tree": PrefixTreeAdapter(),
-                                           "fgs_pufferfish": FgsPufferfishAdapter(),
-                                           "fastpub": FastPubAdapter(),
-                                           "kpsi_anonymity": KPsiAdapter(),
-                                           "glove": GloveAdapter(),
-                                           "klt": KltAdapter(),
-                                           "mixzone": MixzoneAdapter(),
-                                           "dummy": DummyAdapter(),
-                                           "dpt": DptAdapter(),
-                                           "adatrace": AdaTraceAdapter(),
-                                           "objtrace": ObjTraceAdapter(),
-                                           "w4m": W4MAdapter()}
+#: name -> "module:Class" of every mechanism a release can name.
+REGISTRY: dict[str, str] = {
+    "adatrace": "tasks.adapters.adatrace:AdaTrace",
+    "dpt": "tasks.adapters.dpt:Dpt",
+    "dummy": "tasks.adapters.dummy:Dummy",
+    "fastpub": "tasks.adapters.fastpub:FastPub",
+    "fgs_pufferfish": "tasks.adapters.fgs_pufferfish:FgsPufferfish",
+    "glove": "tasks.adapters.glove:Glove",
+    "klt": "tasks.adapters.klt:Klt",
+    "kpsi_anonymity": "tasks.adapters.kpsi_anonymity:KPsi",
+    "mixzone": "tasks.adapters.mixzone:Mixzone",
+    "objtrace": "tasks.adapters.objtrace:ObjTrace",
+    "prefix_tree": "tasks.adapters.prefix_tree:PrefixTree",
+    "w4m": "tasks.adapters.w4m:W4M",
+}
 
 
-def adapter(name: str) -> MechanismAdapter:
-    if name not in MECHANISMS:
-        raise ParameterError(f"unknown mechanism '{name}'; available: {', '.join(sorted(MECHANISMS))}", "mechanism")
-    return MECHANISMS[name]
+def registered(name: str) -> str:
+    """Where the mechanism ``name`` is ("module:Class"), without importing it; refuses an unknown name."""
+    if name not in REGISTRY:
+        raise ParameterError(f"unknown mechanism '{name}'; available: {', '.join(sorted(REGISTRY))}", "mechanism")
+    return REGISTRY[name]
+
+
+@cache
+def mechanism(name: str) -> Mechanism:
+    """The registered mechanism ``name`` (its module imported now)."""
+    module, cls = registered(name).split(":")
+    found = getattr(importlib.import_module(module), cls)()
+    if found.name != name:
+        raise ParameterError(f"{REGISTRY[name]} is registered as {name} and names itself {found.name}", "mechanism")
+    return found
 
 
 def parse_spec(spec: dict) -> tuple[ReleaseSpec, Any]:
@@ -55,11 +61,17 @@ def parse_spec(spec: dict) -> tuple[ReleaseSpec, Any]:
 
 def parse_params(spec: ReleaseSpec) -> Any:
     """The parameters of ``spec``'s mechanism, validated before anything is planned or charged: unknown, missing
-    or out-of-range parameters, and a release the mechanism cannot run with the spec's public inputs (the
-    adapter's optional ``check_spec``, e.g. a window too short for FGS-Pufferfish's whole days)."""
-    mech = adapter(spec.mechanism)
+    or out-of-range parameters, and a release the mechanism cannot run with the spec's public inputs (its
+    ``check_spec``, e.g. a window too short for FGS-Pufferfish's whole days)."""
+    mech = mechanism(spec.mechanism)
     params = mech.parse_params(spec.params)
-    check_spec = getattr(mech, "check_spec", None)
-    if check_spec is not None:
-        check_spec(spec, params)
+    mech.check_spec(spec, params)
     return params
+
+
+def run(mech: Mechanism, client, prepared: list, inputs: PublicInputs, params: Any,
+        rng: np.random.Generator) -> CandidateRelease:
+    """The Dask runner: the mechanism on the prepared partitions (futures on ``client``'s workers), its output
+    checked against its shape. A mechanism that distributes its work does so; any other is released on one
+    worker (:meth:`trajpub.mechanism.Mechanism.partitioned`)."""
+    return checked(mech, mech.partitioned(client, prepared, inputs, params, rng))

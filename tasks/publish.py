@@ -10,8 +10,8 @@ import psycopg.sql
 import sqlalchemy as sa
 
 from tasks import governance, lineage
-from tasks.adapters.base import GENERALISED_COLUMNS, Protected
 from tasks.db import copy_rows
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import TrajpubError
 from trajpub.spec import validate_dataset_name
 
@@ -28,14 +28,13 @@ def table_names(dataset: str, release_id: int) -> tuple[str, str]:
     return base, f"{base}_traj"
 
 
-def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame) -> int:
-    """Store the mechanism's output (``traj_id, seq, cell, t, lon, lat``; for anonymity sets and groups
-    ``set_id``; for generalised samples the rectangle ``lon_min, lat_min, lon_max, lat_max`` and the span's end
-    ``t_end``) for review, with COPY."""
+def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame, shape: Shape) -> int:
+    """Store the mechanism's output (the published columns of its ``shape``: ``traj_id, seq, cell, t, lon,
+    lat``; ``set_id`` for sets; for generalised samples the rectangle ``lon_min, lat_min, lon_max, lat_max`` and
+    the span's end ``t_end``) for review, with COPY."""
     n = len(points)
-    set_ids = points["set_id"] if "set_id" in points else [None] * n
-    generalised = all(c in points for c in GENERALISED_COLUMNS)
-    if generalised:
+    set_ids = points["set_id"] if shape.has_sets else [None] * n
+    if shape is Shape.GENERALISED:
         regions = [f"SRID=4326;POLYGON(({a!r} {b!r}, {c!r} {b!r}, {c!r} {d!r}, {a!r} {d!r}, {a!r} {b!r}))"
                    for a, b, c, d in zip(points["lon_min"].astype(float), points["lat_min"].astype(float),
                                          points["lon_max"].astype(float), points["lat_max"].astype(float),
@@ -83,22 +82,22 @@ def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFram
     return len(fragments)
 
 
-def stage(conn: sa.Connection, release_id: int, result: Protected) -> None:
-    """Store a candidate release for review: its product, and its private owner key if it has one."""
-    if result.product == "fragments":
+def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> None:
+    """Store a candidate release for review: its product, its private owner key if it has one, and its shape
+    (with the product it publishes) in the release summary, which publication and withdrawal read."""
+    governance.merge_summary(conn, release_id, {"shape": result.shape.value, "product": result.shape.product})
+    if result.shape is Shape.FRAGMENTS:
         stage_fragments(conn, release_id, result.fragments)
     else:
-        stage_candidate(conn, release_id, result.points)
+        stage_candidate(conn, release_id, result.points, result.shape)
     if result.owners is not None:
         stage_owners(conn, release_id, result.owners)
 
 
-def _create_trajectories(conn: sa.Connection, q, release_id: int, points: str, traj: str) -> tuple[dict, list]:
-    has_sets, has_regions = conn.execute(sa.text(
-        "SELECT bool_or(set_id IS NOT NULL), bool_or(region IS NOT NULL) FROM staging.candidate_points "
-        "WHERE release_id = :r"), {"r": release_id}).one()
-    set_col = "set_id, " if has_sets else ""
-    region_cols = "t_end, region::geometry(Polygon, 4326) AS region, " if has_regions else ""
+def _create_trajectories(conn: sa.Connection, q, release_id: int, shape: Shape, points: str,
+                         traj: str) -> tuple[dict, list]:
+    set_col = "set_id, " if shape.has_sets else ""
+    region_cols = "t_end, region::geometry(Polygon, 4326) AS region, " if shape is Shape.GENERALISED else ""
     conn.execute(sa.text(
         f"CREATE TABLE {q(points)} AS SELECT {set_col}traj_id, seq, t, {region_cols}geom::geometry(Point, 4326)"
         " AS geom FROM staging.candidate_points WHERE release_id = :r ORDER BY traj_id, seq"), {"r": release_id})
@@ -160,11 +159,12 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         main, companion = table_names(rel["dataset"], release_id)
         q = lambda n: f"published.{quote(conn, n)}"
         summary = rel["summary"] or {}
-        product = summary.get("product", "trajectories")
-        if product == "fragments":
+        shape = Shape(summary["shape"])
+        product = shape.product
+        if shape is Shape.FRAGMENTS:
             counts, tables = _create_fragments(conn, q, release_id, main)
         else:
-            counts, tables = _create_trajectories(conn, q, release_id, main, companion)
+            counts, tables = _create_trajectories(conn, q, release_id, shape, main, companion)
         for table, suffix in tables:
             hand_over(conn, "TABLE", q(table))
             point_latest_view(conn, q, f"{rel['dataset']}_latest{suffix}", table)
@@ -197,7 +197,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
                              "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
                              "audit": {"attacks": json.loads(json.dumps(audits, default=str))},
-                             "approval": json.loads(json.dumps(decision, default=str))})
+                             "approval": json.loads(json.dumps(decision, default=str)),
+                             "comparison": summary.get("comparison")})  # the comparison it was picked from
     return f"published.{main}"
 
 
@@ -228,14 +229,14 @@ def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
             raise TrajpubError(f"release {release_id} is '{rel['status']}': only a published release can be "
                                "withdrawn", "governance.releases")
         q = lambda n: f"published.{quote(conn, n)}"
-        product = (rel["summary"] or {}).get("product", "trajectories")
+        product = Shape(rel["summary"]["shape"]).product
         main, companion = table_names(rel["dataset"], release_id)
         suffixes = {main: "_fragments"} if product == "fragments" else {main: "", companion: "_traj"}
         for table in suffixes:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {q(table)} CASCADE"))  # and the views on it
         newest = conn.execute(sa.text(
             "SELECT release_id FROM governance.releases WHERE dataset = :d AND status = 'published' AND"
-            " release_id <> :r AND coalesce(summary->>'product', 'trajectories') = :p ORDER BY release_id DESC"
+            " release_id <> :r AND summary->>'product' = :p ORDER BY release_id DESC"
             " LIMIT 1"), {"d": rel["dataset"], "r": release_id, "p": product}).scalar()
         for table, suffix in suffixes.items():
             view = f"{rel['dataset']}_latest{suffix}"

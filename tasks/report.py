@@ -26,6 +26,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from tasks import governance
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import STATE_DIR
 from trajpub.guarantee import empirical_bound_words
 
@@ -67,17 +68,24 @@ def _extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
 
 def density_plot(raw: pd.DataFrame, release: pd.DataFrame, weights: np.ndarray | None = None) -> str:
     """Raw and released point density on the same 80x80 lon/lat bins (central 99% of the raw extent)."""
-    x0, x1, y0, y1 = _extent(raw)
+    extent = _extent(raw)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharex=True, sharey=True)
     for ax, frame, w, title in ((axes[0], raw, None, "raw"), (axes[1], release, weights, "release")):
-        h, _, _ = np.histogram2d(frame["lon"], frame["lat"], bins=80, range=[[x0, x1], [y0, y1]], weights=w)
-        total = h.sum()
-        ax.imshow(np.log10(1 + (h / total if total else h).T * 1e4), origin="lower", extent=(x0, x1, y0, y1),
-                  aspect="auto", cmap="magma")
-        ax.set_title(f"{title} density (log scale)")
-        ax.set_xlabel("longitude")
+        density_panel(ax, frame, extent, f"{title} density (log scale)", w)
     axes[0].set_ylabel("latitude")
     return _png(fig)
+
+
+def density_panel(ax, frame: pd.DataFrame, extent: tuple[float, float, float, float], title: str,
+                  weights: np.ndarray | None = None) -> None:
+    """One density map: the share of points per lon/lat bin of 80x80 over ``extent``, on a log scale."""
+    x0, x1, y0, y1 = extent
+    h, _, _ = np.histogram2d(frame["lon"], frame["lat"], bins=80, range=[[x0, x1], [y0, y1]], weights=weights)
+    total = h.sum()
+    ax.imshow(np.log10(1 + (h / total if total else h).T * 1e4), origin="lower", extent=(x0, x1, y0, y1),
+              aspect="auto", cmap="magma")
+    ax.set_title(title)
+    ax.set_xlabel("longitude")
 
 
 def _per_trajectory(frame: pd.DataFrame) -> pd.DataFrame:
@@ -265,7 +273,8 @@ def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     return write_private(report_path(release_id), page)
 
 
-def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame, result) -> Path:
+def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame,
+                 result: CandidateRelease) -> Path:
     """Render the review page of a release from its governance record and the audit's frames; store it."""
     rel = governance.get_release(conn, release_id)
     results = [dict(r) for r in conn.execute(sa.text(
@@ -274,5 +283,5 @@ def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.D
         {"r": release_id}).mappings()]
     page = render(rel, governance.budget_lines(conn, rel), results, decision,
                   (rel["summary"] or {}).get("utility", {}), raw,
-                  result.points if result.product == "trajectories" else None, result.fragments)
+                  None if result.shape is Shape.FRAGMENTS else result.points, result.fragments)
     return store(conn, release_id, page)

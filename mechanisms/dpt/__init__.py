@@ -8,8 +8,8 @@ LA 0.006, INF 0.995, DE 0.559, TE 0.356, FFP 0.591 on T-Drive; "needs data volum
 
 Public surface: :class:`DptParams`, :func:`guarantee`, :func:`count_points` (true counts of one partition, runs
 next to the data), :func:`merge_counts`, :func:`fit` (every noisy release and the model selection),
-:func:`synthesize_from_model` and :func:`to_points` (post-processing), and :func:`synthesize` (all of it on one
-in-memory frame).
+:func:`synthesize_from_model` and :func:`to_points` (post-processing), and :func:`synthesize` (all of it from the
+summed counts).
 
 Pipeline: discretise each trajectory into one reference system (:mod:`.reference`) → true counts per partition
 (:mod:`.counting`) → noisy statistics and model selection (:mod:`.model`) → direction-weighted Markov sampling

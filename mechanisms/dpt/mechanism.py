@@ -1,8 +1,6 @@
-"""DPT end to end on in-memory points (for notebooks and tests), and the conversion to released points.
-
-A distributed pipeline runs :func:`count_points` on each partition, sums with
-:func:`~mechanisms.dpt.counting.merge_counts`, and calls :func:`~mechanisms.dpt.model.fit`,
-:func:`~mechanisms.dpt.synthesis.synthesize_from_model` and :func:`to_points` on the driver.
+"""DPT's two halves: :func:`count_points` next to the data (one partition at a time; the partitions' counts are
+summed with :func:`~mechanisms.dpt.counting.merge_counts`), and :func:`synthesize` from the summed counts only
+(noise, model selection, sampling, the released points).
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.dpt.counting import DptCounts, count_discretised
-from mechanisms.dpt.model import NoisyModel, check_model_size, fit
+from mechanisms.dpt.model import NoisyModel, fit
 from mechanisms.dpt.params import DptParams
 from mechanisms.dpt.reference import Hierarchy, discretise
 from mechanisms.dpt.synthesis import Synthetic, synthesize_from_model
@@ -69,11 +67,9 @@ class DptResult:
     points: pd.DataFrame
 
 
-def synthesize(points: pd.DataFrame, grid: GridSpec, params: DptParams, rng: np.random.Generator) -> DptResult:
-    """DPT on one in-memory frame (``traj_id, seq, cell`` over ``grid``): count, noise, select, sample."""
-    hierarchy = hierarchy_of(grid, params)
-    check_model_size(hierarchy, params)
-    counts = count_points(points, hierarchy, params)
+def synthesize(counts: DptCounts, hierarchy: Hierarchy, grid: GridSpec, params: DptParams,
+               rng: np.random.Generator) -> DptResult:
+    """DPT from the true counts of all the data (``hierarchy`` over ``grid``): noise, select, sample."""
     model = fit(counts, hierarchy, params, rng)
     synth = synthesize_from_model(model, rng)
     return DptResult(model, synth, to_points(synth, hierarchy, grid))

@@ -2,10 +2,10 @@
 K., Xu, F., Li, Y., Su, L. and Jin, D., "Protecting Trajectory From Semantic Attack Considering k-Anonymity,
 l-Diversity, and t-Closeness", IEEE Transactions on Network and Service Management 16(1), 2019 (survey ref [22]);
 as re-implemented by the survey (Jin et al., TKDE 2023, Sec. 3.1.2 and 5; its [S-code] ``uqwhua/TrjPrivacy``
-``models/klt``). Builds on :mod:`mechanisms.glove`. Pure numpy/pandas/scipy; pyrosm only in the OSM loader.
+``models/klt``). Builds on :mod:`mechanisms.glove`. Pure numpy/pandas/scipy.
 
 Public surface: :class:`KltParams` (``glove()`` gives the k phase's parameters), :func:`guarantee` (params,
-poi_source); POIs: :data:`CATEGORIES`, :func:`categorise_osm`, :func:`pois_from_pbf`, :func:`synthetic_pois`,
+poi_source); POIs: :func:`synthetic_pois` (OSM POIs: :mod:`trajpub.osm`),
 :class:`PoiGrid`; :func:`kl_divergence`, :func:`diversify` (region growth); :func:`region_refiner` (the grow-at-every-merge hook), :func:`diversify_release` (a
 GLOVE release → KLT release), :func:`anonymize` (in-memory frame + POI frame).
 
@@ -28,8 +28,8 @@ Decisions where the paper/survey is silent, and deviations:
 - A region that fails after ``max_expand_cells`` rings (or covering the whole grid) is suppressed from every record
   of its group (the records stay identical), counted by reason in the metadata; a record left without regions is
   dropped (counted). Published regions are never below l or above t.
-- POI categories: OSM tags are mapped to a small set (:data:`CATEGORIES`; the mapping is in
-  :data:`~mechanisms.klt.pois.OSM_AMENITY` and :func:`categorise_osm`); unmapped features are dropped. The paper
+- POI categories: OSM tags are mapped to a small set (:data:`trajpub.osm.CATEGORIES`; the mapping is in
+  :data:`trajpub.osm.OSM_AMENITY` and :func:`trajpub.osm.categorise_osm`); unmapped features are dropped. The paper
   and the survey do not give their category list.
 - Synthetic POIs (:func:`synthetic_pois`, uniform) exist only for experiments on T-Drive, for which no offline
   POI data exists; the guarantee and the metadata say "synthetic POIs".
@@ -46,35 +46,22 @@ from mechanisms.klt.mechanism import (
     summarise,
 )
 from mechanisms.klt.params import KltParams
-from mechanisms.klt.pois import (
-    CATEGORIES,
-    OSM_AMENITY,
-    PoiGrid,
-    bundled_pbf,
-    categorise_osm,
-    pois_from_pbf,
-    synthetic_pois,
-)
+from mechanisms.klt.pois import PoiGrid, synthetic_pois
 
 __all__ = [
-    "CATEGORIES",
     "FAIL_L",
     "FAIL_T",
     "OK",
-    "OSM_AMENITY",
     "RELEASE_COLUMNS",
     "Diversified",
     "KltParams",
     "PoiGrid",
     "anonymize",
-    "bundled_pbf",
-    "categorise_osm",
     "diversify",
     "diversify_release",
     "guarantee",
     "kl_divergence",
     "poi_grid",
-    "pois_from_pbf",
     "region_refiner",
     "summarise",
     "synthetic_pois",

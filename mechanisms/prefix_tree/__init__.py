@@ -2,7 +2,8 @@
 Labels G1–G20 in this package are our choices in docs/design.md (Prefix tree).
 
 Public surface: :class:`PrefixTreeParams`, :func:`count_level` (true counts, runs next to the data),
-:func:`build_tree` (noisy tree from counts only), :func:`release` (post-processing), :func:`sanitize`
+:func:`build_tree` (noisy tree from counts only), :func:`release` (post-processing), :func:`sanitize_counts`
+(all of it from a level counter), :func:`sanitize`
 (all of it on in-memory data) and :func:`guarantee`.
 """
 
@@ -14,7 +15,7 @@ from mechanisms.prefix_tree.inference import (
     isotonic_non_decreasing,
     node_estimates,
 )
-from mechanisms.prefix_tree.mechanism import PrefixTreeResult, sanitize
+from mechanisms.prefix_tree.mechanism import PrefixTreeResult, sanitize, sanitize_counts
 from mechanisms.prefix_tree.params import PrefixTreeParams
 from mechanisms.prefix_tree.release import SanitizedRelease, generate_release, release, terminating_counts
 from mechanisms.prefix_tree.tree import NoisyPrefixTree, build_tree
@@ -37,5 +38,6 @@ __all__ = [
     "node_estimates",
     "release",
     "sanitize",
+    "sanitize_counts",
     "terminating_counts",
 ]

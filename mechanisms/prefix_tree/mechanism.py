@@ -1,12 +1,11 @@
-"""Algorithm 1, Sanitize(D, ε, h) (Chen, Fung, Desai, Sec. IV), on in-memory CSR trajectories.
-
-For notebooks and tests. A distributed pipeline computes the level counts with
-:func:`~mechanisms.prefix_tree.counting.count_level` on each partition, sums them by key, and calls
-:func:`~mechanisms.prefix_tree.tree.build_tree` and :func:`~mechanisms.prefix_tree.release.release` itself.
+"""Algorithm 1, Sanitize(D, ε, h) (Chen, Fung, Desai, Sec. IV), once: :func:`sanitize_counts` from a level
+counter, which answers next to the data (:func:`~mechanisms.prefix_tree.counting.count_level` on each partition,
+summed by key, in the release flow); :func:`sanitize` on in-memory CSR trajectories.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +51,17 @@ def sanitize(
     def counter(level: int, transitions: list[Transition]) -> tuple[np.ndarray, np.ndarray]:
         return count_level(offsets, locs, n_locations, level, transitions)
 
+    return sanitize_counts(counter, n_locations, params, rng)
+
+
+def sanitize_counts(
+    counter: Callable[[int, list[Transition]], tuple[np.ndarray, np.ndarray]],
+    n_locations: int,
+    params: PrefixTreeParams,
+    rng: np.random.Generator,
+) -> PrefixTreeResult:
+    """Sanitize the data ``counter`` answers for (the true prefix counts of a level, :func:`build_tree`): build
+    the noisy tree from the counts, infer, release."""
     tree = build_tree(counter, n_locations, params, rng)
     estimates = node_estimates(tree, params.consistency)
     return PrefixTreeResult(

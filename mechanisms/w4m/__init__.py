@@ -9,7 +9,7 @@ pandas / scipy.
 Public surface, in pipeline order:
 
 - :class:`W4MParams` (``from_dict``/``to_dict``) and :func:`guarantee`.
-- :func:`from_frame` / :func:`concat` → :class:`Trajectories` (flat arrays); :func:`candidate_pairs` (exact
+- :func:`from_frame` → :class:`Trajectories` (flat arrays); :func:`candidate_pairs` (exact
   spatio-temporal pruning) → :func:`edr_batch` (vectorised EDR of many pairs) → :func:`normalised`;
   :func:`greedy_clusters` → :class:`Clustering`; :func:`translate_clusters` (editing + translation) →
   :func:`publish` (random set and trajectory ids) and :func:`summarise`. :func:`anonymize` runs all of it on one
@@ -59,12 +59,13 @@ from mechanisms.w4m.guarantee import guarantee
 from mechanisms.w4m.mechanism import PUBLISHED, W4MRelease, anonymize, pairwise_distances, publish, summarise
 from mechanisms.w4m.metrics import is_k_delta_anonymous, set_diameters
 from mechanisms.w4m.params import CENTRES, W4MParams
-from mechanisms.w4m.trajectories import PositionIndex, Trajectories, concat, from_frame
+from mechanisms.w4m.trajectories import PositionIndex, from_frame
 from mechanisms.w4m.translate import INSERTED, KEPT, MOVED, time_pairs, translate_cluster, translate_clusters
+from trajpub.trajectories import Trajectories
 
 __all__ = [
     "CENTRES", "INSERTED", "KEPT", "MOVED", "PUBLISHED", "Clustering", "PositionIndex", "Trajectories", "W4MParams", "W4MRelease",
-    "alignment", "anonymize", "candidate_pairs", "concat", "edr", "edr_batch", "edr_matrix", "from_frame",
+    "alignment", "anonymize", "candidate_pairs", "edr", "edr_batch", "edr_matrix", "from_frame",
     "greedy_clusters", "guarantee", "is_k_delta_anonymous", "matches", "normalised", "pairwise_distances",
     "publish", "set_diameters", "summarise", "time_pairs", "translate_cluster", "translate_clusters",
 ]

@@ -1,62 +1,13 @@
-"""The trajectories W4M works on, as flat arrays (CSR layout): one row per point, ``offsets`` per trajectory.
-
-Times are float seconds since the Unix epoch, positions metres in the grid's local projected CRS.
+"""The trajectories W4M works on (:class:`trajpub.trajectories.Trajectories` with times and owners): built from
+the frame with strictly increasing times, and indexed by position.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
-
-@dataclass(frozen=True)
-class Trajectories:
-    """``n`` trajectories: points ``offsets[i]:offsets[i+1]`` of ``t, x, y`` belong to trajectory ``i``, whose
-    input id is ``traj_id[i]`` and owner ``object_id[i]``. Times strictly increase within a trajectory."""
-
-    offsets: np.ndarray
-    t: np.ndarray
-    x: np.ndarray
-    y: np.ndarray
-    traj_id: np.ndarray
-    object_id: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def points(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(t, x, y)`` of trajectory ``i``."""
-        a, b = self.offsets[i], self.offsets[i + 1]
-        return self.t[a:b], self.x[a:b], self.y[a:b]
-
-    def take(self, order: np.ndarray) -> Trajectories:
-        """The trajectories ``order`` (indices), in that order."""
-        order = np.asarray(order, dtype=np.int64)
-        lengths = self.lengths[order]
-        starts = self.offsets[order]
-        src = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
-        return Trajectories(offsets=np.r_[0, np.cumsum(lengths)].astype(np.int64), t=self.t[src], x=self.x[src],
-                            y=self.y[src], traj_id=self.traj_id[order], object_id=self.object_id[order])
-
-    def owner_codes(self) -> np.ndarray:
-        """An integer code per trajectory, equal for trajectories of the same object."""
-        return pd.factorize(pd.Series(self.object_id))[0].astype(np.int64)
-
-    def spans(self) -> tuple[np.ndarray, np.ndarray]:
-        """First and last time of every trajectory."""
-        return self.t[self.offsets[:-1]], self.t[self.offsets[1:] - 1]
-
-    def centroids(self) -> tuple[np.ndarray, np.ndarray]:
-        """Mean position of every trajectory's points."""
-        n = self.lengths
-        return np.add.reduceat(self.x, self.offsets[:-1]) / n, np.add.reduceat(self.y, self.offsets[:-1]) / n
+from trajpub.trajectories import Trajectories
 
 
 def from_frame(df: pd.DataFrame) -> tuple[Trajectories, int]:
@@ -75,21 +26,6 @@ def from_frame(df: pd.DataFrame) -> tuple[Trajectories, int]:
                         y=d["y"].to_numpy(np.float64), traj_id=tid[starts],
                         object_id=d["object_id"].astype(str).to_numpy()[starts])
     return traj, int(dropped)
-
-
-def concat(parts: list[Trajectories]) -> Trajectories:
-    """Several trajectory sets as one, in ``traj_id`` order (as :func:`from_frame` orders one frame)."""
-    parts = [p for p in parts if p.n > 0]
-    if not parts:
-        return Trajectories(np.zeros(1, np.int64), *(np.zeros(0) for _ in range(3)), np.zeros(0, np.int64),
-                            np.zeros(0, dtype=object))
-    shift = np.cumsum([0] + [len(p.t) for p in parts[:-1]])
-    offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shift, strict=True)])
-    joined = Trajectories(offsets=offsets.astype(np.int64), t=np.concatenate([p.t for p in parts]),
-                          x=np.concatenate([p.x for p in parts]), y=np.concatenate([p.y for p in parts]),
-                          traj_id=np.concatenate([p.traj_id for p in parts]),
-                          object_id=np.concatenate([p.object_id for p in parts]))
-    return joined.take(np.argsort(joined.traj_id, kind="stable"))
 
 
 def _epoch_seconds(t: pd.Series) -> np.ndarray:

@@ -12,9 +12,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import adatrace
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 def _trajectories(df: pd.DataFrame) -> adatrace.Trajectories:
@@ -60,23 +59,17 @@ class DaskOracle:
         return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
 
 
-class AdaTraceAdapter:
+class AdaTrace(Mechanism, name="adatrace", shape=Shape.SYNTHETIC, params=adatrace.AdaTraceParams,
+                          guarantee=adatrace.guarantee):
     """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
     timestamps."""
 
-    release_kind = "synthetic"
 
-    def parse_params(self, params: dict) -> adatrace.AdaTraceParams:
-        return adatrace.AdaTraceParams.from_dict(params)
 
-    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
-        return adatrace.guarantee(params)
 
-    def max_records_per_object(self, params: adatrace.AdaTraceParams) -> int | None:
-        return params.max_records_per_object
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: adatrace.AdaTraceParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: adatrace.AdaTraceParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
         trajs = client.map(_trajectories, prepared, pure=False)
         top = adatrace.top_grid(extent, params)
@@ -103,7 +96,7 @@ class AdaTraceAdapter:
                 "noisy_input_trajectories": syn.noisy_count,
                 "released_records": int(pts["traj_id"].nunique()), "released_points": len(pts),
                 **result.report}
-        return Protected(points, _json_safe(meta))
+        return CandidateRelease(self.shape, points, _json_safe(meta))
 
 
 def _json_safe(obj):

@@ -8,9 +8,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import dpt
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 def _count_partition(df: pd.DataFrame, hierarchy: dpt.Hierarchy, params: dpt.DptParams) -> dpt.DptCounts:
@@ -18,31 +17,22 @@ def _count_partition(df: pd.DataFrame, hierarchy: dpt.Hierarchy, params: dpt.Dpt
     return dpt.count_points(df, hierarchy, params)
 
 
-class DptAdapter:
+class Dpt(Mechanism, name="dpt", shape=Shape.SYNTHETIC, params=dpt.DptParams, guarantee=dpt.guarantee):
     """DPT as a release mechanism: synthetic trajectories from noisy Markov prefix trees over hierarchical
     reference systems (grids of cell sizes s, 2s, 4s, ...)."""
 
-    release_kind = "synthetic"
 
-    def parse_params(self, params: dict) -> dpt.DptParams:
-        return dpt.DptParams.from_dict(params)
 
-    def guarantee(self, params: dpt.DptParams) -> Guarantee:
-        return dpt.guarantee(params)
 
-    def max_records_per_object(self, params: dpt.DptParams) -> int | None:
-        return params.max_records_per_object
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: dpt.DptParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: dpt.DptParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         hierarchy = dpt.hierarchy_of(grid, params)
         dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
         parts = client.gather(client.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
                                          pure=False))
-        counts = dpt.merge_counts(parts)
-        model = dpt.fit(counts, hierarchy, params, rng)
-        synthetic = dpt.synthesize_from_model(model, rng)
-        points = dpt.to_points(synthetic, hierarchy, grid)
+        result = dpt.synthesize(dpt.merge_counts(parts), hierarchy, grid, params, rng)
+        model, synthetic, points = result.model, result.synthetic, result.points
         metadata = {
             "mechanism": "dpt",
             "params": params.to_dict(),
@@ -55,4 +45,4 @@ class DptAdapter:
             else "noisy count from the length histograms",
             **model.metadata(),
         }
-        return Protected(points, metadata)
+        return CandidateRelease(self.shape, points, metadata)

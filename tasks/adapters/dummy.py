@@ -8,31 +8,14 @@ points; the real member of each set goes to the private owner table, as for (k-Î
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import dummy
-from tasks.adapters.base import Protected
-from tasks.db import engine
-from tasks.roads import guarantee_source, road_network
-from trajpub.errors import ParameterError
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
-
-
-@dataclass(frozen=True)
-class DummySetup:
-    """The parameters, the road network's name (None: sub-cell candidates) and source, and (tests, benchmarks)
-    the network itself in the release grid's CRS; when ``network`` is None a named network is read from
-    PostGIS."""
-
-    params: dummy.DummyParams
-    road_network: str | None
-    network_source: str
-    network: object | None = None
+from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 
 def _points(df: pd.DataFrame) -> pd.DataFrame:
@@ -59,36 +42,18 @@ def _road_candidates(network, params: dummy.DummyParams, bbox: tuple, cell_size_
     return dummy.road_candidates(network, grid.unproject, params.cell_deg, params.candidate_spacing_m)
 
 
-class DummyAdapter:
+class Dummy(RoadNetworkMechanism, name="dummy", shape=Shape.ANONYMITY_SETS, params=dummy.DummyParams,
+                                  network_guarantee=dummy.guarantee):
     """DTPP dummies: k trajectories per real one (kâˆ’1 dummies sharing its exposed locations), published as
     anonymity sets; which member is real goes to the private owner table."""
 
-    release_kind = "truthful"
-
-    def parse_params(self, params: dict) -> DummySetup:
-        name = params.get("road_network")
-        parsed = dummy.DummyParams.from_dict(params)
-        if name is None:
-            return DummySetup(parsed, None, "none")
-        if not isinstance(name, str) or not name:
-            raise ParameterError(f"road_network must be a network name or null, got {name!r}",
-                                 "dummy.road_network")
-        return DummySetup(parsed, name, guarantee_source(engine(), name))
-
-    def guarantee(self, setup: DummySetup) -> Guarantee:
-        return dummy.guarantee(setup.params, setup.network_source)
-
-    def max_records_per_object(self, setup: DummySetup) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: DummySetup,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         params = setup.params
         bbox, size = tuple(grid.bbox), grid.cell_size_m
         candidates = None
-        network = setup.network
-        if network is None and setup.road_network is not None:
-            _, network = road_network(engine(), setup.road_network, grid.crs)
+        network = inputs.road_network
         if network is not None:
             [network_f] = client.scatter([network], hash=False)
             built = client.submit(_road_candidates, network_f, params, bbox, size, pure=False)
@@ -129,4 +94,4 @@ class DummyAdapter:
                 "candidate_source": "road_network" if network is not None else "subcells",
                 **total, "suppressed_by_reason": reasons,
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
-        return Protected(published[cols].reset_index(drop=True), meta, owners=owner_table)
+        return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owner_table)

@@ -15,9 +15,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import fastpub
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.segment import cell_sequences
 
 
@@ -57,22 +56,16 @@ class DaskPopulation:
         return fastpub.combine_answers(answers)
 
 
-class FastPubAdapter:
+class FastPub(Mechanism, name="fastpub", shape=Shape.FRAGMENTS, params=fastpub.FastPubParams,
+                         guarantee=fastpub.guarantee):
     """FASTPub or a baseline (``method``: triehh, sfp) as a release mechanism; the product is fragments."""
 
-    release_kind = "aggregate"
 
-    def parse_params(self, params: dict) -> fastpub.FastPubParams:
-        return fastpub.FastPubParams.from_dict(params)
 
-    def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
-        return fastpub.guarantee(params)
 
-    def max_records_per_object(self, params: fastpub.FastPubParams) -> int | None:
-        return params.max_records_per_object
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fastpub.FastPubParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fastpub.FastPubParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         parts = client.map(_clients, prepared, pure=False)
         sizes = client.gather(client.map(lambda p: len(p[0]) - 1, parts))
         server_rng, coins = rng.spawn(2)
@@ -94,5 +87,5 @@ class FastPubAdapter:
         owners = clients.iloc[answered].assign(traj_id=answered + 1)
         meta = {**result.metadata(), "released_records": len(table), "released_fragments": len(table),
                 "clients": population.size(), "clients_answered": len(answered)}
-        return Protected(pd.DataFrame(), meta, product="fragments", fragments=table,
+        return CandidateRelease(self.shape, pd.DataFrame(), meta, fragments=table,
                          owners=owners[["traj_id", "object_id", "source_traj_id"]])

@@ -7,10 +7,10 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import fgs_pufferfish as fgs
-from tasks.adapters.base import Protected
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError, ParameterError
 from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 
@@ -48,12 +48,11 @@ def _fgs_correlation_stats(objects: list[tuple], rng: np.random.Generator, param
 FGS_EMPIRICAL_RUNS = 50  # simulated releases per object for the empirical ε (the bench goes to 20,000)
 
 
-class FgsPufferfishAdapter:
+class FgsPufferfish(Mechanism, name="fgs_pufferfish", shape=Shape.TRUTHFUL, params=fgs.FgsParams,
+                               guarantee=fgs.guarantee):
     """Ou et al. (2018), Fourier-coefficient Laplace noise per object (or the CTS / FPA baselines). Each object's
     days are prepared, correlated and released on the workers; only the correlations (for the noise calibration
     and the analytic ε) come to the driver. A truthful release: each released day is one object's own."""
-
-    release_kind = "truthful"
 
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)
@@ -77,14 +76,11 @@ class FgsPufferfishAdapter:
                 f"the window {spec.window_start:%Y-%m-%d %H:%M} to {spec.window_end:%Y-%m-%d %H:%M} UTC can hold "
                 f"{n}; widen the window (or lower min_days)", "fgs_pufferfish.window")
 
-    def guarantee(self, params: fgs.FgsParams) -> Guarantee:
-        return fgs.guarantee(params)
 
-    def max_records_per_object(self, params: fgs.FgsParams) -> int | None:
-        return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: fgs.FgsParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fgs.FgsParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
         correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
                                                             pure=False)) if len(c)]
@@ -103,7 +99,7 @@ class FgsPufferfishAdapter:
         stats = client.gather(client.map(_fgs_correlation_stats, objects, rng.spawn(len(objects)), params=params,
                                          b_c0=b_c0, pure=False))
         empirical = fgs.empirical_epsilon([s for part in stats for s in part])
-        return Protected(points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
+        return CandidateRelease(self.shape, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
                          {"mechanism": "fgs_pufferfish", "params": params.to_dict(),
                           "analytic_epsilon": analytic.to_dict(), "empirical_epsilon": empirical.to_dict(),
                           "objects": len(correlations),

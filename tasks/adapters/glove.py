@@ -14,9 +14,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import glove
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 
 #: Candidate pairs per Dask task.
 PAIR_BLOCK = 4000
@@ -65,28 +64,22 @@ def single_sources(sources: pd.DataFrame) -> pd.DataFrame:
     return sources.drop_duplicates("traj_id", keep=False).reset_index(drop=True)
 
 
-class GloveAdapter:
+class Glove(Mechanism, name="glove", shape=Shape.GENERALISED, params=glove.GloveParams,
+                       guarantee=glove.guarantee):
     """GLOVE as a release mechanism: truthful generalised records (rectangle + time span per sample), identical
     within each published group of >= k objects (``set_id``), each carrying its owner's ``object_id``."""
 
-    release_kind = "truthful"
 
-    def parse_params(self, params: dict) -> glove.GloveParams:
-        return glove.GloveParams.from_dict(params)
 
-    def guarantee(self, params: glove.GloveParams) -> Guarantee:
-        return glove.guarantee(params)
 
-    def max_records_per_object(self, params: glove.GloveParams) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: glove.GloveParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: glove.GloveParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         fps = gather_fingerprints(client, prepared, params)
         result = costed_merge(client, fps, params)
         points, sources = glove.release(fps, result, rng)
         points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
         meta = {"mechanism": "glove", "params": params.to_dict(), **glove.summary(fps, result, points)}
-        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+        return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))

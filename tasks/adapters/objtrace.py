@@ -8,9 +8,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import objtrace
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 
 
 def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry,
@@ -19,23 +18,19 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry,
     return objtrace.count_points(df, geometry, params)
 
 
-class ObjTraceAdapter:
+class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrace.ObjTraceParams,
+                          guarantee=objtrace.guarantee):
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
 
-    release_kind = "synthetic"
 
-    def parse_params(self, params: dict) -> objtrace.ObjTraceParams:
-        return objtrace.ObjTraceParams.from_dict(params)
-
-    def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
-        return objtrace.guarantee(params)
 
     def max_records_per_object(self, params: objtrace.ObjTraceParams) -> int | None:
         """None: the pipeline need not drop records; ObjTrace bounds each object's contribution itself."""
         return None
 
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: objtrace.ObjTraceParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: objtrace.ObjTraceParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         geometry = objtrace.geometry_of(grid, params)
         parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params, pure=False))
         counts = parts[0]
@@ -54,4 +49,4 @@ class ObjTraceAdapter:
             "n_synthetic_source": "public parameter" if params.n_synthetic is not None else "noisy record count",
             **model.metadata(),
         }
-        return Protected(points, metadata)
+        return CandidateRelease(self.shape, points, metadata)

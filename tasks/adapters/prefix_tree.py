@@ -7,9 +7,8 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import prefix_tree
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.segment import cell_sequences
 
 
@@ -23,23 +22,17 @@ def _count_partition(csr: tuple[np.ndarray, np.ndarray], n_locations: int, level
     return prefix_tree.count_level(csr[0], csr[1], n_locations, level, transitions)
 
 
-class PrefixTreeAdapter:
+class PrefixTree(Mechanism, name="prefix_tree", shape=Shape.SYNTHETIC, params=prefix_tree.PrefixTreeParams,
+                            guarantee=prefix_tree.guarantee):
     """Chen, Fung, Desai (2012), the noisy prefix tree over grid cells. Each level's true prefix counts are
     computed on the partitions and summed on the driver; only the noisy tree lives on the driver."""
 
-    release_kind = "synthetic"
 
-    def parse_params(self, params: dict) -> prefix_tree.PrefixTreeParams:
-        return prefix_tree.PrefixTreeParams.from_dict(params)
 
-    def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
-        return prefix_tree.guarantee(params)
 
-    def max_records_per_object(self, params: prefix_tree.PrefixTreeParams) -> int | None:
-        return params.max_records_per_object
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: prefix_tree.PrefixTreeParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: prefix_tree.PrefixTreeParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         n = grid.n_cells
         csr = client.map(_partition_sequences, prepared, pure=False)
 
@@ -52,13 +45,13 @@ class PrefixTreeAdapter:
             unique, inverse = np.unique(keys, return_inverse=True)
             return unique, np.bincount(inverse, weights=counts, minlength=len(unique)).astype(np.int64)
 
-        tree = prefix_tree.build_tree(counter, n, params, rng)
-        released = prefix_tree.release(tree, params, rng)
+        result = prefix_tree.sanitize_counts(counter, n, params, rng)
+        tree, released = result.tree, result.release
         offsets, cells = released.expanded()
         lengths = np.diff(offsets)
         traj_id = np.repeat(np.arange(1, len(lengths) + 1), lengths)
         seq = np.arange(len(cells)) - np.repeat(offsets[:-1], lengths)
         lon, lat = grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
         points = pd.DataFrame({"traj_id": traj_id, "seq": seq, "cell": cells, "t": pd.NaT, "lon": lon, "lat": lat})
-        return Protected(points, {**tree.metadata(), "released_records": len(lengths),
+        return CandidateRelease(self.shape, points, {**tree.metadata(), "released_records": len(lengths),
                                   "released_points": len(cells)})

@@ -15,10 +15,9 @@ import pandas as pd
 from distributed import Client, Future
 
 from mechanisms import w4m
-from mechanisms.w4m.trajectories import Trajectories
-from tasks.adapters.base import Protected
-from trajpub.grid import GridSpec
-from trajpub.guarantee import Guarantee
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.trajectories import Trajectories
 
 #: Target number of EDR blocks per worker (more blocks balance better, fewer cost less overhead).
 EDR_BLOCKS_PER_WORKER = 4
@@ -33,7 +32,7 @@ def _extract(df: pd.DataFrame) -> tuple[Trajectories, int]:
 
 
 def _join(*parts: tuple[Trajectories, int]) -> Trajectories:
-    return w4m.concat([p[0] for p in parts])
+    return Trajectories.concat([p[0] for p in parts])
 
 
 def _lengths_and_dropped(traj: Trajectories, *parts: tuple[Trajectories, int]) -> tuple[np.ndarray, int]:
@@ -60,23 +59,16 @@ def _cost_blocks(cost: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     return [b for b in np.split(order, np.unique(cut)) if len(b)]
 
 
-class W4MAdapter:
+class W4M(Mechanism, name="w4m", shape=Shape.ANONYMITY_SETS, params=w4m.W4MParams, guarantee=w4m.guarantee):
     """W4M as a release mechanism: truthful, edited trajectories published in sets (``set_id``) of at least k,
     co-localised within δ at every published timestamp; outliers suppressed."""
 
-    release_kind = "truthful"
 
-    def parse_params(self, params: dict) -> w4m.W4MParams:
-        return w4m.W4MParams.from_dict(dict(params))
 
-    def guarantee(self, params: w4m.W4MParams) -> Guarantee:
-        return w4m.guarantee(params)
 
-    def max_records_per_object(self, params: w4m.W4MParams) -> int | None:
-        return None
-
-    def run(self, client: Client, prepared: list[Future], grid: GridSpec, params: w4m.W4MParams,
-            rng: np.random.Generator) -> Protected:
+    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: w4m.W4MParams,
+                    rng: np.random.Generator) -> CandidateRelease:
+        grid = inputs.grid
         rng_cluster, rng_ids = rng.spawn(2)  # the same streams as mechanisms.w4m.anonymize
         parts = client.map(_extract, prepared, pure=False)
         table = client.submit(_join, *parts, pure=False)
@@ -100,7 +92,7 @@ class W4MAdapter:
         frames = [r[0] for r in results]
         deleted = sum(r[1] for r in results)
         points = (pd.concat(frames, ignore_index=True) if frames
-                  else w4m.translate_clusters(w4m.concat([]), clustering, params)[0])
+                  else w4m.translate_clusters(Trajectories.concat([]), clustering, params)[0])
         published = w4m.publish(points, clustering.n_clusters, rng_ids)
         summary = w4m.summarise(lengths, clustering, published, deleted, len(pairs), dropped)
         lon, lat = grid.unproject(published["x"].to_numpy(), published["y"].to_numpy())
@@ -114,4 +106,4 @@ class W4MAdapter:
                 "edr_pruning": "exact: a pruned pair has no matchable point pair, so its EDR is max(n, m)"}
         cols = ["set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
         owners = published[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
-        return Protected(published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+        return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))

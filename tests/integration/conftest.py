@@ -265,12 +265,11 @@ def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester"
 
 def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
     """Walk a release through the status machine to awaiting_approval, as the flow does, staging ``candidate``
-    (a :class:`tasks.adapters.base.Protected`) when it is given."""
+    (a :class:`trajpub.candidate.CandidateRelease`) when it is given."""
     from tasks import governance, publish
 
     with engine.begin() as conn:
         for status in ("validated", "protected", "audited", "awaiting_approval"):
             if status == "protected" and candidate is not None:
                 publish.stage(conn, release_id, candidate)
-                governance.merge_summary(conn, release_id, {"product": candidate.product})
             governance.transition(conn, release_id, status)

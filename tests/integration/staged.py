@@ -9,9 +9,9 @@ import pandas as pd
 import sqlalchemy as sa
 
 from tasks import governance
-from tasks.adapters.base import Protected
 from tasks.db import steward_engine
 from tests.integration.conftest import new_release, to_awaiting_approval
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import Guarantee, PrivacyMap
 
 T0 = pd.Timestamp("2024-01-01T08:00:00Z")
@@ -25,11 +25,12 @@ def points(**extra) -> pd.DataFrame:
 
 
 SHAPES = {
-    "trajectories": lambda: Protected(points(), {}),
-    "anonymity_sets": lambda: Protected(points(set_id=[1, 1, 2]), {}),
-    "generalised": lambda: Protected(points(lon_min=[116.29] * 3, lat_min=[39.89] * 3, lon_max=[116.33] * 3,
-                                            lat_max=[39.93] * 3, t_end=[T0 + pd.Timedelta(minutes=5)] * 3), {}),
-    "fragments": lambda: Protected(pd.DataFrame(), {}, product="fragments", fragments=pd.DataFrame(
+    "trajectories": lambda: CandidateRelease(Shape.SYNTHETIC, points(), {}),
+    "anonymity_sets": lambda: CandidateRelease(Shape.ANONYMITY_SETS, points(set_id=[1, 1, 2], object_id="a"), {}),
+    "generalised": lambda: CandidateRelease(Shape.GENERALISED, points(
+        set_id=[1, 1, 2], object_id="a", lon_min=[116.29] * 3, lat_min=[39.89] * 3, lon_max=[116.33] * 3,
+        lat_max=[39.93] * 3, t_end=[T0 + pd.Timedelta(minutes=5)] * 3), {}),
+    "fragments": lambda: CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {}, fragments=pd.DataFrame(
         {"fragment_id": [1, 2], "cells": [[3, 4], [5]], "estimated_count": [12.5, 3.0], "round": [1, 1],
          "lon": [[116.30, 116.31], [116.32]], "lat": [[39.90, 39.91], [39.92]]})),
 }
@@ -52,7 +53,7 @@ def approved_release(engine, dataset: str, shape: str, charge: float | None = No
             governance.charge_budget(conn, rid, dataset, "test", Guarantee(
                 model="epsilon-DP", privacy_unit="one object", statement="test", proven=True, epsilon=charge,
                 privacy_map=PrivacyMap("epsilon-DP", "per_object")))
-    to_awaiting_approval(engine, rid, SHAPES[shape]())
+    to_awaiting_approval(engine, rid, SHAPES[shape]().check())
     with steward_engine("ada").begin() as conn:  # a steward login (the session fixture `stewards` adds it)
         governance.decide(conn, rid, "approved", None)
     return rid

@@ -12,11 +12,12 @@ from distributed import Client, LocalCluster
 
 from audits.gate import GatePolicy
 from mechanisms import prefix_tree
-from tasks import audit
-from tasks.adapters.base import Protected
-from tasks.protect import adapter
+from tasks import audit, protect
+from tasks.protect import mechanism
 from tests.integration.conftest import BEIJING, TDRIVE_CSV
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
 
 pytestmark = pytest.mark.integration
@@ -46,12 +47,12 @@ DEFAULT = GatePolicy.default()
 SEED = 7
 
 
-def truthful(points: pd.DataFrame) -> Protected:
-    return Protected(points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], {})
+def truthful(points: pd.DataFrame) -> CandidateRelease:
+    return CandidateRelease(Shape.TRUTHFUL, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], {})
 
 
 def test_raw_data_released_unchanged_is_blocked(client, raw):
-    outcome = audit.run(client, raw, truthful(raw), DEFAULT, "truthful", SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, truthful(raw), DEFAULT, SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked and not outcome.failures
     blocked = {a for a, v in outcome.decision.per_attack.items() if v["status"] == "blocked"}
     assert {"signature_linkage", "ap_attack", "known_points"} <= blocked
@@ -64,7 +65,7 @@ def test_raw_data_with_10_m_jitter_is_blocked(client, raw):
     jittered["y"] += rng.normal(0, 10, len(raw))
     jittered["lon"], jittered["lat"] = GRID.unproject(jittered["x"].to_numpy(), jittered["y"].to_numpy())
     jittered["cell"] = GRID.cell_of(jittered["x"].to_numpy(), jittered["y"].to_numpy())
-    outcome = audit.run(client, raw, truthful(jittered), DEFAULT, "truthful", SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, truthful(jittered), DEFAULT, SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked and not outcome.failures
     assert outcome.decision.per_attack["signature_linkage"]["status"] == "blocked"
 
@@ -80,7 +81,7 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utilit
     points = pd.DataFrame({"traj_id": np.repeat(np.arange(1, len(lengths) + 1), lengths),
                            "seq": np.arange(len(out)) - np.repeat(offs[:-1], lengths), "cell": out,
                            "t": pd.NaT, "lon": lon, "lat": lat})
-    outcome = audit.run(client, raw, Protected(points, {}), DEFAULT, "synthetic", SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, CandidateRelease(Shape.SYNTHETIC, points, {}), DEFAULT, SEED, bbox=GRID.bbox)
     verdict = outcome.decision.per_attack["signature_linkage_synthetic"]
     assert verdict["status"] == "passed", verdict
     assert (outcome.decision.privacy, outcome.decision.utility) == ("passed", "blocked")
@@ -91,12 +92,12 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utilit
 def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw):
     """The positive control of the floor: a synthesizer that keeps routes (AdaTrace at the survey's ε = 5, the
     demo's release). DPT at ε = 5 also passes the floor but not always the signature attack (risk 0.18-0.26)."""
-    mech = adapter("adatrace")
+    mech = mechanism("adatrace")
     params = mech.parse_params({"epsilon": 5.0, "max_records_per_object": 7})
     halves = [raw[pd.factorize(raw["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
     futures = client.scatter(halves)
-    candidate = mech.run(client, futures, GRID, params, np.random.default_rng(7))
-    outcome = audit.run(client, raw, candidate, DEFAULT, mech.release_kind, SEED, bbox=GRID.bbox)
+    candidate = protect.run(mech, client, futures, PublicInputs(GRID), params, np.random.default_rng(7))
+    outcome = protect.run(audit, client, raw, PublicInputs(candidate), DEFAULT, SEED, bbox=GRID.bbox)
     assert not outcome.decision.blocked, outcome.decision.reasons
     assert outcome.decision.utility == "passed"
 
@@ -106,7 +107,7 @@ def test_an_attack_that_fails_blocks_the_release(client, raw):
     policy = {"attacks": {"home_work": {"max_risk": 0.3, "products": ["truthful"]},
                           "signature_linkage": {"max_risk": 0.2}}}
     no_times = truthful(raw.assign(t=pd.NaT))
-    outcome = audit.run(client, raw, no_times, GatePolicy.from_dict(policy), "truthful", SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, no_times, GatePolicy.from_dict(policy), SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked
     assert set(outcome.failures) == {"home_work"} and "InputError" in outcome.failures["home_work"]
     assert any("home_work: the attack failed" in r for r in outcome.decision.reasons)
@@ -114,7 +115,7 @@ def test_an_attack_that_fails_blocks_the_release(client, raw):
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
     policy = {"timeout_s": 0.001, "attacks": {"signature_linkage": {"max_risk": 0.2}}}
-    outcome = audit.run(client, raw, truthful(raw), GatePolicy.from_dict(policy), "truthful", SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, truthful(raw), GatePolicy.from_dict(policy), SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked
     assert list(outcome.failures) == ["signature_linkage"]
     assert outcome.failures["signature_linkage"].startswith("timed out after 0.001 s")

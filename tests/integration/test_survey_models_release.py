@@ -9,7 +9,6 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from tasks.adapters.klt import POI_SOURCES
 from tasks.roads import read_pois
 from tests.integration.conftest import (
     assert_no_raw_statistic_for_consumers,
@@ -71,23 +70,26 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
 
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):
-    from mechanisms.klt import pois_from_pbf
-    from tasks.protect import adapter
+    from tasks import public_inputs
+    from tasks.protect import mechanism
     from trajpub.errors import InputError
+    from trajpub.osm import pois_from_pbf
 
     name = f"hel_pois_{uuid.uuid4().hex[:8]}"
     loaded = cli("roads", "load-pois", name, "--pbf", "helsinki_pbf")
     assert loaded.returncode == 0, loaded.stderr
     again = cli("roads", "load-pois", name, "--pbf", "helsinki_pbf")
     assert again.returncode != 0 and "already loaded" in again.stderr
-    klt = adapter("klt")
-    setup = klt.parse_params({"pois": {"postgis": name}})
+    klt = mechanism("klt")
+    setup, inputs = public_inputs.resolve(engine, klt, klt.parse_params({"pois": {"postgis": name}}),
+                                          GridSpec((24.0, 59.5, 26.0, 61.0), 10_000.0))
     assert f"POI set {name} in PostGIS" in klt.guarantee(setup).plain_text()
     expected = pois_from_pbf("helsinki_pbf")
-    got = POI_SOURCES["postgis"].load(name, GridSpec((24.0, 59.5, 26.0, 61.0), 10_000.0), None)
+    got = inputs.pois
     assert len(got) == len(expected) > 100
     assert got["category"].value_counts().to_dict() == expected["category"].value_counts().to_dict()
     centre = read_pois(engine, name, (24.93, 60.16, 24.95, 60.17))
     assert 0 < len(centre) < len(got) and centre["lon"].between(24.93, 24.95).all()
+    unknown = klt.parse_params({"pois": {"postgis": "no_such_pois"}})  # parsing reads no database
     with pytest.raises(InputError, match="is not loaded"):
-        klt.parse_params({"pois": {"postgis": "no_such_pois"}})
+        public_inputs.resolve(engine, klt, unknown, GridSpec((24.0, 59.5, 26.0, 61.0), 10_000.0))

@@ -112,3 +112,18 @@ def tdrive_prepared(dask_client, tdrive_points):
         return futures, grid, pd.concat(parts, ignore_index=True)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def sample_frames(tdrive_prepared):
+    """``get((n_taxis, max_points))``: ``tdrive_prepared``'s sample, scattered once and held for the session
+    (a re-scatter of the same rows reuses their keys, and releasing the older futures would drop the data under
+    the newer ones: every module that wants a sample takes it from here)."""
+    frames: dict[tuple, tuple] = {}
+
+    def get(sample: tuple) -> tuple:
+        if sample not in frames:
+            frames[sample] = tdrive_prepared(sample[0], max_points=sample[1])
+        return frames[sample]
+
+    return get

@@ -7,14 +7,17 @@ import json
 import numpy as np
 import pytest
 
-from tasks.adapters.adatrace import AdaTraceAdapter
-from tasks.protect import adapter
+from tasks import protect
+from tasks.adapters.adatrace import AdaTrace
+from tasks.protect import mechanism
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
+from trajpub.mechanism import PublicInputs
 
 
 def test_registry_and_parameter_refusal_before_any_data():
-    a = adapter("adatrace")
-    assert isinstance(a, AdaTraceAdapter) and a.release_kind == "synthetic"
+    a = mechanism("adatrace")
+    assert isinstance(a, AdaTrace) and a.shape is Shape.SYNTHETIC
     with pytest.raises(ParameterError) as err:
         a.parse_params({"epsilon": -1})
     assert err.value.where == "adatrace.epsilon"
@@ -50,9 +53,9 @@ def _check_contract(out, grid, prepared):
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     futures, grid, prepared = tdrive_prepared(10, max_points=200)
-    a = AdaTraceAdapter()
+    a = AdaTrace()
     params = a.parse_params({"epsilon": 5.0})
-    out = a.run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(a, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     _check_contract(out, grid, prepared)
     meta = out.metadata
     # the number of synthetic trajectories is the noisy count (sd ~ sqrt(2 * 1296) * 0.4 = 20 here)
@@ -68,9 +71,9 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
 
 def test_adapter_with_attack_resilience_on_tdrive(dask_client, tdrive_prepared):
     futures, grid, prepared = tdrive_prepared(10, max_points=200)
-    a = AdaTraceAdapter()
+    a = AdaTrace()
     params = a.parse_params({"attack_resilience": True, "n_outliers": 20, "n_synthetic": 150})
-    out = a.run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(a, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     _check_contract(out, grid, prepared)
     rep = out.metadata["resilience"]
     assert out.metadata["released_records"] == 150 - rep["shortfall"]

@@ -9,18 +9,21 @@ import pandas as pd
 import pytest
 
 from mechanisms.dpt import DptParams, discretise, hierarchy_of
-from tasks.adapters.dpt import DptAdapter
+from tasks import protect
+from tasks.adapters.dpt import Dpt
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
+from trajpub.mechanism import PublicInputs
 
 
 def test_parse_params_refuses_before_reading_data() -> None:
-    adapter = DptAdapter()
+    adapter = Dpt()
     with pytest.raises(ParameterError) as err:
         adapter.parse_params({"epsilon": 5.0, "tree_height": 3})
     assert err.value.where == "dpt.tree_height"
     params = adapter.parse_params({"max_records_per_object": 3})
     assert adapter.max_records_per_object(params) == 3
-    assert adapter.release_kind == "synthetic"
+    assert adapter.shape is Shape.SYNTHETIC
     assert adapter.guarantee(params).epsilon == 5.0
 
 
@@ -42,9 +45,9 @@ def _check_contract(points: pd.DataFrame, grid, params: DptParams) -> None:
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared) -> None:
     futures, grid, _ = tdrive_prepared(15, cell_size_m=2000, max_points=400)
-    adapter = DptAdapter()
+    adapter = Dpt()
     params = adapter.parse_params({"epsilon": 5.0, "max_records_per_object": 20})
-    out = adapter.run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     meta = out.metadata
     _check_contract(out.points, grid, params)
     assert meta["mechanism"] == "dpt" and meta["params"] == params.to_dict()
@@ -63,7 +66,7 @@ def test_adapter_with_huge_epsilon_starts_where_real_records_start(dask_client, 
     trajectory starts in a cell (of some reference system) where a real discretised record starts."""
     futures, grid, prepared = tdrive_prepared(15, cell_size_m=2000, max_points=400)
     params = DptParams(epsilon=1e9, n_synthetic=300)
-    out = DptAdapter().run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(Dpt(), dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     _check_contract(out.points, grid, params)
     assert out.metadata["released_records"] == 300
     df = prepared.sort_values(["traj_id", "seq"])

@@ -6,14 +6,16 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.dummy import DummyParams, cell_keys
-from tasks.adapters.dummy import DummyAdapter, DummySetup
+from tasks import protect
+from tasks.adapters.dummy import Dummy
+from trajpub.mechanism import OnRoadNetwork, PublicInputs
 
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     futures, grid, prepared = tdrive_prepared(10, max_points=150)
     params = DummyParams()
-    setup = DummySetup(params, None, "none")
-    out = DummyAdapter().run(dask_client, futures, grid, setup, np.random.default_rng(7))
+    setup = OnRoadNetwork(params, None, "none")
+    out = protect.run(Dummy(), dask_client, futures, PublicInputs(grid), setup, np.random.default_rng(7))
     pts, owners, meta = out.points, out.owners, out.metadata
     assert list(pts.columns) == ["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
     assert "object_id" not in pts.columns and "seed" not in str(meta).lower()

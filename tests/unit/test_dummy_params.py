@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.dummy import DummyParams, guarantee
-from tasks.adapters.dummy import DummyAdapter
+from tasks.adapters.dummy import Dummy
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -25,7 +26,7 @@ def test_out_of_range_values_are_refused_with_their_field(field, value):
 
 
 def test_adapter_refuses_bad_parameters_before_reading_data():
-    adapter = DummyAdapter()
+    adapter = Dummy()
     with pytest.raises(ParameterError, match="unknown parameter") as err:
         adapter.parse_params({"k": 5, "ratio": 0.2})
     assert err.value.where == "dummy.ratio"
@@ -34,7 +35,7 @@ def test_adapter_refuses_bad_parameters_before_reading_data():
     assert err.value.where == "dummy.road_network"
     setup = adapter.parse_params({"k": 4})  # no network: sub-cell candidates, no database needed
     assert setup.network_source == "none" and setup.params.k == 4
-    assert adapter.release_kind == "truthful" and adapter.max_records_per_object(setup) is None
+    assert adapter.shape is Shape.ANONYMITY_SETS and adapter.max_records_per_object(setup) is None
 
 
 def test_guarantee_is_a_heuristic_with_the_survey_caveats():

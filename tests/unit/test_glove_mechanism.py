@@ -20,6 +20,9 @@ from mechanisms.glove import (
     merge_samples,
     region_coverage,
 )
+from tasks import protect
+from trajpub.candidate import Shape
+from trajpub.mechanism import PublicInputs
 
 T0 = pd.Timestamp("2008-02-03 08:00", tz="UTC")
 
@@ -160,12 +163,12 @@ def test_trajectories_of_one_object_never_share_a_group():
 
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared):
-    from tasks.adapters.glove import GloveAdapter
+    from tasks.adapters.glove import Glove
 
     futures, grid, frame = tdrive_prepared(12, max_points=80)
-    adapter = GloveAdapter()
+    adapter = Glove()
     params = adapter.parse_params({"k": 5})
-    out = adapter.run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     pts = out.points
     for col in ("traj_id", "seq", "cell", "t", "lon", "lat", "object_id", "set_id", "lon_min", "lat_min",
                 "lon_max", "lat_max", "t_end"):
@@ -181,4 +184,4 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     assert meta["released_points"] == len(pts) and meta["released_records"] == pts["traj_id"].nunique()
     assert "seed" not in str(meta)
     assert json.loads(json.dumps(meta)) == meta  # JSON-safe
-    assert adapter.release_kind == "truthful" and adapter.guarantee(params).proven is False
+    assert adapter.shape is Shape.GENERALISED and adapter.guarantee(params).proven is False

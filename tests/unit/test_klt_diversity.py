@@ -13,12 +13,12 @@ from mechanisms.klt import (
     FAIL_T,
     OK,
     PoiGrid,
-    categorise_osm,
     diversify,
     kl_divergence,
     synthetic_pois,
 )
 from trajpub.errors import ParameterError
+from trajpub.osm import categorise_osm
 
 D = 0.01  # cell size of the toy grids, degrees
 

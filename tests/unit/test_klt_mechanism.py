@@ -12,8 +12,11 @@ import pandas as pd
 import pytest
 
 from mechanisms.glove import identical_within_sets, region_coverage
-from mechanisms.klt import KltParams, anonymize, kl_divergence, pois_from_pbf, synthetic_pois
+from mechanisms.klt import KltParams, anonymize, kl_divergence, synthetic_pois
+from tasks import protect
 from trajpub.errors import ParameterError
+from trajpub.mechanism import PublicInputs
+from trajpub.osm import pois_from_pbf
 
 T0 = pd.Timestamp("2008-02-03 08:00", tz="UTC")
 
@@ -97,12 +100,12 @@ def tdrive12(tdrive_prepared):
 
 
 def test_adapter_on_tdrive_with_synthetic_pois(dask_client, tdrive12):
-    from tasks.adapters.klt import KltAdapter
+    from tasks.adapters.klt import Klt
 
     futures, grid, frame = tdrive12
-    adapter = KltAdapter()
+    adapter = Klt()
     setup = adapter.parse_params({"pois": {"synthetic": {"n": 40_000, "categories": 6}}})
-    out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(7))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), setup, np.random.default_rng(7))
     pts = out.points
     for col in ("traj_id", "seq", "cell", "t", "lon", "lat", "object_id", "set_id", "lon_min", "lat_min",
                 "lon_max", "lat_max", "t_end"):
@@ -118,11 +121,12 @@ def test_adapter_on_tdrive_with_synthetic_pois(dask_client, tdrive12):
 
 
 def test_adapter_refuses_pois_outside_the_data(dask_client, tdrive12):
-    from tasks.adapters.klt import KltAdapter
+    from tasks.adapters.klt import Klt
 
     futures, grid, _ = tdrive12
-    adapter = KltAdapter()
+    adapter = Klt()
     setup = adapter.parse_params({"pois": {"pbf": "helsinki_pbf"}})
+    inputs = PublicInputs(grid, pois=pois_from_pbf("helsinki_pbf"))  # as tasks.public_inputs reads them
     with pytest.raises(ParameterError) as err:
-        adapter.run(dask_client, futures, grid, setup, np.random.default_rng(7))
+        protect.run(adapter, dask_client, futures, inputs, setup, np.random.default_rng(7))
     assert err.value.where == "klt.pois"

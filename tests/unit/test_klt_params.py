@@ -6,7 +6,7 @@ import pytest
 
 from mechanisms.glove import GloveParams
 from mechanisms.klt import KltParams, guarantee
-from tasks.adapters.klt import KltAdapter
+from tasks.adapters.klt import Klt
 from trajpub.errors import ParameterError
 
 
@@ -39,18 +39,18 @@ def test_refusals_name_the_field(mapping, where):
 def test_adapter_refuses_missing_or_bad_pois(pois):
     spec = {"k": 5} if pois is None else {"k": 5, "pois": pois}
     with pytest.raises(ParameterError) as err:
-        KltAdapter().parse_params(spec)
+        Klt().parse_params(spec)
     assert err.value.where == "klt.pois"
 
 
 def test_adapter_refuses_unknown_parameters_first():
     with pytest.raises(ParameterError) as err:
-        KltAdapter().parse_params({"kk": 5, "pois": {"pbf": "helsinki_pbf"}})
+        Klt().parse_params({"kk": 5, "pois": {"pbf": "helsinki_pbf"}})
     assert err.value.where == "klt.kk"
 
 
 def test_guarantee_states_l_t_and_the_poi_source():
-    a = KltAdapter()
+    a = Klt()
     real = a.guarantee(a.parse_params({"l": 4, "t": 0.2, "pois": {"pbf": "helsinki_pbf"}}))
     assert real.proven is False and real.epsilon is None
     assert "l = 4" in real.statement and "t = 0.2" in real.statement and "helsinki_pbf" in real.statement

@@ -13,12 +13,12 @@ import pytest
 
 from audits.gate import GatePolicy, evaluate_gate
 from mechanisms.mixzone import MixzoneParams
-from tasks import audit, check_output, lineage
-from tasks.adapters.base import Protected
-from tasks.adapters.mixzone import MixzoneSetup
-from tasks.protect import MECHANISMS
+from tasks import audit, check_output, lineage, protect
+from tasks.protect import REGISTRY, mechanism
 from tests.raw_scan import assert_none_readable
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
+from trajpub.mechanism import Mechanism, OnRoadNetwork, PublicInputs
 from trajpub.roads import synthetic_grid
 
 SEED = 20261126
@@ -42,17 +42,18 @@ PARAMS = {
 
 
 def test_every_registered_mechanism_has_a_contract_case():
-    assert set(PARAMS) | {"mixzone"} == set(MECHANISMS)
+    assert set(PARAMS) | {"mixzone"} == set(REGISTRY)
 
 
-def setup_of(name: str, grid):
+def setup_of(name: str, grid) -> tuple:
+    """(parameters, public inputs) of the contract's release of ``name``."""
     if name == "mixzone":  # a road network from the database in a release; a synthetic grid here
         x0, y0 = grid.project(116.25, 39.80)
         net = synthetic_grid(25, 25, 800.0, rng=np.random.default_rng(1), origin=(float(x0), float(y0)),
                              crs=grid.crs)
-        return MixzoneSetup(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic",
-                            network=net)
-    return MECHANISMS[name].parse_params(PARAMS[name])
+        return (OnRoadNetwork(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic"),
+                PublicInputs(grid, road_network=net, road_network_source="synthetic"))
+    return mechanism(name).parse_params(PARAMS[name]), PublicInputs(grid)
 
 
 def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
@@ -82,11 +83,11 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
                 counts[frag] = counts.get(frag, 0) + 1
         fragments = pd.DataFrame({"cells": [list(f) for f in counts], "estimated_count": list(counts.values())})
         owners = pd.DataFrame({"traj_id": sorted(members), "object_id": "", "source_traj_id": sorted(members)})
-        candidate = Protected(pd.DataFrame(), {}, product="fragments", fragments=fragments, owners=owners)
+        candidate = CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {}, fragments=fragments, owners=owners)
     else:
         columns = ["traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"] + (["object_id"] if kind == "truthful"
                                                                             else [])
-        candidate = Protected(raw[columns].copy(), {})
+        candidate = CandidateRelease(Shape.TRUTHFUL if kind == "truthful" else Shape.SYNTHETIC, raw[columns].copy(), {})
     policy = GatePolicy.default()
     raw_frame, release = audit.attack_frames(raw, candidate)
     by_resolution, failures = audit.run_at_resolutions(client, policy, raw_frame, release, kind, frames[1].bbox)
@@ -95,28 +96,18 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
     return decision.privacy == "blocked", {r.attack: r.risk for r in results} | failures
 
 
-@pytest.fixture(scope="module")
-def sample_frames(tdrive_prepared):
-    """The prepared samples, each scattered once and held for the module (a re-scatter of the same rows reuses
-    their keys, and releasing the older futures would drop the data under the newer ones)."""
-    frames: dict[tuple, tuple] = {}
-
-    def get(sample: tuple) -> tuple:
-        if sample not in frames:
-            frames[sample] = tdrive_prepared(sample[0], max_points=sample[1])
-        return frames[sample]
-
-    return get
-
-
-@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_mechanism_contract(name, dask_client, sample_frames):
-    sample = SAMPLES.get(name, (N_TAXIS, MAX_POINTS))
-    frames = sample_frames(sample)
-    futures, grid, _ = frames
-    adapter = MECHANISMS[name]
-    setup = setup_of(name, grid)
+    frames = sample_frames(SAMPLES.get(name, (N_TAXIS, MAX_POINTS)))
+    setup, inputs = setup_of(name, frames[1])
+    assert_contract(mechanism(name), setup, inputs, dask_client, frames, sample_frames)
 
+
+def assert_contract(adapter: Mechanism, setup, inputs: PublicInputs, dask_client, frames: tuple,
+                    sample_frames) -> None:
+    """The contract of a registered mechanism with its parameters ``setup`` on the sample ``frames``: its
+    guarantee, its Dask run's candidate, what lineage reads of it, and the positive control of its kind."""
+    name, (futures, _, _) = adapter.name, frames
     g = adapter.guarantee(setup)  # the guarantee's fields, and its charge in the default unit (the object)
     assert g.model and g.privacy_unit and g.statement and g.privacy_map.account in ACCOUNTS
     charge = g.charge("object")
@@ -127,19 +118,14 @@ def test_mechanism_contract(name, dask_client, sample_frames):
         assert g.epsilon > 0 and charge.epsilon >= g.epsilon
     json.dumps(g.to_dict(), allow_nan=False)
 
-    out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(SEED))
-    assert out.product in ("trajectories", "fragments")
-    if out.product == "fragments":  # the product's shape
-        assert adapter.release_kind == "aggregate" and out.points.empty
-        assert {"fragment_id", "cells", "estimated_count", "round", "lon", "lat"} <= set(out.fragments)
-    else:
+    out = protect.run(adapter, dask_client, futures, inputs, setup, np.random.default_rng(SEED))
+    assert out.shape is adapter.shape and out.check() is out  # the shape's columns, and nothing else
+    if out.shape is not Shape.FRAGMENTS:
         pts = out.points
-        assert len(pts) and {"traj_id", "seq", "cell", "t", "lon", "lat"} <= set(pts)
+        assert len(pts)
         assert pts.groupby("traj_id")["seq"].apply(lambda s: (np.sort(s.to_numpy()) == np.arange(len(s))).all()).all()
-        assert ("object_id" in pts or out.owners is not None) == (adapter.release_kind == "truthful")
-        pts = check_output.coarsen_times(pts, 60)  # the output suite, as the flow runs it
-        assert check_output.check_points(check_output.published_frame(pts), 60)
-    assert out.owners is None or {"traj_id", "object_id", "source_traj_id"} <= set(out.owners)
+        assert ("object_id" in pts or out.owners is not None) == (out.shape.audit_kind == "truthful")
+        assert check_output.check(check_output.coarsen_times(out, 60), 60)  # the output suite, as the flow runs it
 
     # no seed in the run metadata or in what lineage carries of it, nor the seed's value
     lineage.check_no_seed(out.metadata)
@@ -150,8 +136,8 @@ def test_mechanism_contract(name, dask_client, sample_frames):
                                                      "guarantee": json.loads(json.dumps(g.to_dict()))})
 
     # positive control: the same policy blocks the raw data released unchanged as this mechanism's kind
-    kind = adapter.release_kind  # on the contract's main sample, once per kind
+    kind = out.shape.audit_kind  # on the contract's main sample, once per kind
     if kind not in CONTROLS:
         CONTROLS[kind] = control_decision(kind, dask_client, sample_frames((N_TAXIS, MAX_POINTS)))
     blocked, risks = CONTROLS[kind]
-    assert blocked, f"the default gate policy let the raw data through as a {adapter.release_kind} release: {risks}"
+    assert blocked, f"the default gate policy let the raw data through as a {kind} release: {risks}"

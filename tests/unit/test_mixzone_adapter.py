@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.mixzone import MixzoneParams, place_mix_zones
-from tasks.adapters.mixzone import MixzoneAdapter, MixzoneSetup
+from tasks import protect
+from tasks.adapters.mixzone import Mixzone
+from trajpub.mechanism import OnRoadNetwork, PublicInputs
 from trajpub.roads import synthetic_grid
 
 
@@ -16,9 +18,10 @@ def test_adapter_on_tdrive(dask_client, tdrive_prepared):
     net = synthetic_grid(25, 25, 800.0, rng=np.random.default_rng(1), origin=(float(x0), float(y0)),
                          crs=grid.crs)
     params = MixzoneParams(radius_m=300.0, n_zones=60)
-    setup = MixzoneSetup(params, "synthetic-beijing", "synthetic", network=net)
-    adapter = MixzoneAdapter()
-    out = adapter.run(dask_client, futures, grid, setup, np.random.default_rng(7))
+    setup = OnRoadNetwork(params, "synthetic-beijing", "synthetic")
+    adapter = Mixzone()
+    inputs = PublicInputs(grid, road_network=net, road_network_source="synthetic")
+    out = protect.run(adapter, dask_client, futures, inputs, setup, np.random.default_rng(7))
     pts = out.points
     assert list(pts.columns) == ["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
     assert "source_traj_id" not in pts.columns  # which raw trajectory a fragment comes from stays private:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.mixzone import MixzoneParams, guarantee
-from tasks.adapters.mixzone import MixzoneAdapter
+from tasks.adapters.mixzone import Mixzone
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -25,7 +26,7 @@ def test_out_of_range_values_are_refused_with_their_field(field, value):
 
 
 def test_adapter_refuses_unknown_keys_and_a_missing_network_before_reading_data():
-    adapter = MixzoneAdapter()
+    adapter = Mixzone()
     with pytest.raises(ParameterError, match="unknown parameter.*; required: road_network; optional: radius_m") as err:
         adapter.parse_params({"radius": 500})  # the error names the required network, not only the typo
     assert err.value.where == "mixzone.radius"
@@ -35,7 +36,7 @@ def test_adapter_refuses_unknown_keys_and_a_missing_network_before_reading_data(
     with pytest.raises(ParameterError, match="need a road network") as err:
         adapter.parse_params({"road_network": 3})
     assert err.value.where == "mixzone.road_network"
-    assert adapter.release_kind == "truthful"
+    assert adapter.shape is Shape.TRUTHFUL
 
 
 def test_guarantee_is_a_heuristic_and_names_its_attacks():

@@ -12,11 +12,13 @@ import pytest
 from audits.utility import trajectory_metrics
 from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
-from tasks import check_output
-from tasks.adapters.objtrace import ObjTraceAdapter
+from tasks import check_output, protect
+from tasks.adapters.objtrace import ObjTrace
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
 from trajpub.segment import keep_trajectories, segment, to_grid
 from trajpub.spec import ReleaseSpec, read_spec_file
 
@@ -42,7 +44,7 @@ def test_params_refuse_bad_values_with_the_field() -> None:
     for bad in ({"shares": [0.5, 0.5]}, {"length_edges": [1, 2]}, {"pace_edges_s": [0, 10, 5]},
                 {"epsilon": 0}, {"reference_date": "yesterday"}, {"cell_size": 3}):
         with pytest.raises(ParameterError) as err:
-            ObjTraceAdapter().parse_params(bad)
+            ObjTrace().parse_params(bad)
         assert err.value.where.startswith("objtrace.")
     params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 4 + [0.5 / 3] * 3})
     assert objtrace.ObjTraceParams.from_dict(params.to_dict()) == params
@@ -102,8 +104,8 @@ def _check_release(points: pd.DataFrame, grid: GridSpec, params: objtrace.ObjTra
     size = g["seq"].transform("size").to_numpy()[1:][same[1:]]
     assert set(np.unique(step)) <= {0, 1}  # moves to neighbouring model cells...
     assert (size[step == 0] == 2).all()  # ...and a stay only in a one-cell record, written as two points
-    coarse = check_output.coarsen_times(points, 60.0)
-    check_output.check_points(check_output.published_frame(coarse), 60.0)  # raises on failure
+    candidate = CandidateRelease(Shape.SYNTHETIC, points, {}).check()
+    check_output.check(check_output.coarsen_times(candidate, 60.0), 60.0)  # raises on failure
 
 
 def test_every_released_record_has_timestamps_the_output_suite_accepts(prepared) -> None:
@@ -116,11 +118,11 @@ def test_every_released_record_has_timestamps_the_output_suite_accepts(prepared)
 
 def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(dask_client, tdrive_prepared) -> None:
     futures, grid, frame = tdrive_prepared(40)
-    adapter = ObjTraceAdapter()
+    adapter = ObjTrace()
     params = adapter.parse_params({"epsilon": 5.0})
     assert adapter.max_records_per_object(params) is None
     assert adapter.guarantee(params).privacy_unit == "one object" and adapter.guarantee(params).epsilon == 5.0
-    out = adapter.run(dask_client, futures, grid, params, np.random.default_rng(8))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(8))
     _check_release(out.points, grid, params)
     meta = out.metadata
     assert meta["mechanism"] == "objtrace" and meta["params"] == params.to_dict()
@@ -141,7 +143,7 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
 
 def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
     spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
-    mech = ObjTraceAdapter()
+    mech = ObjTrace()
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tasks.protect import MECHANISMS
+from tasks.protect import mechanism
 from trajpub.errors import ParameterError
 from trajpub.guarantee import ACCOUNTS, NOT_DP, PrivacyMap
 
@@ -42,7 +42,7 @@ DP_PARAMS = {"prefix_tree": {"epsilon": 1.0}, "dpt": {"epsilon": 1.0}, "adatrace
 
 @pytest.mark.parametrize("name", sorted(DP_PARAMS))
 def test_per_record_dp_mechanisms_map_by_their_cap(name):
-    adapter = MECHANISMS[name]
+    adapter = mechanism(name)
     capped = adapter.guarantee(adapter.parse_params({**DP_PARAMS[name], "max_records_per_object": 3}))
     assert capped.privacy_map.account in ACCOUNTS and capped.charge("object").epsilon == 3.0
     assert capped.to_dict()["privacy_map"]["records_per_object"] == 3

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.protect import MECHANISMS, adapter, parse_params
+from tasks.protect import REGISTRY, mechanism, parse_params
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 
 
 def test_unknown_mechanism_lists_the_available_ones():
     with pytest.raises(ParameterError, match="unknown mechanism 'nwa'; available: .*fastpub, fgs_pufferfish") as err:
-        adapter("nwa")
+        mechanism("nwa")
     assert err.value.where == "mechanism"
 
 
 def test_fgs_in_a_governed_release_needs_its_epsilon_before_reading_data():
-    fgs = adapter("fgs_pufferfish")
+    fgs = mechanism("fgs_pufferfish")
     with pytest.raises(ParameterError, match="must know its epsilon") as err:
         fgs.parse_params({"location_std_m": 500.0})
     assert err.value.where == "fgs_pufferfish.epsilon"
     with pytest.raises(ParameterError, match="withhold"):
         fgs.parse_params({"epsilon": 2.0, "mean_trajectory": "withhold"})
     params = fgs.parse_params({"epsilon": 2.0})
-    assert fgs.guarantee(params).epsilon == 2.0 and fgs.release_kind == "truthful"
+    assert fgs.guarantee(params).epsilon == 2.0 and fgs.shape is Shape.TRUTHFUL
 
 
 def test_fgs_on_a_window_too_short_for_its_days_is_refused_before_the_plan():
@@ -41,10 +42,10 @@ def test_fgs_on_a_window_too_short_for_its_days_is_refused_before_the_plan():
 
 
 def test_prefix_tree_is_synthetic_and_charges_its_epsilon():
-    pt = adapter("prefix_tree")
+    pt = mechanism("prefix_tree")
     params = pt.parse_params({"epsilon": 0.5, "max_records_per_object": 3})
     g = pt.guarantee(params)
-    assert (g.epsilon, pt.release_kind, pt.max_records_per_object(params)) == (0.5, "synthetic", 3)
+    assert (g.epsilon, pt.shape, pt.max_records_per_object(params)) == (0.5, Shape.SYNTHETIC, 3)
     with pytest.raises(ParameterError, match="unknown parameter"):
         pt.parse_params({"epsilon": 0.5, "hieght": 3})
 
@@ -54,17 +55,17 @@ REQUIRED = {"fgs_pufferfish": "epsilon", "fastpub": "k", "kpsi_anonymity": "road
             "mixzone": "road_network"}
 
 
-@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_an_empty_parameter_mapping_runs_on_defaults_or_names_what_is_missing(name):
     if name not in REQUIRED:
-        adapter(name).parse_params({})
+        mechanism(name).parse_params({})
         return
     with pytest.raises(ParameterError, match=REQUIRED[name]) as err:
-        adapter(name).parse_params({})
+        mechanism(name).parse_params({})
     assert REQUIRED[name] in err.value.where or name == "fgs_pufferfish"  # FGS: epsilon is one of three levels
 
 
 @pytest.mark.parametrize("name", ["mixzone", "klt", "fastpub"])
 def test_an_unknown_parameter_error_also_names_the_required_ones(name):
     with pytest.raises(ParameterError, match=f"unknown parameter.*required: {REQUIRED[name]}; optional: "):
-        adapter(name).parse_params({"colour": 1})
+        mechanism(name).parse_params({"colour": 1})

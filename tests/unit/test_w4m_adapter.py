@@ -8,20 +8,23 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.w4m import W4MParams, anonymize, is_k_delta_anonymous
-from tasks.adapters.w4m import W4MAdapter
-from tasks.protect import adapter
+from tasks import protect
+from tasks.adapters.w4m import W4M
+from tasks.protect import mechanism
+from trajpub.candidate import Shape
+from trajpub.mechanism import PublicInputs
 
 
 def test_w4m_on_tdrive_keeps_the_contract_and_the_property(dask_client, tdrive_prepared):
     futures, grid, prepared = tdrive_prepared(10, max_points=100)
-    a = adapter("w4m")
-    assert isinstance(a, W4MAdapter)
+    a = mechanism("w4m")
+    assert isinstance(a, W4M)
     params = a.parse_params({"k": 4, "delta_m": 500.0})
-    out = a.run(dask_client, futures, grid, params, np.random.default_rng(7))
+    out = protect.run(a, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(7))
     pts = out.points
     for col in ("set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"):
         assert col in pts.columns
-    assert out.product == "trajectories"
+    assert out.check().shape is Shape.ANONYMITY_SETS
     # the private owner table: one row per released trajectory, naming its owner and the raw trajectory it edits
     owners = out.owners.set_index("traj_id")
     assert sorted(owners.index) == sorted(pts["traj_id"].unique())

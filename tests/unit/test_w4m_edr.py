@@ -32,7 +32,7 @@ def _random_set(seed: int, n: int, max_len: int, spread: float) -> Trajectories:
     off = np.r_[0, np.cumsum(lens)].astype(np.int64)
     t = np.concatenate([rng.uniform(0, 3000) + np.cumsum(rng.integers(20, 200, k)) for k in lens]).astype(float)
     x, y = rng.normal(0, spread, off[-1]), rng.normal(0, spread, off[-1])
-    return Trajectories(off, t, x, y, np.arange(n), np.array([f"o{i}" for i in range(n)], dtype=object))
+    return Trajectories(off, x, y, np.arange(n), t, np.array([f"o{i}" for i in range(n)], dtype=object))
 
 
 def test_hand_checked_values():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.w4m import W4MParams, guarantee
-from tasks.adapters.w4m import W4MAdapter
+from tasks.adapters.w4m import W4M
+from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
 
@@ -28,9 +29,9 @@ def test_out_of_range_values_are_refused_with_their_field(field, value):
 
 def test_the_adapter_refuses_unknown_keys_before_reading_data():
     with pytest.raises(ParameterError, match="unknown parameter") as err:
-        W4MAdapter().parse_params({"k": 5, "dleta_m": 500.0})
+        W4M().parse_params({"k": 5, "dleta_m": 500.0})
     assert err.value.where == "w4m.dleta_m"
-    assert W4MAdapter().parse_params({"k": 7}).k == 7
+    assert W4M().parse_params({"k": 7}).k == 7
 
 
 def test_guarantee_is_heuristic_k_delta_anonymity_with_the_surveys_warning():
@@ -47,7 +48,7 @@ def test_guarantee_is_heuristic_k_delta_anonymity_with_the_surveys_warning():
 
 
 def test_adapter_promises():
-    a = W4MAdapter()
+    a = W4M()
     p = a.parse_params({})
-    assert a.release_kind == "truthful" and a.max_records_per_object(p) is None
+    assert a.shape is Shape.ANONYMITY_SETS and a.max_records_per_object(p) is None
     assert a.guarantee(p) == guarantee(p)

@@ -1,0 +1,50 @@
+"""Each shape of a candidate release declares its columns once and holds a candidate to them."""
+
+import pandas as pd
+import pytest
+
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.errors import TrajpubError
+
+POINTS = pd.DataFrame({"traj_id": [1, 1], "seq": [0, 1], "cell": [3, 4], "t": pd.NaT, "lon": [116.3, 116.4],
+                       "lat": [39.9, 39.9]})
+OWNERS = pd.DataFrame({"traj_id": [1], "object_id": ["a"], "source_traj_id": [7]})
+
+
+def test_shapes_say_what_they_publish_and_how_they_are_attacked():
+    assert [s.audit_kind for s in Shape] == ["synthetic", "truthful", "truthful", "truthful", "aggregate"]
+    assert [s.product for s in Shape].count("fragments") == 1 and Shape.FRAGMENTS.product == "fragments"
+    assert "set_id" in Shape.ANONYMITY_SETS.published and "set_id" not in Shape.TRUTHFUL.published
+    assert {"t_end", "lon_min"} <= set(Shape.GENERALISED.published)
+    assert "object_id" in Shape.TRUTHFUL.required and "object_id" not in Shape.TRUTHFUL.published
+
+
+def test_a_candidate_with_its_shape_s_columns_passes():
+    assert CandidateRelease(Shape.SYNTHETIC, POINTS.assign(x=0.0, y=0.0), {}).check()
+    assert CandidateRelease(Shape.TRUTHFUL, POINTS.assign(object_id="a"), {}, owners=OWNERS).check()
+    assert CandidateRelease(Shape.ANONYMITY_SETS, POINTS.assign(set_id=1), {}, owners=OWNERS).check()
+    assert CandidateRelease(Shape.SYNTHETIC, POINTS.iloc[:0], {}).check().released_nothing
+
+
+@pytest.mark.parametrize(("shape", "points", "owners", "says"), [
+    (Shape.TRUTHFUL, POINTS, None, "missing column.*object_id"),
+    (Shape.SYNTHETIC, POINTS.assign(object_id="a"), None, "belongs to nobody"),
+    (Shape.SYNTHETIC, POINTS, OWNERS, "belongs to nobody"),
+    (Shape.SYNTHETIC, POINTS.assign(set_id=1), None, "set_id are not part of the shape"),
+    (Shape.ANONYMITY_SETS, POINTS.assign(set_id=1), None, "name their real members"),
+    (Shape.GENERALISED, POINTS.assign(set_id=1, object_id="a"), None, "missing column.*lon_min"),
+    (Shape.TRUTHFUL, POINTS.assign(object_id="a"), OWNERS.drop(columns="source_traj_id"), "source_traj_id"),
+])
+def test_a_candidate_off_its_shape_is_refused(shape, points, owners, says):
+    with pytest.raises(TrajpubError, match=says):
+        CandidateRelease(shape, points, {}, owners=owners).check()
+
+
+def test_fragments_have_a_fragment_table_and_no_points():
+    fragments = pd.DataFrame({"fragment_id": [1], "cells": [[3, 4]], "estimated_count": [2.0], "round": [1],
+                              "lon": [[116.3, 116.4]], "lat": [[39.9, 39.9]]})
+    assert not CandidateRelease(Shape.FRAGMENTS, pd.DataFrame(), {}, fragments=fragments).check().released_nothing
+    with pytest.raises(TrajpubError, match="fragment table and no points"):
+        CandidateRelease(Shape.FRAGMENTS, POINTS, {}, fragments=fragments).check()
+    with pytest.raises(TrajpubError, match="no fragment table"):
+        CandidateRelease(Shape.SYNTHETIC, POINTS, {}, fragments=fragments).check()

@@ -1,0 +1,49 @@
+"""The executor a partitioned mechanism runs on: a Dask ``distributed.Client`` in the release flow, or
+:class:`LocalExecutor` in this process (the local runner, tests, notebooks).
+
+A mechanism that distributes its work (:meth:`trajpub.mechanism.Mechanism.partitioned`) uses only ``submit``,
+``map``, ``gather``, ``scatter`` and ``scheduler_info`` of the client, so the same code runs on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+class Done:
+    """A computed value in the shape of a Dask future (``result()``)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+def _value(arg: Any) -> Any:
+    """An argument as a Dask worker would receive it: futures, also inside lists and tuples, are resolved."""
+    if isinstance(arg, Done):
+        return arg.value
+    if isinstance(arg, list | tuple):
+        return type(arg)(_value(a) for a in arg)
+    return arg
+
+
+class LocalExecutor:
+    """Dask's client interface, computed eagerly in this process (one "worker")."""
+
+    def submit(self, fn: Callable, *args, pure: bool = True, key: str | None = None, **kwargs) -> Done:
+        return Done(fn(*map(_value, args), **{k: _value(v) for k, v in kwargs.items()}))
+
+    def map(self, fn: Callable, *iterables: Iterable, pure: bool = True, **kwargs) -> list[Done]:
+        return [self.submit(fn, *args, **kwargs) for args in zip(*iterables, strict=True)]
+
+    def gather(self, futures):
+        return _value(futures)
+
+    def scatter(self, data: list, broadcast: bool = False, hash: bool = True) -> list[Done]:
+        return [Done(d) for d in data]
+
+    def scheduler_info(self) -> dict:
+        return {"workers": {"local": {}}}

@@ -1,0 +1,173 @@
+"""The one interface of a privacy mechanism, and its local runner.
+
+A mechanism is pure: it reads trajectories (the prepared frame of :mod:`trajpub.frame`: ``object_id, traj_id,
+seq, t, lon, lat, x, y, cell``; every object's trajectories together) and its public inputs, never a database
+or a cluster, and returns a :class:`~trajpub.candidate.CandidateRelease` of its declared shape. It declares:
+
+- ``name`` and ``shape``;
+- ``params_type``: a frozen parameters class with ``from_dict`` (refusing unknown or out-of-range values with a
+  :class:`~trajpub.errors.ParameterError`) and ``to_dict``;
+- ``guarantee(params)``: what a release protects (:class:`~trajpub.guarantee.Guarantee`), from the parameters
+  and the public inputs' description only;
+- ``release(trajectories, inputs, params, rng)``: the release on one in-memory frame; or, for a mechanism that
+  distributes its work, ``partitioned(executor, parts, inputs, params, rng)`` on the partitions (each holding
+  whole objects) through an executor (:mod:`trajpub.executor`), whose in-process form then gives ``release``.
+
+Optional: ``public_inputs(params)`` names the road network or POI set it reads (resolved before it runs, by
+:mod:`tasks.public_inputs`), ``check_spec(spec, params)`` refuses a release the spec's public inputs cannot hold,
+and ``max_records_per_object(params)`` caps the records the preparation keeps per object.
+
+A mechanism is registered by one line in :data:`tasks.protect.REGISTRY` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.errors import ParameterError, TrajpubError
+from trajpub.executor import LocalExecutor
+from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
+
+
+@dataclass(frozen=True)
+class PublicInputs:
+    """What a release may read besides the raw data, all public: the release grid, and the road network and
+    POIs its spec names, read before the mechanism runs (None when it names none; :mod:`tasks.public_inputs`).
+    ``road_network_source`` says where the network comes from in the guarantees' words ("public", "synthetic",
+    "derived_from_private_data"; "none" without one); ``pois_source`` describes the POIs."""
+
+    grid: GridSpec
+    road_network: Any = None
+    road_network_source: str = "none"
+    pois: pd.DataFrame | None = None
+    pois_source: str | None = None
+
+
+class Mechanism:
+    """Base class: a subclass declares itself in its class line, ``class Toy(Mechanism, name="toy",
+    shape=Shape.SYNTHETIC, params=ToyParams, guarantee=guarantee)``, and implements ``release`` or
+    ``partitioned``."""
+
+    name: ClassVar[str]
+    shape: ClassVar[Shape]
+    params_type: ClassVar[type]
+    guarantee: ClassVar[Callable[[Any], Guarantee]]
+
+    def __init_subclass__(cls, *, name: str | None = None, shape: Shape | None = None, params: type | None = None,
+                          guarantee: Callable | None = None, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for attribute, value in (("name", name), ("shape", shape), ("params_type", params)):
+            if value is not None:
+                setattr(cls, attribute, value)
+        if guarantee is not None:
+            cls.guarantee = staticmethod(guarantee)
+
+    def parse_params(self, params: dict) -> Any:
+        """The parameters, validated; pure (no database, no file beyond the spec)."""
+        return self.params_type.from_dict(dict(params))
+
+    def public_inputs(self, params: Any) -> dict[str, Any]:
+        """The named public inputs the release reads: ``{"road_network": name}``, ``{"pois": source}``."""
+        return {}
+
+    def resolved(self, params: Any, inputs: PublicInputs) -> Any:
+        """The parameters completed with what the public-inputs step found (the guarantee may name it)."""
+        return params
+
+    def check_spec(self, spec, params: Any) -> None:
+        """Refuse a release the spec's public inputs (window, grid) cannot hold, before any budget is charged."""
+
+    def max_records_per_object(self, params: Any) -> int | None:
+        """The records per object the preparation keeps (None: all)."""
+        return getattr(params, "max_records_per_object", None)
+
+    def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: Any,
+                rng: np.random.Generator) -> CandidateRelease:
+        """The release of one in-memory frame; a partitioned mechanism runs its partitioned form in process."""
+        if type(self).partitioned is Mechanism.partitioned:
+            raise TypeError(f"{type(self).__name__} implements neither release nor partitioned")
+        return self.partitioned(LocalExecutor(), [trajectories], inputs, params, rng)
+
+    def partitioned(self, executor, parts: list, inputs: PublicInputs, params: Any,
+                    rng: np.random.Generator) -> CandidateRelease:
+        """The release of partitions (``executor`` futures); by default the partitions are joined on one worker
+        and released there (the raw data never reaches the driver)."""
+        return executor.submit(_release_joined, self, inputs, params, rng, *parts, pure=False).result()
+
+
+@dataclass(frozen=True)
+class OnRoadNetwork:
+    """A mechanism's parameters and the road network its spec names (``road_network``; None: none).
+    ``network_source`` is where the network comes from, in the guarantees' words: "none" without one, else
+    filled in by the public-inputs step (None until then)."""
+
+    params: Any
+    road_network: str | None
+    network_source: str | None = None
+
+
+class RoadNetworkMechanism(Mechanism):
+    """A mechanism whose spec may name a public road network (``road_network``, a network of ``roads.networks``):
+    its parameters are :class:`OnRoadNetwork`; it declares ``network_guarantee(params, network_source)``, which
+    states the guarantee, and ``network_required=True`` to refuse a spec without a network."""
+
+    network_required: ClassVar[bool] = False
+    network_guarantee: ClassVar[Callable[[Any, str], Guarantee]]
+
+    def __init_subclass__(cls, *, network_guarantee: Callable | None = None, network_required: bool = False,
+                          **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.network_required = network_required
+        if network_guarantee is not None:
+            cls.network_guarantee = staticmethod(network_guarantee)
+
+    def parse_params(self, params: dict) -> OnRoadNetwork:
+        name = params.get("road_network")
+        parsed = self.params_type.from_dict(dict(params))
+        if name is not None and (not isinstance(name, str) or not name) or name is None and self.network_required:
+            needs = (f"{self.name} releases need a road network: road_network must name a network in roads.networks"
+                     if self.network_required else "road_network must be a network name or null")
+            raise ParameterError(f"{needs}, got {name!r}", f"{self.name}.road_network")
+        if name is None:
+            setup = OnRoadNetwork(parsed, None, "none")
+            self.guarantee(setup)  # refuses, before any data is read, what needs a network
+            return setup
+        return OnRoadNetwork(parsed, name)
+
+    def public_inputs(self, setup: OnRoadNetwork) -> dict[str, Any]:
+        return {"road_network": setup.road_network} if setup.road_network else {}
+
+    def resolved(self, setup: OnRoadNetwork, inputs: PublicInputs) -> OnRoadNetwork:
+        return replace(setup, network_source=inputs.road_network_source)
+
+    def guarantee(self, setup: OnRoadNetwork) -> Guarantee:
+        if setup.network_source is None:
+            raise TrajpubError(f"road network {setup.road_network} is not resolved yet: its source decides the "
+                               "guarantee (tasks.public_inputs.resolve)", f"{self.name}.road_network")
+        return type(self).network_guarantee(setup.params, setup.network_source)
+
+
+def _release_joined(mechanism: Mechanism, inputs: PublicInputs, params: Any, rng: np.random.Generator,
+                    *parts: pd.DataFrame) -> CandidateRelease:
+    return mechanism.release(pd.concat(parts, ignore_index=True), inputs, params, rng)
+
+
+def checked(mechanism: Mechanism, candidate: CandidateRelease) -> CandidateRelease:
+    """``candidate`` held to the mechanism's declared shape and that shape's columns."""
+    if candidate.shape is not mechanism.shape:
+        raise TrajpubError(f"{mechanism.name} declares {mechanism.shape.value} and released "
+                           f"{candidate.shape.value}", "candidate release")
+    return candidate.check()
+
+
+def run_local(mechanism: Mechanism, trajectories: pd.DataFrame, inputs: PublicInputs, params: Any,
+              rng: np.random.Generator) -> CandidateRelease:
+    """The local runner: the mechanism on one in-memory frame, its output checked against its shape."""
+    return checked(mechanism, mechanism.release(trajectories, inputs, params, rng))
