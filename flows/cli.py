@@ -345,6 +345,68 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     click.echo(json.dumps(outcome))
 
 
+@release.command("compare")
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path), required=True,
+              help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
+                   "flows/specs/compare/tdrive_compare.yaml).")
+@click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
+@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
+def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> None:
+    """Compare candidate releases of one snapshot; every candidate is charged its epsilon (the total is shown
+    first), and the steward picks the one to publish."""
+    from trajpub.spec import read_spec_file
+
+    data = read_spec_file(spec_file)
+    if dask_address:
+        data["dask_address"] = dask_address
+    from tasks import compare, policies
+
+    _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
+    policies.check(planned[0].spec)
+    planned = compare.resolve(_engine(), planned)  # the public inputs each candidate names
+    with _engine().begin() as conn:
+        bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
+    click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")
+    for line in bill.lines():
+        click.echo(line)
+    if not yes and not click.confirm("Charge these candidates and run the comparison?", default=False):
+        raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
+    from flows.compare import compare_flow
+    _tracebacks_to_the_log_only()
+    click.echo(json.dumps(compare_flow(spec=data)))
+
+
+@release.command("pick")
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+@click.option("--comment", help="Why this candidate.")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True,
+              help="Seconds to wait for the waiting comparison flow to publish.")
+def release_pick(release_id: int, steward: str, comment: str | None, wait_s: float) -> None:
+    """Pick the candidate of a comparison to publish: it is approved and the comparison's other candidates that
+    await approval are rejected as not picked, as your login; their staging is discarded."""
+    from tasks import compare, governance
+
+    _tracebacks_to_the_log_only()
+    with _steward_engine(steward).begin() as conn:
+        rel = governance.get_release(conn, release_id)
+        login = compare.pick(conn, release_id, comment)
+        rids = compare.candidates(conn, release_id)
+    click.echo(f"release {release_id} picked by {login}")
+    if _hand_to_waiting_flow(rel, {"pick": release_id, "decision_code": "", "comment": comment or ""},
+                             "published", wait_s):
+        return
+    from flows.compare import discard
+    from flows.release import finish_approved
+
+    _tracebacks_to_the_log_only()
+    outcome = finish_approved(release_id)
+    name = ((rel["summary"] or {}).get("comparison") or {}).get("name", f"of release {release_id}")
+    if outcome["status"] == "published":
+        discard(name, rids, release_id)
+    click.echo(json.dumps(outcome))
+
+
 @release.command("list")
 @click.option("--dataset", callback=_valid_dataset)
 def release_list(dataset: str | None) -> None:
@@ -464,9 +526,6 @@ def steward_code(release_id: int, steward: str) -> None:
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
     """Record the decision as the steward's login (the database checks status, four-eyes and the comment), then
     let the waiting flow run publish, or publish in a flow run of its own when none waits (nothing lost)."""
-    from prefect.client.orchestration import get_client
-    from prefect.flow_runs import resume_flow_run
-
     from tasks import governance
 
     _tracebacks_to_the_log_only()
@@ -475,6 +534,26 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
         rel = governance.get_release(conn, release_id)
         login = governance.decide(conn, release_id, status, comment)
     click.echo(f"release {release_id} {status} by {login}")
+    if _hand_to_waiting_flow(rel, {"release_id": release_id, "decision": decision, "comment": comment or ""},
+                             {"approve": "published", "reject": "rejected"}[decision], wait_s):
+        return
+    if status == "approved":
+        from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
+
+        _tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
+        outcome = publish_approved_flow(release_id=release_id)
+        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
+
+
+def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
+    """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
+    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes)."""
+    from prefect.client.orchestration import get_client
+    from prefect.flow_runs import resume_flow_run
+
+    from tasks import governance
+
+    release_id = rel["release_id"]
     paused = False
     if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
         deadline = time.monotonic() + 30
@@ -485,31 +564,24 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
-    if paused:
-        resume_flow_run(rel["flow_run_id"], run_input={"release_id": release_id, "decision": decision,
-                                                       "comment": comment or ""})
-        click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
-        final = {"approve": "published", "reject": "rejected"}[decision]
-        deadline = time.monotonic() + wait_s
-        eng = _engine()
-        while time.monotonic() < deadline:
-            with eng.connect() as conn:
-                current = governance.get_release(conn, release_id)["status"]
-            if current in (final, "failed"):
-                click.echo(f"release {release_id} is {current}")
-                if current == "failed":
-                    sys.exit(1)
-                return
-            time.sleep(1)
-        click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
-                   f"see `trajpub release show {release_id}`")
-        return
-    if status == "approved":
-        from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
-
-        _tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
-        outcome = publish_approved_flow(release_id=release_id)
-        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
+    if not paused:
+        return False
+    resume_flow_run(rel["flow_run_id"], run_input=run_input)
+    click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
+    deadline = time.monotonic() + wait_s
+    eng = _engine()
+    while time.monotonic() < deadline:
+        with eng.connect() as conn:
+            current = governance.get_release(conn, release_id)["status"]
+        if current in (final, "failed"):
+            click.echo(f"release {release_id} is {current}")
+            if current == "failed":
+                sys.exit(1)
+            return True
+        time.sleep(1)
+    click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
+               f"see `trajpub release show {release_id}`")
+    return True
 
 
 @main.command()

@@ -68,17 +68,24 @@ def _extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
 
 def density_plot(raw: pd.DataFrame, release: pd.DataFrame, weights: np.ndarray | None = None) -> str:
     """Raw and released point density on the same 80x80 lon/lat bins (central 99% of the raw extent)."""
-    x0, x1, y0, y1 = _extent(raw)
+    extent = _extent(raw)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharex=True, sharey=True)
     for ax, frame, w, title in ((axes[0], raw, None, "raw"), (axes[1], release, weights, "release")):
-        h, _, _ = np.histogram2d(frame["lon"], frame["lat"], bins=80, range=[[x0, x1], [y0, y1]], weights=w)
-        total = h.sum()
-        ax.imshow(np.log10(1 + (h / total if total else h).T * 1e4), origin="lower", extent=(x0, x1, y0, y1),
-                  aspect="auto", cmap="magma")
-        ax.set_title(f"{title} density (log scale)")
-        ax.set_xlabel("longitude")
+        density_panel(ax, frame, extent, f"{title} density (log scale)", w)
     axes[0].set_ylabel("latitude")
     return _png(fig)
+
+
+def density_panel(ax, frame: pd.DataFrame, extent: tuple[float, float, float, float], title: str,
+                  weights: np.ndarray | None = None) -> None:
+    """One density map: the share of points per lon/lat bin of 80x80 over ``extent``, on a log scale."""
+    x0, x1, y0, y1 = extent
+    h, _, _ = np.histogram2d(frame["lon"], frame["lat"], bins=80, range=[[x0, x1], [y0, y1]], weights=weights)
+    total = h.sum()
+    ax.imshow(np.log10(1 + (h / total if total else h).T * 1e4), origin="lower", extent=(x0, x1, y0, y1),
+              aspect="auto", cmap="magma")
+    ax.set_title(title)
+    ax.set_xlabel("longitude")
 
 
 def _per_trajectory(frame: pd.DataFrame) -> pd.DataFrame:

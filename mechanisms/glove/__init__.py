@@ -1,7 +1,7 @@
 """GLOVE: k-anonymity of mobile traffic fingerprints by specialised generalisation. Gramaglia, M. and Fiore, M.,
 "Hiding mobile traffic fingerprints with GLOVE", ACM CoNEXT 2015; as re-implemented and evaluated by the survey
-(Jin et al., TKDE 2023, Sec. 3.1.1 and 5; its [S-code], ``uqwhua/TrjPrivacy`` ``models/glove``). Pure
-numpy/pandas/scipy.
+(Jin et al., TKDE 2023, Sec. 3.1.1 and 5; its [S-code], ``uqwhua/TrjPrivacy`` ``models/glove``). numpy/pandas/scipy,
+and numba for the row minima of the stretch matrix (:mod:`mechanisms.glove.nearest`).
 
 Every fix becomes a generalised sample (a rectangle and a time span). The stretch effort of two samples is how much
 each must grow to their union (paper Eq. 1-9), normalised by 20 km and 24 h and weighted 0.5/0.5; the trajectory-

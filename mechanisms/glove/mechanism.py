@@ -30,6 +30,7 @@ from mechanisms.glove.stretch import (
     X1,
     Y0,
     Y1,
+    costs_to,
     locality_key,
     merge_cost,
     merge_samples,
@@ -196,10 +197,12 @@ def greedy_merge(fps: Fingerprints, params: GloveParams, pairs: np.ndarray | Non
             q = min(n, 4 * q)
 
     def connect(g: int) -> None:
-        for p in partners(g, active):
-            grp, other = groups[g], groups[p]
-            c = merge_cost(grp.samples, other.samples, len(grp.members), len(other.members), params)
-            stats["merge_pairs_costed"] += 1
+        found = partners(g, active)
+        grp = groups[g]
+        costs = costs_to(grp.samples, len(grp.members), [(groups[p].samples, len(groups[p].members)) for p in found],
+                         params)
+        stats["merge_pairs_costed"] += len(found)
+        for p, c in zip(found, costs.tolist(), strict=True):
             heapq.heappush(heap, (c, min(g, p), max(g, p)))
             nbrs[g].add(p)
             nbrs[p].add(g)

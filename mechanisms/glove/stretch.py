@@ -9,13 +9,20 @@ raw fix is the degenerate sample of zero width and zero duration.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
+from mechanisms.glove.nearest import column_minima, row_minima
 from mechanisms.glove.params import GloveParams
 
 #: Columns of a samples array.
 COLUMNS = ("x_min", "x_max", "y_min", "y_max", "t_min", "t_max", "lon_min", "lon_max", "lat_min", "lat_max")
 X0, X1, Y0, Y1, T0, T1, LON0, LON1, LAT0, LAT1 = range(10)
+_THREADS = os.cpu_count() or 1
+_POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="glove-costs")
 _LOWER = np.array([X0, Y0, T0, LON0, LAT0])
 _UPPER = np.array([X1, Y1, T1, LON1, LAT1])
 
@@ -54,17 +61,21 @@ def stretch_matrix(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: Glo
 
 
 def _oriented(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GloveParams):
-    """(longer, shorter, n_longer, n_shorter, cost matrix longer x shorter, merge cost). On equal lengths the
-    orientation of least cost is taken (the first argument on a tie), so the cost is symmetric; the stretch
-    matrix of (b, a) is the transpose of that of (a, b)."""
-    m = stretch_matrix(a, b, n_a, n_b, params)
-    forward = float(m.min(axis=1).mean())
+    """(longer, shorter, n_longer, n_shorter, least-cost sample of the shorter for each sample of the longer,
+    merge cost). On equal lengths the orientation of least cost is taken (the first argument on a tie), so the
+    cost is symmetric. The row/column minima of the stretch matrix come from :mod:`mechanisms.glove.nearest`
+    (exact, without building the matrix)."""
     if len(a) > len(b):
-        return a, b, n_a, n_b, m, forward
-    backward = float(m.min(axis=0).mean())
-    if len(a) == len(b) and forward <= backward:
-        return a, b, n_a, n_b, m, forward
-    return b, a, n_b, n_a, m.T, backward
+        cost, best = row_minima(a, b, n_a, n_b, params)
+        return a, b, n_a, n_b, best, float(cost.mean())
+    cost, best = column_minima(a, b, n_a, n_b, params)
+    backward = float(cost.mean())
+    if len(a) == len(b):
+        f_cost, f_best = row_minima(a, b, n_a, n_b, params)
+        forward = float(f_cost.mean())
+        if forward <= backward:
+            return a, b, n_a, n_b, f_best, forward
+    return b, a, n_b, n_a, best, backward
 
 
 def merge_cost(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GloveParams) -> float:
@@ -74,12 +85,25 @@ def merge_cost(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: GlovePa
     return _oriented(a, b, n_a, n_b, params)[5]
 
 
+def _threaded(cost: Callable[[int], float], n: int) -> np.ndarray:
+    """``[cost(0), ..., cost(n - 1)]``, in contiguous blocks on one thread per core (the numba kernel releases
+    the GIL); fewer than two items per thread run on the calling thread."""
+    if n < 2 * _THREADS:
+        return np.array([cost(r) for r in range(n)], dtype=float)
+    bounds = np.linspace(0, n, _THREADS + 1).astype(int)
+    blocks = _POOL.map(lambda b: [cost(r) for r in range(bounds[b], bounds[b + 1])], range(_THREADS))
+    return np.array([c for block in blocks for c in block], dtype=float)
+
+
 def pair_costs(samples: list[np.ndarray], weights: np.ndarray, pairs: np.ndarray, params: GloveParams) -> np.ndarray:
     """:func:`merge_cost` of each row ``(i, j)`` of ``pairs`` (a block of the candidate graph)."""
-    out = np.empty(len(pairs))
-    for r, (i, j) in enumerate(pairs):
-        out[r] = merge_cost(samples[i], samples[j], int(weights[i]), int(weights[j]), params)
-    return out
+    return _threaded(lambda r: merge_cost(samples[pairs[r, 0]], samples[pairs[r, 1]], int(weights[pairs[r, 0]]),
+                                          int(weights[pairs[r, 1]]), params), len(pairs))
+
+
+def costs_to(a: np.ndarray, n_a: int, others: list[tuple[np.ndarray, int]], params: GloveParams) -> np.ndarray:
+    """:func:`merge_cost` of ``a`` (standing for ``n_a`` fingerprints) with each ``(samples, n)`` of ``others``."""
+    return _threaded(lambda r: merge_cost(a, others[r][0], n_a, others[r][1], params), len(others))
 
 
 def _absorb(target: np.ndarray, index: np.ndarray, source: np.ndarray) -> None:
@@ -100,14 +124,13 @@ def merge_samples(a: np.ndarray, b: np.ndarray, n_a: int, n_b: int, params: Glov
     start time. The [S-code]'s ``reshaping`` (which trims overlapping time spans and inserts bridging samples) is
     not applied: trimming could leave an original fix outside every published span.
     """
-    longer, shorter, n_l, n_s, m, _ = _oriented(a, b, n_a, n_b, params)
-    best = m.argmin(axis=1)
+    longer, shorter, n_l, n_s, best, _ = _oriented(a, b, n_a, n_b, params)
     merged = shorter.copy()
     _absorb(merged, best, longer)
     matched = np.bincount(best, minlength=len(shorter)) > 0
     out, rest = merged[matched], shorter[~matched]
     if len(rest):
-        second = stretch_matrix(rest, out, n_s, n_l + n_s, params).argmin(axis=1)
+        second = row_minima(rest, out, n_s, n_l + n_s, params)[1]
         _absorb(out, second, rest)
     return out[np.argsort(out[:, T0], kind="stable")]
 

@@ -1,7 +1,9 @@
 """Mix zones: Liu, Kang, Wang, Zhang, "Traffic-aware multiple mix zone placement for protecting location
 privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (Jin et al., TKDE 2023,
 Sec. 3.2.1, ref. [79]; settings, Sec. 5.1: r = 500 m, 1,000 zones; [S-code] the survey's Java code
-``uqwhua/TrjPrivacy`` ``MixZone.java``). Pure numpy/pandas/scipy.
+``uqwhua/TrjPrivacy`` ``MixZone.java``). numpy/pandas/scipy; the
+placement's graph loops and the cut are compiled with numba (sequential loops over vertices and points that numpy
+cannot vectorise: a DFS, a greedy with a heap, a per-point state machine).
 
 Public surface:
 
@@ -18,8 +20,8 @@ Decisions (where the paper/survey is silent, or where this code deviates):
    (degree, node index); articulation points are never in the MIS, so they start as zones; all non-MIS vertices
    start as zones and the greedy removal runs on all of them. The greedy is exact (always the zone adding the
    fewest associations, ties to the smaller node index) with incremental costs instead of the paper's
-   recomputation from scratch. No networkx (not installed): DFS and union-find in pure Python, components with
-   scipy.sparse.csgraph. The placement is deterministic: same network ⇒ same zones, whatever the data.
+   recomputation from scratch. No networkx (not installed): DFS and union-find compiled with numba, components
+   with scipy.sparse.csgraph. The placement is deterministic: same network ⇒ same zones, whatever the data.
 2. Coverage: a point is covered by the NEAREST zone within r (the survey's code takes "a zone within r").
 3. Cut rule: the survey's code compares each covered point's zone with the FIRST zone the trajectory ever
    touched, never cuts there and never updates it. Here the reference is the zone of the last cut (at the start:

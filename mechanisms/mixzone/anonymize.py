@@ -5,6 +5,7 @@ covered points, give every fragment a fresh random pseudonym.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
@@ -23,6 +24,26 @@ def covering_zone(x: np.ndarray, y: np.ndarray, zone_xy: np.ndarray, radius_m: f
     return np.where(np.isfinite(d) & (d <= radius_m), i, -1).astype(np.int64)
 
 
+@numba.njit(cache=True)
+def _fragments(zone: np.ndarray, starts: np.ndarray, ends: np.ndarray, min_length: int) -> np.ndarray:
+    """Fragment numbers of every point, trajectory by trajectory (rows ``starts[i]:ends[i]``), numbered
+    consecutively over all trajectories (the rule of :func:`fragment_numbers`)."""
+    out = np.empty(len(zone), np.int64)
+    frag = -1
+    for a, b in zip(starts, ends):
+        frag += 1
+        count, ref = 0, zone[a]
+        for i in range(a, b):
+            z = zone[i]
+            if z >= 0 and z != ref and count >= min_length:
+                frag += 1
+                count = 0
+                ref = z
+            out[i] = frag
+            count += 1
+    return out
+
+
 def fragment_numbers(zone: np.ndarray, min_length: int) -> np.ndarray:
     """Fragment number (0, 1, ...) of each point of ONE trajectory, given each point's covering zone (-1: none).
 
@@ -35,17 +56,10 @@ def fragment_numbers(zone: np.ndarray, min_length: int) -> np.ndarray:
     and never updates it (so it does not cut on re-entering that zone and re-cuts every ``min_length`` points
     while inside any other zone).
     """
-    out = np.empty(len(zone), np.int64)
-    zone = np.asarray(zone).tolist()
-    frag, count, ref = 0, 0, (zone[0] if zone else -1)
-    for i, z in enumerate(zone):
-        if z >= 0 and z != ref and count >= min_length:
-            frag += 1
-            count = 0
-            ref = z
-        out[i] = frag
-        count += 1
-    return out
+    zone = np.asarray(zone, np.int64)
+    if len(zone) == 0:
+        return np.empty(0, np.int64)
+    return _fragments(zone, np.zeros(1, np.int64), np.full(1, len(zone), np.int64), min_length)
 
 
 def split_fragments(points: pd.DataFrame, zone_xy: np.ndarray, params: MixzoneParams) -> tuple[pd.DataFrame, dict]:
@@ -61,13 +75,8 @@ def split_fragments(points: pd.DataFrame, zone_xy: np.ndarray, params: MixzonePa
     traj = df["traj_id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, traj[1:] != traj[:-1]]) if len(df) else np.empty(0, np.int64)
     ends = np.r_[starts[1:], len(df)]
-    frag = np.empty(len(df), np.int64)
-    offset = 0
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        f = fragment_numbers(zone[a:b], params.min_length)
-        frag[a:b] = f + offset
-        offset += int(f[-1]) + 1
-    n_cut_fragments = offset
+    frag = _fragments(zone, starts.astype(np.int64), ends.astype(np.int64), params.min_length)
+    n_cut_fragments = int(frag[-1]) + 1 if len(frag) else 0
     df["zone"] = zone
     df["fragment"] = frag
     covered = zone >= 0

@@ -18,9 +18,10 @@ The placement reads the road network only, never a trajectory: the same network 
 
 Step 5 is exact greedy, not the paper's O(|V|(|V|+|E|)) recomputation: components are kept in a union-find,
 costs in a lazy heap. A cost only grows when a component grows and shrinks only when two of the zone's
-adjacent components merge; those zones are found through per-component sets of adjacent zones (merged
-small-into-large) and re-queued, so the heap always holds a lower bound of each zone's cost and the popped
-zone whose stored cost equals its current cost is the true minimum.
+adjacent components merge; those zones are found by scanning the members of all but the largest of the joined
+components (small into large) and re-queued, so the heap always holds a lower bound of each zone's cost and the
+popped zone whose stored cost equals its current cost is the true minimum. The DFS, the MIS and step 5 are
+compiled with numba (sequential graph loops; in pure Python they took 2.5 s on a 40,000-node grid, 0.2 s now).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import hashlib
 import heapq
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
@@ -76,47 +78,70 @@ def node_graph(network: RoadNetwork) -> tuple[np.ndarray, np.ndarray]:
     return m.indptr.astype(np.int64), m.indices.astype(np.int64)
 
 
-def articulation_points(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Boolean mask of the cut vertices of an undirected simple graph (iterative DFS, low-link values)."""
-    n = len(indptr) - 1
-    ptr, nbr = indptr.tolist(), indices.tolist()
-    disc = [-1] * n
-    low = [0] * n
-    parent = [-1] * n
-    ap = [False] * n
+@numba.njit(cache=True)
+def _articulation(ptr: np.ndarray, nbr: np.ndarray) -> np.ndarray:
+    n = len(ptr) - 1
+    disc = np.full(n, -1, np.int64)
+    low = np.zeros(n, np.int64)
+    parent = np.full(n, -1, np.int64)
+    ap = np.zeros(n, np.bool_)
+    stack_v = np.empty(n, np.int64)  # the DFS path: vertex and its next neighbour position
+    stack_i = np.empty(n, np.int64)
     timer = 0
     for root in range(n):
         if disc[root] >= 0:
             continue
-        disc[root] = low[root] = timer
+        disc[root] = timer
+        low[root] = timer
         timer += 1
         children = 0
-        stack = [[root, ptr[root]]]
-        while stack:
-            top = stack[-1]
-            v, i = top
+        top = 0
+        stack_v[0], stack_i[0] = root, ptr[root]
+        while top >= 0:
+            v, i = stack_v[top], stack_i[top]
             if i < ptr[v + 1]:
-                top[1] = i + 1
+                stack_i[top] = i + 1
                 w = nbr[i]
                 if disc[w] < 0:
                     parent[w] = v
-                    disc[w] = low[w] = timer
+                    disc[w] = timer
+                    low[w] = timer
                     timer += 1
                     if v == root:
                         children += 1
-                    stack.append([w, ptr[w]])
+                    top += 1
+                    stack_v[top], stack_i[top] = w, ptr[w]
                 elif w != parent[v] and disc[w] < low[v]:
                     low[v] = disc[w]
             else:
-                stack.pop()
-                if stack:
-                    u = stack[-1][0]
+                top -= 1
+                if top >= 0:
+                    u = stack_v[top]
                     low[u] = min(low[u], low[v])
                     if u != root and low[v] >= disc[u]:
                         ap[u] = True
         if children > 1:
             ap[root] = True
-    return np.array(ap, dtype=bool)
+    return ap
+
+
+def articulation_points(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Boolean mask of the cut vertices of an undirected simple graph (iterative DFS, low-link values)."""
+    return _articulation(np.asarray(indptr, np.int64), np.asarray(indices, np.int64))
+
+
+@numba.njit(cache=True)
+def _greedy_mis(ptr: np.ndarray, nbr: np.ndarray, allowed: np.ndarray, order: np.ndarray) -> np.ndarray:
+    n = len(ptr) - 1
+    taken = np.zeros(n, np.bool_)
+    blocked = np.zeros(n, np.bool_)
+    for v in order:
+        if not allowed[v] or blocked[v]:
+            continue
+        taken[v] = True
+        for w in nbr[ptr[v]:ptr[v + 1]]:
+            blocked[w] = True
+    return taken
 
 
 def maximal_independent_set(indptr: np.ndarray, indices: np.ndarray, allowed: np.ndarray) -> np.ndarray:
@@ -127,17 +152,8 @@ def maximal_independent_set(indptr: np.ndarray, indices: np.ndarray, allowed: np
     inside = allowed[row] & allowed[indices]
     degree = np.bincount(row[inside], minlength=n)
     order = np.lexsort((np.arange(n), degree))
-    ptr, nbr = indptr.tolist(), indices.tolist()
-    ok = allowed.tolist()
-    taken = [False] * n
-    blocked = [False] * n
-    for v in order.tolist():
-        if not ok[v] or blocked[v]:
-            continue
-        taken[v] = True
-        for w in nbr[ptr[v]:ptr[v + 1]]:
-            blocked[w] = True
-    return np.array(taken, dtype=bool)
+    return _greedy_mis(np.asarray(indptr, np.int64), np.asarray(indices, np.int64), np.asarray(allowed, np.bool_),
+                       order.astype(np.int64))
 
 
 def split_components(indptr: np.ndarray, indices: np.ndarray, removed: np.ndarray) -> np.ndarray:
@@ -150,82 +166,122 @@ def split_components(indptr: np.ndarray, indices: np.ndarray, removed: np.ndarra
     return np.where(removed, -1, labels)
 
 
-def place_mix_zones(network: RoadNetwork, n_zones: int) -> Placement:
-    """UTMP placement of at most ``n_zones`` mix zones on the road vertices of ``network`` (module docstring)."""
-    indptr, indices = node_graph(network)
-    n = network.n_nodes
-    ap = articulation_points(indptr, indices)
-    mis = maximal_independent_set(indptr, indices, ~ap)
-    is_zone = (~mis).tolist()
-    n_candidates = int((~mis).sum())
-    ptr, nbr = indptr.tolist(), indices.tolist()
+@numba.njit(cache=True)
+def _find(parent: np.ndarray, v: int) -> int:
+    root = v
+    while parent[root] != root:
+        root = parent[root]
+    while parent[v] != root:
+        parent[v], v = root, parent[v]
+    return root
 
-    parent = list(range(n))
-    size = [1] * n
 
-    def find(v: int) -> int:
-        root = v
-        while parent[root] != root:
-            root = parent[root]
-        while parent[v] != root:
-            parent[v], v = root, parent[v]
-        return root
+@numba.njit(cache=True)
+def _roots(ptr, nbr, is_zone, parent, z, out) -> int:
+    """The distinct components (roots) adjacent to zone ``z``, written to ``out``; returns how many."""
+    m = 0
+    for w in nbr[ptr[z]:ptr[z + 1]]:
+        if not is_zone[w]:
+            r = _find(parent, w)
+            seen = False
+            for q in range(m):
+                seen = seen or out[q] == r
+            if not seen:
+                out[m] = r
+                m += 1
+    return m
 
-    # zones adjacent to each non-zone component (keyed by the component's root); every MIS vertex starts alone
-    adjacent: dict[int, set[int]] = {}
+
+@numba.njit(cache=True)
+def _cost(ptr, nbr, is_zone, parent, size, z, buf) -> int:
+    """Associations added by turning zone ``z`` back into an ordinary vertex: C(1+S, 2) - sum C(s_i, 2)."""
+    m = _roots(ptr, nbr, is_zone, parent, z, buf)
+    total, squares = 0, 0
+    for q in range(m):
+        total += size[buf[q]]
+        squares += size[buf[q]] * size[buf[q]]
+    return total + (total * total - squares) // 2
+
+
+@numba.njit(cache=True)
+def _reduce_zones(ptr: np.ndarray, nbr: np.ndarray, start: np.ndarray, n_zones: int) -> np.ndarray:
+    """Step 5 (module docstring): the greedy removal of zones, from the zones ``start`` down to ``n_zones``.
+
+    Components are a union-find (``parent``, ``size``) with member lists (``nxt``, ``tail``; a list starts at
+    its root), so that when zone z joins components, the zones adjacent to two of them (the only ones whose cost
+    falls) are found by scanning the members of all but the largest joined component (small into large)."""
+    n = len(ptr) - 1
+    is_zone = start.copy()
+    parent = np.arange(n)
+    size = np.ones(n, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    tail = np.arange(n)
+    max_degree = 1
     for v in range(n):
-        if not is_zone[v]:
-            adjacent[v] = {w for w in nbr[ptr[v]:ptr[v + 1]] if is_zone[w]}
-
-    def roots_of(z: int) -> list[int]:
-        return list({find(w) for w in nbr[ptr[z]:ptr[z + 1]] if not is_zone[w]})
-
-    def cost(z: int) -> int:
-        sizes = [size[r] for r in roots_of(z)]
-        total = sum(sizes)
-        return total + (total * total - sum(s * s for s in sizes)) // 2
-
-    heap = [(cost(z), z) for z in range(n) if is_zone[z]]
+        max_degree = max(max_degree, ptr[v + 1] - ptr[v])
+    buf = np.empty(max_degree, np.int64)
+    roots = np.empty(max_degree, np.int64)
+    mark = np.full(n, -1, np.int64)  # the step at which a zone was last examined
+    heap = [(np.int64(_cost(ptr, nbr, is_zone, parent, size, z, buf)), np.int64(z)) for z in range(n) if is_zone[z]]
     heapq.heapify(heap)
     remaining = len(heap)
-    while remaining > n_zones and heap:
+    step = 0
+    falling = np.empty(n, np.int64)
+    while remaining > n_zones and len(heap) > 0:
         c, z = heapq.heappop(heap)
         if not is_zone[z]:
             continue
-        current = cost(z)
+        current = _cost(ptr, nbr, is_zone, parent, size, z, buf)
         if current != c:
-            heapq.heappush(heap, (current, z))
+            heapq.heappush(heap, (np.int64(current), z))
             continue
-        roots = roots_of(z)
+        m = _roots(ptr, nbr, is_zone, parent, z, roots)
         is_zone[z] = False
         remaining -= 1
-        sets = [adjacent.pop(r) for r in roots]
-        big = max(range(len(sets)), key=lambda i: len(sets[i])) if sets else -1
-        # zones adjacent to two or more of the merged components: their cost may fall, so re-queue them
-        seen: dict[int, int] = {}
-        for i, s in enumerate(sets):
-            if i != big:
-                for w in s:
-                    seen[w] = seen.get(w, 0) + 1
-        falling = [w for w, cnt in seen.items() if cnt + (big >= 0 and w in sets[big]) >= 2]
-        merged = sets[big] if sets else set()
-        for i, s in enumerate(sets):
-            if i != big:
-                merged |= s
-        merged.update(w for w in nbr[ptr[z]:ptr[z + 1]] if is_zone[w])
-        merged.discard(z)
-        new_size = 1 + sum(size[r] for r in roots)
-        for r in roots:
+        step += 1
+        big = 0
+        for q in range(1, m):
+            if size[roots[q]] > size[roots[big]]:
+                big = q
+        n_falling = 0
+        for q in range(m):
+            v = roots[q] if q != big else -1
+            while v >= 0:
+                for w in nbr[ptr[v]:ptr[v + 1]]:
+                    if is_zone[w] and mark[w] != step:
+                        mark[w] = step
+                        k = _roots(ptr, nbr, is_zone, parent, w, buf)
+                        joined = 0
+                        for a in range(k):
+                            for p in range(m):
+                                joined += buf[a] == roots[p]
+                        if joined >= 2:
+                            falling[n_falling] = w
+                            n_falling += 1
+                v = nxt[v]
+        last = z
+        for q in range(m):
+            r = roots[q]
             parent[r] = z
-        size[z] = new_size
-        adjacent[z] = merged
-        for w in falling:
-            if is_zone[w]:
-                heapq.heappush(heap, (cost(w), w))
+            size[z] += size[r]
+            nxt[last] = r
+            last = tail[r]
+        tail[z] = last
+        for f in range(n_falling):
+            w = falling[f]
+            heapq.heappush(heap, (np.int64(_cost(ptr, nbr, is_zone, parent, size, w, buf)), w))
+    return is_zone
 
-    zones = np.flatnonzero(np.array(is_zone, dtype=bool))
-    labels = split_components(indptr, indices, np.array(is_zone, dtype=bool))
+
+def place_mix_zones(network: RoadNetwork, n_zones: int) -> Placement:
+    """UTMP placement of at most ``n_zones`` mix zones on the road vertices of ``network`` (module docstring)."""
+    indptr, indices = node_graph(network)
+    ap = articulation_points(indptr, indices)
+    mis = maximal_independent_set(indptr, indices, ~ap)
+    is_zone = _reduce_zones(indptr, indices, ~mis, n_zones)
+    zones = np.flatnonzero(is_zone)
+    labels = split_components(indptr, indices, is_zone)
     counts = np.bincount(labels[labels >= 0]).astype(np.int64)
     associations = int((counts * (counts - 1) // 2).sum())
     return Placement(zones=zones, zone_xy=network.node_xy[zones].copy(), node_id=network.node_id[zones].copy(),
-                     n_articulation=int(ap.sum()), n_candidates=n_candidates, associations=associations)
+                     n_articulation=int(ap.sum()), n_candidates=int((~mis).sum()), associations=associations)

@@ -104,10 +104,12 @@ def test_prefect_yaml_deployments_have_cron_schedules_and_time_zones(yaml_deploy
     with get_client(sync_client=True) as client:
         weekly = client.read_deployment_by_name("release/tdrive-weekly")
         monthly = client.read_deployment_by_name("release/tdrive-fgs-monthly")
+        comparison = client.read_deployment_by_name("compare/tdrive-compare")  # on demand: no schedule
     assert [(s.schedule.cron, s.schedule.timezone, s.active) for s in weekly.schedules] == [
         ("0 3 * * 1", "Asia/Shanghai", True)]
     assert [(s.schedule.cron, s.schedule.timezone) for s in monthly.schedules] == [("0 4 1 * *", "Asia/Shanghai")]
     assert (weekly.work_pool_name, weekly.parameters["spec"]["mechanism"]) == ("trajpub", "objtrace")
+    assert not comparison.schedules and len(comparison.parameters["spec"]["candidates"]) == 3
 
 
 def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdrive, yaml_deployments):

@@ -1,0 +1,175 @@
+"""A comparison's governance (issue 18): its candidates checked as releases, the budget of all of them charged
+honestly, the snapshot validated once and shared, the steward's pick, the others discarded.
+
+Budget: every candidate is a release of its own and is charged its epsilon in the dataset's unit at plan, before
+any data is read, exactly as a single release is (:func:`tasks.governance.charge_budget`): running k candidates on
+the same data and keeping one composes sequentially, so the comparison costs the sum of its candidates' charges per
+account (Dwork and Roth 2014, Thm 3.16). Picking the best of them afterwards is post-processing of released
+outputs and costs nothing more. No private selection (Liu and Talwar, STOC 2019; Papernot and Steinke, ICLR 2022)
+is claimed: those would charge about 3x one candidate's epsilon instead of the sum, but require the candidates'
+scores to be computed privately, and the gate's scores read the raw data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import sqlalchemy as sa
+
+from tasks import governance, protect, public_inputs
+from trajpub.comparison import Comparison, parse_comparison
+from trajpub.errors import ParameterError, PolicyError
+from trajpub.guarantee import Charge
+from trajpub.mechanism import PublicInputs
+from trajpub.spec import ReleaseSpec
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One candidate, checked: its label, release spec and parsed parameters; after :func:`resolve`, its public
+    inputs and the parameters they complete."""
+
+    label: str
+    spec: ReleaseSpec
+    params: object
+    inputs: PublicInputs | None = None
+
+
+def parse(data: dict) -> tuple[Comparison, list[Planned]]:
+    """The comparison and each candidate's release spec and parameters, all checked before anything is planned:
+    an error names the candidate (``candidates: glove k=1``) and what is wrong with it."""
+    comparison = parse_comparison(data)
+    planned = []
+    for candidate in comparison.candidates:
+        try:
+            spec, params = protect.parse_spec(comparison.release_spec(candidate))
+        except ParameterError as exc:
+            raise ParameterError(exc.message, f"candidate {candidate.label}"
+                                 + (f", {exc.where}" if exc.where else "")) from None
+        planned.append(Planned(candidate.label, spec, params))
+    return comparison, planned
+
+
+def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
+    """Each candidate with the road network and POIs it names read (:func:`tasks.public_inputs.resolve`, as a
+    release reads them before its plan): a missing one refuses the comparison before anything is charged."""
+    out = []
+    for p in planned:
+        try:
+            params, inputs = public_inputs.resolve(engine, protect.mechanism(p.spec.mechanism), p.params,
+                                                   p.spec.grid)
+        except ParameterError as exc:
+            raise ParameterError(exc.message, f"candidate {p.label}" + (f", {exc.where}" if exc.where else "")) \
+                from None
+        out.append(replace(p, params=params, inputs=inputs))
+    return out
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What the comparison costs: each candidate's charge, and per account the total with what is left."""
+
+    charges: list[tuple[str, Charge]]
+    totals: dict[str, tuple[float, float]]  # account -> (epsilon, delta) summed over its candidates
+    accounts: dict[str, governance.Account]
+
+    def lines(self) -> list[str]:
+        """The bill as a steward reads it before confirming."""
+        out = [f"- {label}: " + (f"{c.account} epsilon {c.epsilon:g} per {c.unit}" + (f", delta {c.delta:g}"
+                                                                                    if c.delta else "")
+                                 if c.epsilon is not None else "no epsilon (not DP; counted, not capped)")
+               for label, c in self.charges]
+        for account, (eps, delta) in self.totals.items():
+            acc = self.accounts[account]
+            out.append(f"TOTAL {account}: epsilon {eps:g} per {acc.unit}" + (f", delta {delta:g}" if delta else "")
+                       + f" for {sum(1 for _, c in self.charges if c.account == account)} candidate(s); "
+                       f"{acc.left:g} of the cap {acc.cap:g} is left before the comparison, "
+                       f"{acc.left - eps:g} after")
+        return out
+
+
+def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
+    """Every (resolved) candidate's charge in the dataset's unit and the totals per account; refuses (one sentence) a
+    candidate the ledger would refuse on its own, and a comparison whose candidates together pass an account's
+    epsilon or delta cap. Reads no data."""
+    dataset = planned[0].spec.dataset
+    charges = []
+    for p in planned:
+        try:
+            charges.append((p.label, governance.check_budget(conn, dataset, protect.mechanism(p.spec.mechanism)
+                                                             .guarantee(p.params))))
+        except PolicyError as exc:
+            raise PolicyError(f"candidate {p.label}: {exc.message}", exc.where) from None
+    accounts = governance.accounts(conn, dataset)
+    totals: dict[str, tuple[float, float]] = {}
+    for _, c in charges:
+        if c.epsilon is not None:
+            eps, delta = totals.get(c.account, (0.0, 0.0))
+            totals[c.account] = (eps + c.epsilon, delta + c.delta)
+    for account, (eps, delta) in totals.items():
+        acc = accounts[account]
+        if acc.spent + eps > acc.cap + 1e-12:
+            raise PolicyError(f"the candidates together need {account} epsilon {eps:g} per {acc.unit} (each is "
+                              f"charged: running them all on the same data composes) but dataset '{dataset}' has "
+                              f"only {acc.left:g} of its cap {acc.cap:g} left; compare fewer or cheaper candidates",
+                              "governance.budget_ledger")
+        if delta > 0 and acc.delta_spent + delta > acc.delta_cap * (1 + 1e-12):
+            raise PolicyError(f"the candidates together need delta {delta:g} per {acc.unit} but dataset "
+                              f"'{dataset}' has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its delta cap "
+                              f"{acc.delta_cap:g} left", "governance.budget_ledger")
+    return Bill(charges, totals, accounts)
+
+
+def share_validation(conn: sa.Connection, validated: int, release_id: int) -> None:
+    """Record the snapshot ``validated`` was validated on as ``release_id``'s too (the same snapshot, suite and
+    result; its quarantined points stay under ``validated``), and move ``release_id`` to validated."""
+    conn.execute(sa.text(
+        "UPDATE governance.releases r SET snapshot_hash = v.snapshot_hash, snapshot_points = v.snapshot_points,"
+        " updated_at = now() FROM governance.releases v WHERE v.release_id = :v AND r.release_id = :r"),
+        {"v": validated, "r": release_id})
+    snapshot = governance.get_release(conn, validated)["summary"].get("snapshot")
+    governance.merge_summary(conn, release_id, {"snapshot": snapshot, "validated_with": validated})
+    conn.execute(sa.text(
+        "INSERT INTO governance.validation_results (release_id, suite, success, n_rows, n_quarantined, result)"
+        " SELECT :r, suite, success, n_rows, n_quarantined, result FROM governance.validation_results"
+        " WHERE release_id = :v"), {"v": validated, "r": release_id})
+    governance.transition(conn, release_id, "validated", f"the comparison's snapshot, validated as release "
+                                                         f"{validated} (its quarantine is there)")
+
+
+def candidates(conn: sa.Connection, release_id: int) -> list[int]:
+    """The release ids of the comparison ``release_id`` belongs to (planned by the same flow run), in order."""
+    return [r[0] for r in conn.execute(sa.text(
+        "SELECT release_id FROM governance.releases WHERE flow_run_id = (SELECT flow_run_id FROM"
+        " governance.releases WHERE release_id = :r) ORDER BY release_id"), {"r": release_id})] or [release_id]
+
+
+def pick(conn: sa.Connection, release_id: int, comment: str | None, code: str | None = None) -> str:
+    """Record the steward's pick (sql/021): ``release_id`` approved and named the pick in its comparison record,
+    the comparison's other candidates that await approval rejected, as one decision of one login; returns the
+    login. Without ``code`` ``conn`` is a steward's login (the CLI); with it, the one-time code issued for
+    ``release_id`` names the steward (the Prefect UI form)."""
+    with governance.refusals():
+        if code is None:
+            conn.execute(sa.text("SELECT governance.pick(:r, :c)"), {"r": release_id, "c": comment or ""})
+            steward = conn.execute(sa.text("SELECT session_user")).scalar_one()
+        else:
+            steward = conn.execute(sa.text("SELECT governance.pick_with_code(:r, :c, :k)"),
+                                   {"r": release_id, "c": comment or "", "k": code}).scalar_one()
+    return steward
+
+
+def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:
+    """What the comparison's review reads of one candidate: status, label, gate decision, attack results,
+    utility, charge, report artifact."""
+    rel = governance.get_release(conn, release_id)
+    s = rel["summary"] or {}
+    charge = governance.release_charge(conn, release_id)
+    attacks = [dict(a) for a in conn.execute(sa.text(
+        "SELECT attack, resolution_m, risk, threshold, passed FROM governance.audit_results WHERE release_id = :r"
+        " AND error IS NULL"), {"r": release_id}).mappings()]
+    return {"release_id": release_id, "label": label,
+            "mechanism": rel["mechanism"], "status": rel["status"], "failure": rel["failure_reason"],
+            "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}),
+            "epsilon": None if charge is None or charge["unit_epsilon"] is None else float(charge["unit_epsilon"]),
+            "account": None if charge is None else charge["account"], "report_artifact": s.get("report_artifact")}

@@ -1,0 +1,176 @@
+"""Comparisons (issue 18): the bill refused over a cap before anything runs; the steward's pick in the database
+(one decision approves one candidate and rejects its siblings); and a comparison end to end, two candidates of one
+40-taxi snapshot through the real CLI, flow, PostGIS, Dask and Prefect server, picked in the real Prefect UI
+(headless Chromium): every candidate charged before it runs, the gate-blocked one not recommended, only the pick
+published with lineage naming the comparison, the other's staging gone."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+
+import pytest
+import sqlalchemy as sa
+import yaml
+from playwright.sync_api import expect
+
+from tests.integration.browser import chromium_page
+from tests.integration.conftest import (
+    TRAJPUB,
+    base_spec,
+    cli,
+    new_release,
+    release_status,
+    to_awaiting_approval,
+    wait_until,
+)
+from tests.integration.test_ui_approval import UI_URL, flow_run_state, form_property, kill_tree
+from tests.lineage_schema import validate_event
+from trajpub.errors import PolicyError
+
+pytestmark = pytest.mark.integration
+
+STEWARD = "alice"
+
+
+def comparison_spec(dataset: str, candidates: list[dict]) -> dict:
+    shared = {k: v for k, v in base_spec(dataset, approval_timeout_s=300).items() if k not in ("mechanism", "params")}
+    return {"name": "pytest_compare", **shared, "candidates": candidates}
+
+
+def write(spec: dict, tmp_path) -> str:
+    path = tmp_path / f"compare-{uuid.uuid4().hex[:6]}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def q(engine, sql: str, **params):
+    with engine.connect() as conn:
+        return conn.execute(sa.text(sql), params).mappings().all()
+
+
+def test_the_candidates_together_are_refused_over_the_cap_before_anything_runs(engine, bare_dataset):
+    from tasks import compare
+
+    # adatrace charges k x epsilon per taxi: 7 x (0.5 + 0.4) = 6.3 together, over the cap of 5.5, each under it
+    _, planned = compare.parse(comparison_spec(bare_dataset, [{"mechanism": "adatrace", "params": {
+        "max_records_per_object": 7}, "grid": {"epsilon": [0.5, 0.4]}}]))
+    with engine.connect() as conn, pytest.raises(PolicyError) as err:
+        compare.bill(conn, planned)
+    assert "need epsilon-DP epsilon 6.3 per object" in err.value.message and "only 5.5 of its cap" in err.value.message
+    with engine.connect() as conn:
+        bill = compare.bill(conn, planned[1:])
+    assert [c.epsilon for _, c in bill.charges] == [pytest.approx(2.8)] and not q(
+        engine, "SELECT 1 FROM governance.releases WHERE dataset = :d", d=bare_dataset)
+
+
+def test_the_pick_approves_one_and_rejects_its_siblings_as_one_steward(engine, stewards, bare_dataset):
+    from tasks import compare, governance
+
+    run, other_run = uuid.uuid4(), uuid.uuid4()
+    rids = [new_release(engine, bare_dataset) for _ in range(4)]
+    with engine.begin() as conn:
+        for rid, flow_run_id in zip(rids, (run, run, run, other_run), strict=True):
+            governance.update_release(conn, rid, flow_run_id=str(flow_run_id))
+    for rid in rids:
+        to_awaiting_approval(engine, rid)
+    with stewards[STEWARD].begin() as conn:
+        code = governance.issue_decision_code(conn, rids[1])
+    with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
+        compare.pick(conn, rids[0], "", code=code)  # a code picks only the release it was issued for
+    with engine.begin() as conn:
+        assert compare.pick(conn, rids[1], "the best", code=code) == STEWARD
+    decided = {r["release_id"]: r for r in q(engine, "SELECT r.release_id, r.status, a.steward, a.comment FROM "
+                                                     "governance.releases r LEFT JOIN governance.approvals a USING "
+                                                     "(release_id) WHERE release_id = ANY(:r)", r=rids)}
+    assert [decided[r]["status"] for r in rids] == ["rejected", "approved", "rejected", "awaiting_approval"]
+    assert {decided[r]["steward"] for r in rids[:3]} == {STEWARD}
+    assert decided[rids[0]]["comment"] == f"not picked: release {rids[1]} of the same comparison was picked"
+    with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
+        compare.pick(conn, rids[1], "again", code=code)  # a code is used once
+
+
+def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, owner, loaded_tdrive, tmp_path):
+    dataset = loaded_tdrive("cmp")  # epsilon-DP cap 1000 per taxi
+    with owner.begin() as conn:  # a steward keeps ended candidates' staging 30 days: only the comparison discards it
+        conn.execute(sa.text("UPDATE governance.datasets SET staging_retention_days = 30 WHERE dataset = :d"),
+                     {"d": dataset})
+    # AdaTrace at epsilon 10 per record on 7 taxi-days passes the default gate on these taxis (conftest.base_spec);
+    # the prefix tree's one-cell records are under the synthetic utility floor (audits/policies/default.yaml)
+    candidates = [{"mechanism": "adatrace", "params": {"epsilon": 10.0, "max_records_per_object": 7}},
+                  {"mechanism": "prefix_tree", "params": {"epsilon": 1.0, "height": 3, "max_records_per_object": 7}}]
+    proc = subprocess.Popen([TRAJPUB, "release", "compare", "--spec", write(comparison_spec(dataset, candidates),
+                                                                              tmp_path), "--yes"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+    lines: list[str] = []
+    try:
+        def planned() -> list[int] | None:
+            line = proc.stdout.readline()
+            lines.append(line)
+            m = re.search(r"comparison pytest_compare: releases ([\d, ]+) planned", line)
+            assert line or proc.poll() is None, "".join(lines)
+            return [int(r) for r in m.group(1).split(", ")] if m else None
+
+        rids = wait_until(planned, 240, "the comparison to plan its candidates", poll_s=0)
+        assert "TOTAL epsilon-DP: epsilon 77 per object for 2 candidate(s)" in "".join(lines)  # 70 + 7
+        charged = {r["release_id"]: r["unit_epsilon"] for r in q(
+            engine, "SELECT release_id, unit_epsilon FROM governance.budget_ledger WHERE dataset = :d AND "
+                    "entry_kind = 'charge'", d=dataset)}
+        assert charged == {rids[0]: 70.0, rids[1]: 7.0}  # k x epsilon per record, before running
+
+        def reviewed() -> bool:
+            statuses = {release_status(engine, r) for r in rids}
+            assert proc.poll() is None, "".join(lines) + proc.stdout.read()
+            return not statuses & {"planned", "validated", "protected", "audited"}
+
+        wait_until(reviewed, 420, "every candidate to be audited")
+        rows = {r["release_id"]: r for r in q(engine, "SELECT release_id, status, flow_run_id, summary FROM "
+                                                      "governance.releases WHERE release_id = ANY(:r)", r=rids)}
+        assert rows[rids[1]]["status"] == "blocked"
+        assert "pattern_f1" in " ".join(rows[rids[1]]["summary"]["gate"]["reasons"])
+        assert rows[rids[0]]["status"] == "awaiting_approval", rows[rids[0]]["summary"].get("gate")
+        recommended = rows[rids[0]]["summary"]["comparison"]["recommended"]
+        assert recommended == rids[0]  # the one candidate that passed the gate
+        assert q(engine, "SELECT 1 FROM staging.candidate_points WHERE release_id = :r LIMIT 1", r=rids[1])
+        flow_run_id = str(rows[rids[0]]["flow_run_id"])
+        wait_until(lambda: flow_run_state(flow_run_id) == "PAUSED", 60, "the comparison to pause")
+
+        with chromium_page() as page:
+            page.set_viewport_size({"width": 1400, "height": 1000})
+            page.goto(f"{UI_URL}/runs/flow-run/{flow_run_id}")
+            page.get_by_role("button", name="Resume").click()
+            dialog = page.get_by_role("dialog")
+            expect(dialog.get_by_role("heading", name="Comparison pytest_compare: pick one candidate to publish")
+                   ).to_be_visible()
+            expect(dialog.get_by_text("Recommended", exact=True)).to_be_visible()
+            pick = form_property(dialog, "Pick (Optional)").locator("input")
+            expect(pick).to_have_value(str(recommended))
+            issued = cli("steward", "code", str(recommended), "--steward", STEWARD)
+            assert issued.returncode == 0, issued.stderr
+            form_property(dialog, "Decision Code (Optional)").locator("textarea").fill(issued.stdout.strip())
+            dialog.get_by_role("button", name="Submit", exact=True).click()
+            expect(dialog).to_be_hidden()
+            expect(page.locator(".state-badge").first).to_have_text("Completed", timeout=180_000)
+        assert proc.wait(timeout=60) == 0
+
+        final = {r["release_id"]: r for r in q(engine, "SELECT release_id, status, published_table, staging_purged_at"
+                                                       " FROM governance.releases WHERE release_id = ANY(:r)", r=rids)}
+        assert final[recommended]["status"] == "published"
+        assert final[recommended]["published_table"] == f"published.{dataset}__r{recommended}"
+        blocked = rids[1]  # its staging, kept after the gate blocked it, is discarded once the pick is published
+        assert final[blocked]["published_table"] is None and final[blocked]["staging_purged_at"] is not None
+        assert not q(engine, "SELECT 1 FROM staging.candidate_points WHERE release_id = :r", r=blocked)
+        published = q(engine, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'published' "
+                              "AND table_name LIKE :p", p=f"{dataset}__r%")
+        assert {t["table_name"] for t in published} == {f"{dataset}__r{recommended}", f"{dataset}__r{recommended}_traj"}
+        (event,) = q(engine, "SELECT event FROM governance.lineage_events WHERE release_id = :r AND "
+                             "event_type = 'COMPLETE'", r=recommended)
+        validate_event(event["event"])
+        facet = event["event"]["run"]["facets"]["comparison"]
+        assert facet["name"] == "pytest_compare" and facet["picked"] == recommended
+        assert [c["release_id"] for c in facet["candidates"]] == rids
+    finally:
+        kill_tree(proc)
