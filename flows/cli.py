@@ -422,21 +422,13 @@ def release_list(dataset: str | None) -> None:
 @click.argument("release_id", type=int)
 def release_show(release_id: int) -> None:
     """Everything about one release: status history, validation, audits, approval, budget, lineage."""
-    import sqlalchemy as sa
-
     from tasks import governance, lineage
     from trajpub.guarantee import empirical_bound_words
 
     with _engine().connect() as conn:
         rel = governance.get_release(conn, release_id)
-        transitions = [dict(r) for r in conn.execute(sa.text(
-            "SELECT at, from_status, to_status, detail FROM governance.release_transitions WHERE release_id = :r"
-            " ORDER BY at"), {"r": release_id}).mappings()]
-        audits = [dict(r) for r in conn.execute(sa.text(
-            "SELECT attack, resolution_m AS cells_m, round(success_rate::numeric, 4) AS success, round(ci_low::numeric, 4) AS ci_low,"
-            " round(ci_high::numeric, 4) AS ci_high, round(baseline::numeric, 5) AS baseline,"
-            " round(risk::numeric, 4) AS risk, threshold, passed, error FROM governance.audit_results"
-            " WHERE release_id = :r ORDER BY attack, resolution_m"), {"r": release_id}).mappings()]
+        transitions = governance.transitions(conn, release_id)
+        audits = governance.audit_rows(conn, release_id)
         decision = governance.approval(conn, release_id)
         budget = governance.budget_lines(conn, rel)
         events = lineage.events(conn, release_id)
@@ -481,16 +473,10 @@ def release_show(release_id: int) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="Write the page here (default: the report folder).")
 def review_report(release_id: int, out: Path | None) -> None:
     """Write a release's review report (one self-contained HTML page) and print its path."""
-    import sqlalchemy as sa
-
-    from tasks import report
+    from tasks import governance, report
 
     with _engine().connect() as conn:
-        page = conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),
-                            {"r": release_id}).scalar()
-    if page is None:
-        raise TrajpubError(f"release {release_id} has no review report (it has not been audited)",
-                           "governance.review_reports")
+        page = governance.review_page(conn, release_id)
     click.echo(str(report.write_private(out or report.report_path(release_id), page)))
 
 
@@ -665,16 +651,13 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
 def recover(dataset: str | None) -> None:
     """After a crash: mark releases whose flow process died mid-computation as failed (saying so), and publish
     approved releases whose publication was interrupted. Safe to run at any time."""
-    import sqlalchemy as sa
-
     from flows.release import finish_approved, recover_interrupted
+    from tasks import governance
 
     _tracebacks_to_the_log_only()
     failed = recover_interrupted(dataset)
     with _engine().connect() as conn:
-        approved = list(conn.execute(sa.text(
-            "SELECT release_id FROM governance.releases WHERE status = 'approved' AND"
-            " (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"), {"d": dataset}).scalars())
+        approved = governance.approved_releases(conn, dataset)
     outcomes = [finish_approved(rid) for rid in approved]
     for o in outcomes:
         click.echo(f"release {o['release_id']} was approved but not published; now "
@@ -816,17 +799,10 @@ def budget() -> None:
 @budget.command("show")
 @click.option("--dataset", callback=_valid_dataset)
 def budget_show(dataset: str | None) -> None:
-    import sqlalchemy as sa
-
     from tasks import governance
 
     with _engine().connect() as conn:
-        datasets = [r[0] for r in conn.execute(sa.text(
-            "SELECT dataset FROM governance.datasets WHERE (CAST(:d AS text) IS NULL OR dataset = :d) "
-            "ORDER BY dataset"), {"d": dataset})]
-        if dataset and not datasets:
-            raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-        for ds in datasets:
+        for ds in governance.datasets(conn, dataset):
             click.echo(f"{ds} (unit of protection: one {governance.dataset_unit(conn, ds)}):")
             for account in governance.accounts(conn, ds).values():
                 click.echo(f"  {account.describe()}")
@@ -851,9 +827,8 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, 
         raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
     if delta is not None and (account != "epsilon-DP" or not 0 <= delta < 1):
         raise TrajpubError("the δ cap is an ε-DP cap in [0, 1)", "budget cap --delta")
-    _set_dataset_policy(steward, dataset,
-                        f"{CAP_COLUMNS[account]} = :e" + (", delta_cap = :dl" if delta is not None else ""),
-                        {"e": epsilon, "dl": delta})
+    _set_dataset_policy(steward, dataset, **{CAP_COLUMNS[account]: epsilon},
+                        **({"delta_cap": delta} if delta is not None else {}))
     click.echo(f"{dataset}: {account} ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None
                                                                   else ""))
 
@@ -865,21 +840,12 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, 
 def budget_unit(dataset: str, unit: str, steward: str) -> None:
     """Declare what DATASET protects: one object (a person, a vehicle; the default) or one trajectory record.
     Only before its first charge: a ledger is kept in one unit."""
-    import sqlalchemy as sa
-
     from tasks import governance
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
     with _steward_engine(steward).begin() as conn:
-        governance.accounts(conn, dataset, lock=True)  # a charge locks the same row: no charge can slip between
-        charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
-                               {"d": dataset}).scalar()
-        if charged:
-            raise TrajpubError(f"dataset '{dataset}' already has {charged} ledger entries in its unit; the unit "
-                               "cannot change under them", "budget unit")
-        conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u WHERE dataset = :d"),
-                     {"u": unit, "d": dataset})
+        governance.set_privacy_unit(conn, dataset, unit)
     click.echo(f"{dataset}: unit of protection set to one {unit}")
 
 
@@ -890,7 +856,7 @@ def budget_unit(dataset: str, unit: str, steward: str) -> None:
 def retention(dataset: str, days: int, steward: str) -> None:
     """Keep the candidate points and private owner keys of DATASET's ended releases DAYS days in staging
     (0, the default: delete them when the release ends). Audit figures and review reports are always kept."""
-    _set_dataset_policy(steward, dataset, "staging_retention_days = :n", {"n": days})
+    _set_dataset_policy(steward, dataset, staging_retention_days=days)
     click.echo(f"{dataset}: staging kept {days} day(s) after a release ends")
 
 
@@ -955,22 +921,18 @@ def policy_show(dataset: str) -> None:
 @STEWARD_OPTION
 def four_eyes(dataset: str, state: str, steward: str) -> None:
     """Require (on) or not (off) that a release of DATASET is approved by someone other than its requester."""
-    _set_dataset_policy(steward, dataset, "four_eyes = :f", {"f": state == "on"})
+    _set_dataset_policy(steward, dataset, four_eyes=state == "on")
     click.echo(f"{dataset}: four-eyes approval {state}")
 
 
-def _set_dataset_policy(steward: str, dataset: str, assignments: str, values: dict) -> None:
+def _set_dataset_policy(steward: str, dataset: str, **values) -> None:
     """A steward's change of a dataset's policy (only stewards may: the pipeline cannot update these columns)."""
-    import sqlalchemy as sa
-
+    from tasks import governance
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
     with _steward_engine(steward).begin() as conn:
-        n = conn.execute(sa.text(f"UPDATE governance.datasets SET {assignments} WHERE dataset = :d"),
-                         {**values, "d": dataset}).rowcount
-    if not n:
-        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+        governance.set_dataset_policy(conn, dataset, **values)
 
 
 @main.command()

@@ -378,3 +378,75 @@ def mark_interrupted(conn: sa.Connection, release: dict, detail: str = "") -> No
     release_reservation(conn, release["release_id"], reason)
     lineage.emit(conn, release["release_id"], "FAIL", run_id=str(release["flow_run_id"]),
                  dataset=release["dataset"], error=reason)
+
+
+def transitions(conn: sa.Connection, release_id: int) -> list[dict]:
+    """The release's status history, oldest first."""
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT at, from_status, to_status, detail FROM governance.release_transitions WHERE release_id = :r"
+        " ORDER BY at"), {"r": release_id}).mappings()]
+
+
+def audit_rows(conn: sa.Connection, release_id: int) -> list[dict]:
+    """Every row of the release's audit (one per attack and resolution, failures with their error), rounded as
+    a reader compares them."""
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT attack, resolution_m AS cells_m, round(success_rate::numeric, 4) AS success,"
+        " round(ci_low::numeric, 4) AS ci_low, round(ci_high::numeric, 4) AS ci_high,"
+        " round(baseline::numeric, 5) AS baseline, round(risk::numeric, 4) AS risk, threshold, passed, error"
+        " FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
+        {"r": release_id}).mappings()]
+
+
+def review_page(conn: sa.Connection, release_id: int) -> str:
+    """The stored HTML review report of a release; refuses a release that has none (not audited)."""
+    page = conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),
+                        {"r": release_id}).scalar()
+    if page is None:
+        raise TrajpubError(f"release {release_id} has no review report (it has not been audited)",
+                           "governance.review_reports")
+    return page
+
+
+def approved_releases(conn: sa.Connection, dataset: str | None = None) -> list[int]:
+    """The releases approved and not yet published (of ``dataset``, or of all)."""
+    return list(conn.execute(sa.text(
+        "SELECT release_id FROM governance.releases WHERE status = 'approved' AND"
+        " (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY release_id"), {"d": dataset}).scalars())
+
+
+def datasets(conn: sa.Connection, dataset: str | None = None) -> list[str]:
+    """The loaded datasets (``dataset`` alone when given; refused when it has not been loaded)."""
+    found = list(conn.execute(sa.text(
+        "SELECT dataset FROM governance.datasets WHERE (CAST(:d AS text) IS NULL OR dataset = :d) ORDER BY dataset"),
+        {"d": dataset}).scalars())
+    if dataset and not found:
+        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+    return found
+
+
+def set_privacy_unit(conn: sa.Connection, dataset: str, unit: str) -> None:
+    """A steward's change of the dataset's unit of protection, only before its first charge (a ledger is kept
+    in one unit); ``conn`` is the steward's."""
+    accounts(conn, dataset, lock=True)  # a charge locks the same row: no charge can slip between
+    charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
+                           {"d": dataset}).scalar()
+    if charged:
+        raise TrajpubError(f"dataset '{dataset}' already has {charged} ledger entries in its unit; the unit "
+                           "cannot change under them", "budget unit")
+    conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u WHERE dataset = :d"),
+                 {"u": unit, "d": dataset})
+
+
+def set_dataset_policy(conn: sa.Connection, dataset: str, **values: Any) -> None:
+    """A steward's change of a dataset's policy columns (the ε caps of :data:`CAP_COLUMNS`, ``delta_cap``,
+    ``four_eyes``, ``staging_retention_days``); ``conn`` is the steward's (the pipeline cannot update them)."""
+    allowed = {*CAP_COLUMNS.values(), "delta_cap", "four_eyes", "staging_retention_days"}
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise TrajpubError(f"unknown dataset policy column(s) {', '.join(unknown)}", "governance.datasets")
+    assignments = ", ".join(f"{column} = :{column}" for column in values)
+    n = conn.execute(sa.text(f"UPDATE governance.datasets SET {assignments} WHERE dataset = :dataset"),
+                     {**values, "dataset": dataset}).rowcount
+    if not n:
+        raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")

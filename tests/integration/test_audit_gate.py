@@ -97,7 +97,7 @@ def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw)
     halves = [raw[pd.factorize(raw["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
     futures = client.scatter(halves)
     candidate = protect.run(mech, client, futures, PublicInputs(GRID), params, np.random.default_rng(7))
-    outcome = protect.run(audit, client, raw, PublicInputs(candidate), DEFAULT, SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, raw, candidate, DEFAULT, SEED, bbox=GRID.bbox)
     assert not outcome.decision.blocked, outcome.decision.reasons
     assert outcome.decision.utility == "passed"
 

@@ -1,6 +1,6 @@
 """Every registered mechanism has an example spec in flows/specs/ (``<data>_<mechanism>.yaml``), every example is a
-valid release spec whose mechanism's parameters parse (the public inputs read from PostGIS, road networks and
-points of interest, are left to the integration tests), and ``trajpub release run --mechanism X`` starts from X's
+valid release spec whose mechanism's parameters parse without a database (the road networks and points of
+interest they name are read later, by tasks.public_inputs, in the integration tests), and ``trajpub release run --mechanism X`` starts from X's
 example parameters."""
 
 from __future__ import annotations
