@@ -53,12 +53,12 @@ def frontier_plot(outcomes: list[dict]) -> str | None:
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
     fig.tight_layout()
-    return report._png(fig)
+    return report.png(fig)
 
 
 def density_maps(raw: pd.DataFrame, releases: list[tuple[str, pd.DataFrame, np.ndarray | None]]) -> str:
     """The raw snapshot's density and each candidate's released density side by side, on the same bins."""
-    extent = report._extent(raw)
+    extent = report.map_extent(raw)
     panels = [("raw snapshot", raw, None), *releases]
     cols = min(4, len(panels))
     rows = math.ceil(len(panels) / cols)
@@ -69,7 +69,7 @@ def density_maps(raw: pd.DataFrame, releases: list[tuple[str, pd.DataFrame, np.n
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.tight_layout()
-    return report._png(fig)
+    return report.png(fig)
 
 
 def table_rows(outcomes: list[dict]) -> list[list[str]]:
@@ -101,7 +101,7 @@ def page(name: str, dataset: str, outcomes: list[dict], recommendation: Recommen
                        if o.get("report_artifact") else "no report (not audited)") + "</li>" for o in outcomes)
     parts = [(f"<h1>Comparison {html.escape(name)} on <code>{html.escape(dataset)}</code>: "
               f"{len(outcomes)} candidates</h1>"), rec,
-             "<h2>Candidates</h2>", report._table(HEADER, table_rows(outcomes)),
+             "<h2>Candidates</h2>", report.html_table(HEADER, table_rows(outcomes)),
              "<h2>Privacy budget (every candidate charged)</h2>",
              "<ul>" + "".join(f"<li>{html.escape(line.lstrip('- '))}</li>" for line in bill_lines) + "</ul>"]
     if frontier:

@@ -50,14 +50,14 @@ def write_private(path: Path, page: str) -> Path:
     return path
 
 
-def _png(fig) -> str:
+def png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
+def map_extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
     lon = np.concatenate([f["lon"].to_numpy(float) for f in frames if len(f)])
     lat = np.concatenate([f["lat"].to_numpy(float) for f in frames if len(f)])
     lon, lat = lon[np.isfinite(lon)], lat[np.isfinite(lat)]
@@ -68,12 +68,12 @@ def _extent(*frames: pd.DataFrame) -> tuple[float, float, float, float]:
 
 def density_plot(raw: pd.DataFrame, release: pd.DataFrame, weights: np.ndarray | None = None) -> str:
     """Raw and released point density on the same 80x80 lon/lat bins (central 99% of the raw extent)."""
-    extent = _extent(raw)
+    extent = map_extent(raw)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharex=True, sharey=True)
     for ax, frame, w, title in ((axes[0], raw, None, "raw"), (axes[1], release, weights, "release")):
         density_panel(ax, frame, extent, f"{title} density (log scale)", w)
     axes[0].set_ylabel("latitude")
-    return _png(fig)
+    return png(fig)
 
 
 def density_panel(ax, frame: pd.DataFrame, extent: tuple[float, float, float, float], title: str,
@@ -115,7 +115,7 @@ def distribution_plot(raw: pd.DataFrame, release: pd.DataFrame) -> str:
         ax.set_xlabel(label)
         ax.legend()
     axes[0].set_ylabel("density")
-    return _png(fig)
+    return png(fig)
 
 
 def _label(result: dict) -> str:
@@ -139,10 +139,10 @@ def attack_plot(results: list[dict]) -> str:
     ax.set_xlim(0, 1)
     ax.set_xlabel("success rate (bar, 95% CI); black tick = baseline")
     ax.invert_yaxis()
-    return _png(fig)
+    return png(fig)
 
 
-def _table(header: list[str], rows: list[list]) -> str:
+def html_table(header: list[str], rows: list[list]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -228,10 +228,10 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
         f"</code>).</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
-        _table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
+        html_table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
         f"<p><b>{html.escape(bound)}</b></p>" if (bound := empirical_bound_words(g)) else "",
-        _table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
+        html_table(["model", "privacy unit", "proven", "ε", "δ", "to the dataset's unit"],
                [[g.get("model"), g.get("privacy_unit"), g.get("proven"), eps, g.get("delta"), _map_words(g)]]),
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in g.get("caveats", [])) + "</ul>",
         "<h2>Privacy budget (this release included)</h2>",
@@ -240,11 +240,11 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         "<h2>Linkage attacks</h2>",
         (f"<p>Gated by policy <b>{html.escape(policy_label(rel.get('summary') or {}))}</b>. Grid-based attacks "
          "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst.</p>"),
-        _table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
+        html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>",
-        _table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
+        html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
-        _table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
+        html_table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
     ]
     parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
     parts.append("<h2>Attack evidence</h2>")
