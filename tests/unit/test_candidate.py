@@ -48,3 +48,17 @@ def test_fragments_have_a_fragment_table_and_no_points():
         CandidateRelease(Shape.FRAGMENTS, POINTS, {}, fragments=fragments).check()
     with pytest.raises(TrajpubError, match="no fragment table"):
         CandidateRelease(Shape.SYNTHETIC, POINTS, {}, fragments=fragments).check()
+
+
+def test_the_migration_that_backfills_old_releases_gives_each_mechanism_its_declared_shape():
+    """sql/023 names the shape of releases staged before the summary recorded it, from their mechanism."""
+    import re
+    from pathlib import Path
+
+    from tasks.protect import REGISTRY, mechanism
+
+    sql = (Path(__file__).parents[2] / "sql" / "023_release_shape.sql").read_text()
+    named = dict(re.findall(r"WHEN '(\w+)' THEN '(\w+)'", sql))
+    default = re.search(r"ELSE '(\w+)'", sql).group(1)
+    assert {name: named.get(name, default) for name in REGISTRY} == {
+        name: mechanism(name).shape.value for name in REGISTRY}
