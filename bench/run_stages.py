@@ -366,10 +366,17 @@ RELEASE_STAGES = [
 ]
 
 
-def release_stages(at: dict[str, float], marks: dict[str, float]) -> dict[str, float | None]:
+def stage_points(at: dict[str, float], marks: dict[str, float]) -> dict[str, float]:
+    """Seconds from launch of each point a stage starts or ends at: the release's status transitions (``at``) and
+    its flow's log marks (``marks``, as ``log:<mark>``); a blocked release's review ends when the gate decided."""
     points = {"launch": 0.0, **at, **{f"log:{k}": v for k, v in marks.items()}}
     if "awaiting_approval" not in points and "blocked" in points:
-        points["awaiting_approval"] = points["blocked"]  # the gate ended it: still "until review"
+        points["awaiting_approval"] = points["blocked"]
+    return points
+
+
+def release_stages(at: dict[str, float], marks: dict[str, float]) -> dict[str, float | None]:
+    points = stage_points(at, marks)
     out: dict[str, float | None] = {}
     for name, a, b in RELEASE_STAGES:
         out[name] = points[b] - points[a] if a in points and b in points else None

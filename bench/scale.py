@@ -49,6 +49,7 @@ from bench.run_stages import (
     run_cli,
     run_release,
     say,
+    stage_points,
 )
 from tasks.dask_cluster import process_cluster
 from trajpub import config
@@ -162,9 +163,7 @@ def flow_pid() -> int | None:
 
 def stage_times(release: dict, launched: float, sampler: ProcessSampler) -> tuple[dict, dict]:
     """Wall seconds and CPU seconds (all sampled processes) of each stage."""
-    points = {"launch": 0.0, **release["transitions"], **{f"log:{k}": v for k, v in release["log_marks"].items()}}
-    if "awaiting_approval" not in points and "blocked" in points:
-        points["awaiting_approval"] = points["blocked"]  # the gate decided: the end of the review stage too
+    points = stage_points(release["transitions"], release["log_marks"])
     wall, cpu = {}, {}
     for name, a, b in STAGES:
         ok = a in points and b in points
