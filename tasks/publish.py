@@ -83,9 +83,9 @@ def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFram
 
 
 def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> None:
-    """Store a candidate release for review: its product, its private owner key if it has one, and its shape
-    (with the product it publishes) in the release summary, which publication and withdrawal read."""
-    governance.merge_summary(conn, release_id, {"shape": result.shape.value, "product": result.shape.product})
+    """Store a candidate release for review: its product, its private owner key if it has one, and its shape in
+    the release summary, which publication and withdrawal read."""
+    governance.merge_summary(conn, release_id, {"shape": result.shape.value})
     if result.shape is Shape.FRAGMENTS:
         stage_fragments(conn, release_id, result.fragments)
     else:
@@ -236,8 +236,9 @@ def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {q(table)} CASCADE"))  # and the views on it
         newest = conn.execute(sa.text(
             "SELECT release_id FROM governance.releases WHERE dataset = :d AND status = 'published' AND"
-            " release_id <> :r AND summary->>'product' = :p ORDER BY release_id DESC"
-            " LIMIT 1"), {"d": rel["dataset"], "r": release_id, "p": product}).scalar()
+            " release_id <> :r AND (summary->>'shape' = :f) = :fragments ORDER BY release_id DESC LIMIT 1"),
+            {"d": rel["dataset"], "r": release_id, "f": Shape.FRAGMENTS.value,
+             "fragments": product == "fragments"}).scalar()
         for table, suffix in suffixes.items():
             view = f"{rel['dataset']}_latest{suffix}"
             exists = conn.execute(sa.text("SELECT to_regclass(:v)"), {"v": q(view)}).scalar()

@@ -375,7 +375,7 @@ def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
     rows = q(engine, f"SELECT cells, length, estimated_count, ST_NPoints(geom) FROM {table}")
     assert rows and all(length == len(cells) == npts and count > 5 for cells, length, count, npts in rows)
     (summary,) = q(engine, "SELECT summary FROM governance.releases WHERE release_id = :r", r=run.release_id)[0]
-    assert summary["product"] == "fragments" and summary["published"] == {"fragments": len(rows)}
+    assert summary["shape"] == "fragments" and summary["published"] == {"fragments": len(rows)}
     columns = {r[0] for r in q(engine, "SELECT column_name FROM information_schema.columns WHERE table_schema = "
                                        "'published' AND table_name = :t", t=f"{dataset}__r{run.release_id}")}
     assert columns == {"fragment_id", "cells", "length", "estimated_count", "round", "geom"}
