@@ -117,7 +117,7 @@ def test_points_name_an_existing_source_checked_per_statement(engine, tdrive):
 
     report, _ = tdrive
     with owner_engine().connect() as conn:
-        missing = conn.execute(sa.text("SELECT max(source_id) + 1 FROM raw.sources")).scalar()
+        missing = -1  # never a bigserial's value: another test worker may take max + 1 meanwhile
         for sql in (("INSERT INTO raw.points (dataset, source_id, source_line, object_id, t, geom)"
                     f" VALUES ('{report.dataset}', {missing}, 1, 'x', now(), ST_SetSRID(ST_MakePoint(116, 40), 4326))"),
                     f"DELETE FROM raw.sources WHERE source_id = {report.source_id}",

@@ -12,7 +12,9 @@ from tasks import chains, governance
 from tests.integration.conftest import cli
 from trajpub.guarantee import Guarantee, PrivacyMap
 
-pytestmark = pytest.mark.integration
+# serial: the tampering needs the fixture's charges to be the newest rows of the ledger's one chain, which a
+# release charging in the other test worker would append to meanwhile
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 @pytest.fixture
