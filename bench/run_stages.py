@@ -154,9 +154,9 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
 
 
 # --- stage 1: load --------------------------------------------------------------------------------------------
-LOAD_PHASES = [("hashing", "hash"), ("parsing", "parse"), ("read ", "points CSV for COPY"),
-               ("copying", "COPY to temp table"), ("inserting", "INSERT into raw.points"),
-               ("quarantining", "quarantine rejects"), ("committing", "commit")]
+LOAD_PHASES = [("hashing", "hash"), ("parsing", "parse"), ("read ", "time order"),
+               ("copying", "CSV + COPY into raw.points"), ("quarantining", "quarantine rejects"),
+               ("committing", "commit")]
 
 
 def bench_load(path: Path, dataset: str, fmt: str = "tdrive") -> dict:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import io
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 import pandas as pd
 import psycopg
+import pyarrow as pa
+import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from distributed import Client, Future
 
@@ -97,17 +100,33 @@ def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd
     return with_retries(lambda: _read_partition(dsn, snapshot_params, object_ids), "read partition")
 
 
+PARTITION_COLUMNS = {"point_id": pa.int64(), "source_id": pa.int64(), "source_line": pa.int64(),
+                     "object_id": pa.string(), "t_us": pa.int64(), "lon": pa.float64(), "lat": pa.float64()}
+
+
 def _read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
-    with psycopg.connect(dsn) as conn:
-        cur = conn.execute(
-            "SELECT point_id, source_id, source_line, object_id, t, ST_X(geom) AS lon, ST_Y(geom) AS lat"
-            f" FROM raw.points WHERE {SNAPSHOT_FILTER} AND object_id = ANY(%(ids)s)"
-            " ORDER BY object_id, point_id", {**snapshot_params, "ids": object_ids})
-        rows = cur.fetchall()
-    df = pd.DataFrame(rows, columns=["point_id", "source_id", "source_line", "object_id", "t", "lon", "lat"])
-    df["t"] = pd.to_datetime(df["t"], utc=True)
-    return df.astype({"point_id": "int64", "source_id": "int64", "source_line": "int64", "object_id": "str",
-                      "lon": "float64", "lat": "float64"})
+    """``COPY (SELECT ...) TO STDOUT`` as CSV, parsed by Arrow's C++ reader: no Python object per value (rows
+    as Python tuples held ~1.5 KB per point in a worker at 40x T-Drive). Times travel as epoch microseconds
+    (``t`` is microsecond-exact in PostgreSQL) and coordinates as float8 text, which PostgreSQL writes in its
+    shortest form that reads back to the same double."""
+    query = ("SELECT point_id, source_id, source_line, object_id, (extract(epoch FROM t) * 1000000)::bigint,"
+             f" ST_X(geom), ST_Y(geom) FROM raw.points WHERE {SNAPSHOT_FILTER} AND object_id = ANY(%(ids)s)"
+             " ORDER BY object_id, point_id")
+    sink = io.BytesIO()
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur, \
+            cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)", {**snapshot_params, "ids": object_ids}) as copy:
+        for block in copy:
+            sink.write(block)
+    if sink.tell():
+        table = pacsv.read_csv(pa.py_buffer(sink.getbuffer()),
+                               read_options=pacsv.ReadOptions(column_names=list(PARTITION_COLUMNS)),
+                               parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                               convert_options=pacsv.ConvertOptions(column_types=PARTITION_COLUMNS))
+    else:
+        table = pa.schema(PARTITION_COLUMNS).empty_table()
+    df = table.to_pandas()
+    df.insert(4, "t", pd.to_datetime(df.pop("t_us"), unit="us", utc=True))
+    return df.astype({"object_id": "str"})
 
 
 def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,

@@ -6,12 +6,12 @@ again is a no-op. Everything a load writes (the dataset rows if new, the ``raw.s
 the quarantined records) is written in one transaction, so a failure leaves nothing behind.
 
 Points and rejects go in with PostgreSQL ``COPY ... FROM STDIN`` (psycopg 3 ``cursor.copy``), the CSV
-written by Arrow. Points are copied as plain columns (epoch microseconds, lon, lat) into a temporary table,
-then inserted with ``ST_SetSRID(ST_MakePoint(lon, lat), 4326)``. Measured on the 402k-point T-Drive sample
-(2 busy cores) this took 8.9-9.7 s, against 13.7-17.4 s for copying hex EWKB and text timestamps straight
-into ``raw.points`` (building the EWKB text alone took 4 s). Of a load of about 9 s, parsing takes 0.7 s, the
-CSV 0.1 s, the COPY 0.2 s and the INSERT the rest, dominated by the two per-row foreign-key checks of
-``raw.points`` (about half) and its two indexes.
+written by Arrow. Points are copied straight into ``raw.points`` in blocks of :data:`POINTS_PER_BLOCK` rows (one
+COPY statement, so the point ids follow load order): ``t`` as ISO 8601 text in UTC and ``geom`` as hex EWKB
+(SRID 4326), both built from the columns by numpy and Arrow without per-row Python. Measured on 4.0 M points
+(10x the T-Drive sample, 2 shared cores), this replaced a COPY into a temporary table followed by
+``INSERT ... SELECT ST_SetSRID(ST_MakePoint(lon, lat), 4326) ... ORDER BY seq``, which wrote every point twice
+and sorted them (bench/SCALE_RESULTS.md has the figures).
 
 Time order: many exports list each object's points newest first. An object whose points never go forward in time
 in the file (and go back at least once) is put in time order at load (:func:`time_order`), and the load says how
@@ -22,10 +22,12 @@ suite's time-order check reads each object's points in load order, ``raw.points.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import io
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -127,17 +129,38 @@ def csv_for_copy(columns: dict[str, Any]) -> bytes:
     return sink.getvalue()
 
 
-def _points_csv(points: pd.DataFrame) -> bytes:
-    """Points for COPY, in load order: their position, source_line, object_id, t as epoch microseconds, lon,
-    lat."""
-    return csv_for_copy({
-        "seq": pa.array(np.arange(len(points)), pa.int64()),
-        "source_line": pa.array(points["source_line"].to_numpy(), pa.int64()),
-        "object_id": pa.array(points["object_id"].to_numpy(dtype=object), pa.string()),
-        "us": pa.array(points["t"].astype("datetime64[us, UTC]").astype("int64").to_numpy(), pa.int64()),
-        "lon": pa.array(points["lon"].to_numpy(), pa.float64()),
-        "lat": pa.array(points["lat"].to_numpy(), pa.float64()),
-    })
+POINTS_PER_BLOCK = 1_000_000  # rows per block of the points' COPY: bounds the CSV held in memory
+_EWKB_POINT_HEADER = np.frombuffer(struct.pack("<BII", 1, 0x20000001, 4326), np.uint8)  # LE, Point + SRID flag
+
+
+def hex_ewkb_points(lon: np.ndarray, lat: np.ndarray) -> pa.Array:
+    """Points as hex EWKB text with SRID 4326 (the text form PostGIS reads for ``geometry``), vectorised: byte
+    order, type with the SRID flag, SRID, then x and y as little-endian float64 (25 bytes, 50 hex digits)."""
+    n = len(lon)
+    wkb = np.empty((n, 25), np.uint8)
+    wkb[:, :9] = _EWKB_POINT_HEADER
+    wkb[:, 9:17] = np.ascontiguousarray(lon, dtype="<f8").view(np.uint8).reshape(n, 8)
+    wkb[:, 17:] = np.ascontiguousarray(lat, dtype="<f8").view(np.uint8).reshape(n, 8)
+    digits = binascii.hexlify(wkb.tobytes())
+    offsets = np.arange(0, 50 * (n + 1), 50, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(digits)])
+
+
+def _points_csv_blocks(points: pd.DataFrame, dataset: str, source_id: int) -> Iterator[bytes]:
+    """Points for ``COPY raw.points (dataset, source_id, source_line, object_id, t, geom)``, in load order, as
+    CSV blocks of :data:`POINTS_PER_BLOCK` rows."""
+    for start in range(0, len(points), POINTS_PER_BLOCK):
+        block = points.iloc[start:start + POINTS_PER_BLOCK]
+        n = len(block)
+        yield csv_for_copy({
+            "dataset": pa.array([dataset] * n, pa.string()),
+            "source_id": pa.array(np.full(n, source_id, np.int64)),
+            "source_line": pa.array(block["source_line"].to_numpy(), pa.int64()),
+            "object_id": pa.array(block["object_id"].to_numpy(dtype=object), pa.string()),
+            "t": pa.array(block["t"].astype("datetime64[us, UTC]").to_numpy(dtype="datetime64[us]"),
+                          pa.timestamp("us", "UTC")),
+            "geom": hex_ewkb_points(block["lon"].to_numpy(float), block["lat"].to_numpy(float)),
+        })
 
 
 def _rejects_csv(rejects: pd.DataFrame, dataset: str, source_id: int) -> bytes:
@@ -200,7 +223,6 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
     if ordered.n_unordered_objects:
         say(f"{ordered.n_unordered_objects} objects have points that go back in time in the file: kept in file "
             "order, so a release's validation quarantines those points")
-    points_csv = _points_csv(ordered.points)
 
     try:
         with engine.begin() as conn:
@@ -219,19 +241,13 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
             if source_id is None:
                 raise _LoadedConcurrently
             with conn.connection.dbapi_connection.cursor() as cursor:
-                say(f"copying {n_points} points")
-                cursor.execute("CREATE TEMP TABLE load_points (seq bigint, source_line bigint, object_id text, us bigint,"
-                               " lon float8, lat float8) ON COMMIT DROP")
-                copy_in(cursor, "COPY load_points FROM STDIN (FORMAT csv)", points_csv, say, "the points")
-                del points_csv
-                say("inserting the points into raw.points")
-                cursor.execute(
-                    "INSERT INTO raw.points (dataset, source_id, source_line, object_id, t, geom)"
-                    " SELECT %s, %s, source_line, object_id,"
-                    "  timestamptz 'epoch' + us * interval '1 microsecond',"
-                    "  ST_SetSRID(ST_MakePoint(lon, lat), 4326)"
-                    " FROM load_points ORDER BY seq",  # point ids in load order
-                    (dataset, source_id))
+                say(f"copying {n_points} points into raw.points")
+                with cursor.copy("COPY raw.points (dataset, source_id, source_line, object_id, t, geom)"
+                                 " FROM STDIN (FORMAT csv)") as copy:
+                    for k, block in enumerate(_points_csv_blocks(ordered.points, dataset, source_id)):
+                        copy.write(block)
+                        if n_points > POINTS_PER_BLOCK:
+                            say(f"copied {min((k + 1) * POINTS_PER_BLOCK, n_points) / n_points:.0%} of the points")
                 if n_rejects:
                     say(f"quarantining {n_rejects} rejected records")
                     copy_in(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, reason,"

@@ -373,8 +373,9 @@ def _check_time(values: pd.Series, name: str, time_format: str | None, timezone:
     reasons.add(empty, f"{name} is empty")
     parsed = _parse_times(text.where(~empty), time_format, timezone, where)
     # strptime's %S takes 60 and 61 and rolls them into the next minute: a plausible, wrong time. Refuse them.
-    leap = rows & ~empty & parsed.notna().to_numpy() & text.str.contains(r"\d:\d\d:6[01](?!\d)",
-                                                                          na=False).to_numpy()
+    # (Arrow's RE2 kernel, vectorised; "(\D|$)" is the lookahead "(?!\d)" that RE2 lacks)
+    seconds_60 = pc.match_substring_regex(pa.array(text, pa.large_string(), from_pandas=True), r"\d:\d\d:6[01](\D|$)")
+    leap = rows & ~empty & parsed.notna().to_numpy() & seconds_60.fill_null(False).to_numpy(zero_copy_only=False)
     reasons.add(leap, lambda: name + " " + _quote(text) + " has a second of 60 or 61")
     parsed = parsed.where(~leap)
     failed = rows & ~empty & ~leap & parsed.isna().to_numpy()
