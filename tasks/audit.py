@@ -79,21 +79,33 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
     return raw, release
 
 
-def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame,
+def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, grid: GridSpec | None,
             topic: str) -> tuple[AttackResult, float]:
-    """On a worker: one attack of the policy and its running time in seconds. It first tells the driver that it
-    has started (its timeout counts from there, not from when it was queued)."""
+    """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`) and its
+    running time in seconds. It first tells the driver that it has started (its timeout counts from there, not
+    from when it was queued)."""
+    if grid is not None:
+        raw, release = at_resolution(raw, grid), at_resolution(release, grid)
     get_worker().log_event(topic, {"attack": name})
     began = time.perf_counter()
     result = build_attack(name, params).evaluate(raw, release)
     return result, time.perf_counter() - began
 
 
+def on_cluster(client: Client, *frames: pd.DataFrame | Future) -> list[Future]:
+    """The frames scattered to the cluster once (futures are passed through), so that every attack and every
+    resolution reads the same copy instead of one sent per call."""
+    if all(isinstance(f, Future) for f in frames):
+        return list(frames)
+    return client.scatter(list(frames), hash=False)
+
+
 POLL_S = 0.25  # how often the driver looks for attacks that started or outlived their time
 
 
-def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
-                release_kind: str, names: list[str] | None = None) -> tuple[list[AttackResult], dict[str, str]]:
+def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame | Future, release: pd.DataFrame | Future,
+                release_kind: str, names: list[str] | None = None,
+                grid: GridSpec | None = None) -> tuple[list[AttackResult], dict[str, str]]:
     """Every attack of the policy that applies to ``release_kind``, in parallel on the cluster; returns the
     results and the failures (attack -> what went wrong), which the gate turns into blocks.
 
@@ -102,14 +114,15 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
     within :data:`POLL_S`) is cancelled and fails. Attacks queued behind others on a busy cluster are not charged
     for the wait. An attack that has not even started once the attacks could have run one after
     another within their timeouts (``timeout_s`` x the number of attacks) is reported as not started. ``names``
-    narrows the policy's attacks."""
+    narrows the policy's attacks; ``grid`` puts both frames on its cells first (on the workers). ``raw`` and
+    ``release`` are frames, or futures of frames already on the cluster (:func:`on_cluster`)."""
     names = policy.attacks_for(release_kind) if names is None else names
     if not names:
         return [], {}
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
-    raw_f, release_f = client.scatter([raw, release], hash=False)
+    raw_f, release_f = on_cluster(client, raw, release)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
-                                   topic, pure=False, key=f"attack-{name}-{topic}") for name in names}
+                                   grid, topic, pure=False, key=f"attack-{name}-{topic}") for name in names}
     launched = time.monotonic()
     started: dict[str, float] = {}
     results, failures = [], {}
@@ -237,13 +250,12 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     resolution)."""
     names = policy.attacks_for(release_kind)
     gridded = [n for n in names if n in GRID_ATTACKS] if policy.resolutions_m and release_kind != "aggregate" else []
+    raw, release = on_cluster(client, raw, release)
     results, failures = run_attacks(client, policy, raw, release, release_kind,
                                     [n for n in names if n not in gridded])
     out = [(0.0, r) for r in results]
     for size in policy.resolutions_m if gridded else ():
-        grid = GridSpec(bbox, size)
-        found, failed = run_attacks(client, policy, at_resolution(raw, grid), at_resolution(release, grid),
-                                    release_kind, gridded)
+        found, failed = run_attacks(client, policy, raw, release, release_kind, gridded, GridSpec(bbox, size))
         out += [(float(size), r) for r in found]
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")
@@ -266,10 +278,15 @@ def run(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, policy: 
     the gate on the worst case."""
     release_kind = candidate.shape.audit_kind
     raw_frame, release = attack_frames(raw, candidate)
-    by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, bbox)
+    raw_f, release_f = on_cluster(client, raw_frame, release)
+    # the utility figures on a worker while the attacks run (they read the raw frame as prepared: the attacks'
+    # one unless the release is fragments, whose attacks play per trajectory)
+    raw_u = raw_f if raw_frame is raw else on_cluster(client, raw)[0]
+    utility_f = client.submit(measure_utility, raw_u, client.scatter(candidate, hash=False), release_f, seed, bbox, pure=False)
+    by_resolution, failures = run_at_resolutions(client, policy, raw_f, release_f, release_kind, bbox)
     results = worst_per_attack(by_resolution)
     try:
-        measured = measure_utility(raw, candidate, release, seed, bbox)
+        measured = utility_f.result()
     except InputError as exc:  # e.g. an empty release: no figure, so every floor of the policy blocks
         measured = {"error": str(exc)}
     decision = evaluate_gate(policy, results, release_kind, measured, failures)
