@@ -449,7 +449,7 @@ def release_show(release_id: int) -> None:
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n" + _table(audits, ["attack", "cells_m", "success", "ci_low", "ci_high", "baseline", "risk",
-                                               "threshold", "passed", "error"]))
+                                               "threshold", "passed", "outcome", "error"]))
     from tasks.report import mechanism_rows
 
     run = mechanism_rows((rel["summary"] or {}).get("mechanism", {}))
