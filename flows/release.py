@@ -155,8 +155,8 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     for name, error in outcome.failures.items():
         print(f"audit: {name}: FAILED ({error})")
     for name, why in outcome.not_applicable.items():
-        print(f"audit: {name}: not applicable ({why}); "
-              f"the policy {outcome.decision.per_attack[name]['when_not_applicable']}s it")
+        rule = outcome.decision.per_attack[name]["when_not_applicable"]
+        print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
     return not outcome.decision.blocked
 
 

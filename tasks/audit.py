@@ -83,12 +83,16 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
 
 
 def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame,
-            topic: str) -> tuple[AttackResult, float]:
-    """On a worker: one attack of the policy and its running time in seconds. It first tells the driver that it
-    has started (its timeout counts from there, not from when it was queued)."""
+            topic: str) -> tuple[AttackResult | NotApplicable, float]:
+    """On a worker: one attack of the policy, or its word that it cannot measure this release (an outcome, not an
+    error: returned, so that the worker logs no failed task), and its running time in seconds. It first tells
+    the driver that it has started (its timeout counts from there, not from when it was queued)."""
     get_worker().log_event(topic, {"attack": name})
     began = time.perf_counter()
-    result = build_attack(name, params).evaluate(raw, release)
+    try:
+        result = build_attack(name, params).evaluate(raw, release)
+    except NotApplicable as why:
+        result = why
     return result, time.perf_counter() - began
 
 
@@ -133,14 +137,13 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
                 result, elapsed = future.result()
                 if elapsed > policy.timeout_s:
                     failures[name] = f"timed out after {policy.timeout_s:g} s (ran {elapsed:.3g} s)"
+                elif isinstance(result, NotApplicable):
+                    not_applicable[name] = str(result)
                 else:
                     results.append(result)
             elif future.status == "error":
                 exc = future.exception()
-                if isinstance(exc, NotApplicable):
-                    not_applicable[name] = str(exc)
-                else:
-                    failures[name] = f"{type(exc).__name__}: {exc}"
+                failures[name] = f"{type(exc).__name__}: {exc}"
             elif name in started and now - started[name] > policy.timeout_s:
                 failures[name] = f"timed out after {policy.timeout_s:g} s"
             elif name not in started and now - launched > policy.timeout_s * len(names):
