@@ -547,8 +547,10 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
 def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
     """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
-    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes)."""
+    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
+    the Prefect server no longer knows the run (its database was reset: the governance record is what counts)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
 
     from tasks import governance
@@ -559,7 +561,10 @@ def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float)
         deadline = time.monotonic() + 30
         with get_client(sync_client=True) as client:
             while True:
-                state = client.read_flow_run(rel["flow_run_id"]).state
+                try:
+                    state = client.read_flow_run(rel["flow_run_id"]).state
+                except ObjectNotFound:
+                    return False
                 paused = bool(state and state.is_paused())
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break
