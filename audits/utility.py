@@ -64,6 +64,7 @@ MOVED_RADIUS_M = 1000.0
 
 EARTH_RADIUS_M = 6_371_008.8
 _BRUTE_FORCE_DIAMETER = 64
+_DIAMETER_PAIRS_PER_BATCH = 4_000_000  # point pairs per batch of the brute force (~100 MB)
 
 
 def jsd(p: npt.ArrayLike, q: npt.ArrayLike) -> float:
@@ -247,19 +248,40 @@ def _travelled(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
 def _diameters(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Largest distance between two points of each trajectory (points grouped by trajectory).
 
-    Small trajectories by brute force; larger ones on their convex hull, which holds both ends of a diameter
-    (``QJ`` joggles degenerate input such as collinear points; the vertices are still input points).
+    Trajectories of at most :data:`_BRUTE_FORCE_DIAMETER` points by brute force, batched by length (all pairs at
+    once, ``sqrt(dx*dx + dy*dy)`` as ``pdist`` computes it); larger ones without repeated points (one sort for
+    all of them), then on their convex hull, which holds both ends of a diameter (``QJ`` joggles degenerate input
+    such as collinear points; the vertices are still input points).
     """
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True])
-    out = np.zeros(len(bounds) - 1)
-    for i, (lo, hi) in enumerate(pairwise(bounds)):
-        pts = xy[lo:hi]
-        if len(pts) > _BRUTE_FORCE_DIAMETER:
-            pts = np.unique(pts, axis=0)
+    sizes = np.diff(bounds)
+    out = np.zeros(len(sizes))
+    small = np.flatnonzero((sizes > 1) & (sizes <= _BRUTE_FORCE_DIAMETER))
+    for n in np.unique(sizes[small]):
+        same_size = small[sizes[small] == n]
+        i, j = np.triu_indices(n, 1)
+        step = max(1, _DIAMETER_PAIRS_PER_BATCH // len(i))
+        for first in range(0, len(same_size), step):
+            batch = same_size[first:first + step]
+            pts = xy[bounds[batch][:, None] + np.arange(n)]  # (trajectories, n, 2)
+            d = pts[:, i] - pts[:, j]
+            out[batch] = np.sqrt(d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]).max(axis=1)
+    large = np.flatnonzero(sizes > _BRUTE_FORCE_DIAMETER)
+    if len(large) == 0:
+        return out
+    rows = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in large])
+    owner = np.repeat(np.arange(len(large)), sizes[large])
+    order = np.lexsort((xy[rows, 1], xy[rows, 0], owner))  # np.unique(pts, axis=0)'s order, per trajectory
+    rows, owner = rows[order], owner[order]
+    distinct = np.r_[True, (owner[1:] != owner[:-1]) | (xy[rows[1:]] != xy[rows[:-1]]).any(axis=1)]
+    rows, owner = rows[distinct], owner[distinct]
+    for k, (lo, hi) in zip(large, pairwise(np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])),
+                           strict=True):
+        pts = xy[rows[lo:hi]]
         if len(pts) > _BRUTE_FORCE_DIAMETER:
             pts = pts[ConvexHull(pts, qhull_options="QJ").vertices]
         if len(pts) > 1:
-            out[i] = pdist(pts).max()
+            out[k] = pdist(pts).max()
     return out
 
 

@@ -121,6 +121,17 @@ def test_hull_diameter_equals_brute_force():
     assert _diameters(line, np.zeros(200, dtype=np.int64))[0] == pytest.approx(10 * math.sqrt(2))
 
 
+def test_batched_brute_force_diameters_are_pdist_bit_for_bit():
+    # trajectories of the brute-force sizes, of several lengths (each length is one batch), interleaved with
+    # single points: every diameter equals pdist's maximum exactly, not only to a tolerance
+    rng = np.random.default_rng(11)
+    sizes = [2, 7, 1, 64, 7, 33, 2, 64, 1]
+    xy = rng.normal(size=(sum(sizes), 2)) * 1000.0
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    expected = [pdist(xy[codes == i]).max() if n > 1 else 0.0 for i, n in enumerate(sizes)]
+    assert _diameters(xy, codes).tolist() == expected
+
+
 def test_trip_error_hand_case():
     # 2 x 2 grid over the raw box [0, 1]^2.  Raw trips: cell 0 -> 3 and cell 1 -> 2.
     raw = trajectories({0: [(0.1, 0.1), (0.5, 0.5), (0.9, 0.9)], 1: [(0.9, 0.1), (0.1, 0.9)]}, ("lon", "lat"))
