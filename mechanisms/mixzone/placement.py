@@ -203,21 +203,24 @@ def _cost(ptr, nbr, is_zone, parent, size, z, buf) -> int:
 
 
 @numba.njit(cache=True)
+def _before(c1: int, v1: int, c2: int, v2: int) -> bool:
+    """The order of the heap's entries (cost, node): by cost, ties to the smaller node index."""
+    return c1 < c2 or (c1 == c2 and v1 < v2)
+
+
+@numba.njit(cache=True)
 def _sift_down(cost: np.ndarray, node: np.ndarray, size: int, i: int) -> None:
-    """Restore the heap order below position ``i`` of the binary min-heap ``(cost, node)`` (lexicographic)."""
+    """Restore the order of the binary min-heap ``(cost, node)`` (its first ``size`` entries) below position
+    ``i``."""
     c, v = cost[i], node[i]
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and (cost[child + 1] < cost[child]
-                                 or (cost[child + 1] == cost[child] and node[child + 1] < node[child])):
+    child = 2 * i + 1
+    while child < size:
+        if child + 1 < size and _before(cost[child + 1], node[child + 1], cost[child], node[child]):
             child += 1
-        if cost[child] < c or (cost[child] == c and node[child] < v):
-            cost[i], node[i] = cost[child], node[child]
-            i = child
-        else:
+        if not _before(cost[child], node[child], c, v):
             break
+        cost[i], node[i] = cost[child], node[child]
+        i, child = child, 2 * child + 1
     cost[i], node[i] = c, v
 
 
@@ -225,13 +228,9 @@ def _sift_down(cost: np.ndarray, node: np.ndarray, size: int, i: int) -> None:
 def _sift_up(cost: np.ndarray, node: np.ndarray, i: int) -> None:
     """Restore the heap order above position ``i`` (a new entry)."""
     c, v = cost[i], node[i]
-    while i > 0:
-        up = (i - 1) // 2
-        if c < cost[up] or (c == cost[up] and v < node[up]):
-            cost[i], node[i] = cost[up], node[up]
-            i = up
-        else:
-            break
+    while i > 0 and _before(c, v, cost[(i - 1) // 2], node[(i - 1) // 2]):
+        cost[i], node[i] = cost[(i - 1) // 2], node[(i - 1) // 2]
+        i = (i - 1) // 2
     cost[i], node[i] = c, v
 
 
