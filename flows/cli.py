@@ -449,7 +449,7 @@ def release_show(release_id: int) -> None:
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n" + _table(audits, ["attack", "cells_m", "success", "ci_low", "ci_high", "baseline", "risk",
-                                               "threshold", "passed", "error"]))
+                                               "threshold", "passed", "outcome", "error"]))
     from tasks.report import mechanism_rows
 
     run = mechanism_rows((rel["summary"] or {}).get("mechanism", {}))
@@ -547,8 +547,10 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
 def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
     """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
-    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes)."""
+    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
+    the Prefect server no longer knows the run (its database was reset: the governance record is what counts)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
 
     from tasks import governance
@@ -559,7 +561,10 @@ def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float)
         deadline = time.monotonic() + 30
         with get_client(sync_client=True) as client:
             while True:
-                state = client.read_flow_run(rel["flow_run_id"]).state
+                try:
+                    state = client.read_flow_run(rel["flow_run_id"]).state
+                except ObjectNotFound:
+                    return False
                 paused = bool(state and state.is_paused())
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break

@@ -128,8 +128,8 @@ def attack_plot(results: list[dict]) -> str:
     fig, ax = plt.subplots(figsize=(10, 0.6 + 0.55 * max(1, len(results))))
     for i, a in enumerate(results):
         rate = a.get("success_rate")
-        if rate is None:  # the attack failed: fail closed, drawn as a full red bar
-            ax.barh(i, 1.0, color="#d62728", alpha=0.35)
+        if rate is None:  # failed or not applicable: a full bar, red when it blocks
+            ax.barh(i, 1.0, color="#7f7f7f" if a.get("passed") else "#d62728", alpha=0.35)
             continue
         ax.barh(i, rate, color="#1f77b4" if a.get("passed") else "#d62728", alpha=0.8)
         below, above = max(rate - a["ci_low"], 0.0), max(a["ci_high"] - rate, 0.0)  # rounding: never negative
@@ -201,7 +201,7 @@ def _map_words(guarantee: dict) -> str:
 def render(rel: dict, budget: list[str], results: list[dict], decision: dict, utility: dict,
            raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
     """The page. ``budget`` is :func:`tasks.governance.budget_lines`; ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
-    attack that errored has ``success_rate`` None and its error in ``evidence``."""
+    attack that failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``."""
     g = rel.get("guarantee") or {}
     rid = rel["release_id"]
     images = []
@@ -214,7 +214,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
                        density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
     images.append(("Attacks", attack_plot(results)))
     attack_rows = [[a["attack"], f"{a['resolution_m']:g} m" if a.get("resolution_m") else "-",
-                    _fmt(a.get("success_rate")) if a.get("error") is None else f"failed: {a['error']}",
+                    _fmt(a.get("success_rate")) if a.get("error") is None else f"{a['outcome']}: {a['error']}",
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
@@ -278,7 +278,7 @@ def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.D
     """Render the review page of a release from its governance record and the audit's frames; store it."""
     rel = governance.get_release(conn, release_id)
     results = [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error,"
+        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, outcome, error,"
         " evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
         {"r": release_id}).mappings()]
     page = render(rel, governance.budget_lines(conn, rel), results, decision,
