@@ -297,8 +297,8 @@ def run(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, policy: 
     # the utility figures on a worker while the attacks run (they read the raw frame as prepared: the attacks'
     # one unless the release is fragments, whose attacks play per trajectory)
     raw_u = raw_f if raw_frame is raw else on_cluster(client, raw)[0]
-    utility_f = client.submit(measure_utility, raw_u, client.scatter(candidate, hash=False, direct=True), release_f, seed, bbox,
-                              pure=False)
+    candidate_f = client.scatter(candidate, hash=False, direct=True)
+    utility_f = client.submit(measure_utility, raw_u, candidate_f, release_f, seed, bbox, pure=False)
     by_resolution, failures, not_applicable = run_at_resolutions(client, policy, raw_f, release_f, release_kind,
                                                                  bbox)
     results = worst_per_attack(by_resolution)
