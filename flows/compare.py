@@ -19,20 +19,12 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from flows.release import (
-    abort,
-    audit_and_gate,
-    fail,
-    ingest_and_validate,
-    nothing_released,
-    plan,
-    prepare_and_protect,
-    recover_interrupted,
-)
+from flows.release import abort, fail, nothing_released, recover_interrupted
 from tasks import compare, compare_review, governance, lineage, publish, report
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
+from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.candidate import Shape
 from trajpub.comparison import recommend
 from trajpub.errors import PolicyError, TrajpubError

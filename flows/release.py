@@ -8,154 +8,22 @@ emits a lineage FAIL event, and nothing is published.
 from __future__ import annotations
 
 import httpx
-import numpy as np
 import sqlalchemy as sa
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
 from prefect.flow_runs import pause_flow_run
 from prefect.runtime import flow_run
 
 from flows.review import StewardDecision, review_markdown
-from tasks import (
-    audit,
-    check_output,
-    governance,
-    ingest,
-    lineage,
-    policies,
-    prepare,
-    protect,
-    public_inputs,
-    publish,
-    report,
-    validate,
-)
-from tasks.dask_cluster import dask_client, n_workers
-from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
+from tasks import governance, lineage, policies, protect, public_inputs, publish
+from tasks.dask_cluster import dask_client
+from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
-from trajpub.candidate import Shape
+from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.mechanism import PublicInputs
 from trajpub.spec import ReleaseSpec
-
-step = task(cache_policy=NO_CACHE, retries=0)
-
-
-@step
-def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
-    """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
-    names), reserve the privacy budget in the ledger in the dataset's unit (refused over its model's cap, or
-    when unbounded per object), record the release."""
-    mech = protect.mechanism(spec.mechanism)
-    guarantee = mech.guarantee(params)
-
-    def record(conn) -> tuple[int, policies.RegisteredPolicy]:
-        policy = policies.resolve(conn, spec)
-        release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
-        governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
-        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee)
-        governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
-        lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
-                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
-                     facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
-                             "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
-                             "gate_policy": policy.to_record()})
-        return release_id, policy
-
-    return transaction(record, "plan", say=print)
-
-
-@step
-def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
-    eng = db_engine()
-    warming = validate.warm_up_workers(client)  # overlaps the GX import with the snapshot
-    snapshot, objects = with_retries(lambda: ingest.take_snapshot(eng, spec.dataset, spec.window_start,
-                                                                  spec.window_end), "snapshot", say=print)
-    print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
-    partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
-    client.gather(warming)
-    clean, quarantined, report = validate.validate(client, partitions, spec)
-    def record(conn) -> None:
-        governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
-                                  snapshot_points=snapshot.n_points)
-        governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
-        validate.store(conn, release_id, spec.dataset, quarantined, report)
-
-    transaction(record, "store the validation", say=print)
-    create_table_artifact(key=f"validation-r{release_id}", table=report["expectations"],
-                          description=f"Release {release_id}: raw-point validation ({report['n_quarantined']} of "
-                                      f"{report['n_rows']} points quarantined)")
-    print(f"validation: {report['n_quarantined']} of {report['n_rows']} points quarantined "
-          f"({report['n_integrity']} invalid, {report['n_duplicate']} exact duplicates)")
-    validate.enforce_policy(report)
-    transaction(lambda conn: governance.transition(conn, release_id, "validated",
-                                                   f"{report['n_quarantined']} points quarantined"),
-                "validated", say=print)
-    return clean
-
-
-@step
-def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, inputs: PublicInputs,
-                        clean) -> tuple[list, dict]:
-    mech = protect.mechanism(spec.mechanism)
-    prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
-    print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
-          f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
-    if stats["trajectories"] == 0:
-        raise TrajpubError("no trajectory is left after preparation", "prepare")
-
-    def start(conn) -> None:  # from here the budget reserved at plan is spent, whatever happens next
-        governance.mark_mechanism_started(conn, release_id)
-        governance.merge_summary(conn, release_id, {"prepare": stats})
-
-    transaction(start, "start the mechanism", say=print)
-    rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = protect.run(mech, client, prepared, inputs, params, rng)
-    if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
-        result = check_output.coarsen_times(result, spec.time_precision_s)
-        checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
-        print(f"output check: {len(checked)} expectations of {check_output.SUITE_PATH.name} met")
-
-    def stage(conn) -> None:
-        publish.stage(conn, release_id, result)
-        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
-        governance.transition(conn, release_id, "protected",
-                              f"{result.metadata.get('released_records')} records released")
-
-    transaction(stage, "stage the candidate", say=print)
-    print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
-    return prepared, result
-
-
-@step
-def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
-                   result) -> bool:
-    raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
-    def record(conn):
-        audit.store(conn, release_id, outcome)
-        reasons = "; ".join(outcome.decision.reasons)
-        governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
-        if outcome.decision.blocked:
-            governance.transition(conn, release_id, "blocked", reasons)
-        return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
-
-    page = transaction(record, "record the audit", say=print)
-    artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
-                                        markdown=report.page_body(page.read_text(encoding="utf-8")),
-                                        description=f"Release {release_id}: the steward's full review report")
-    transaction(lambda conn: governance.merge_summary(conn, release_id, {"report_artifact": str(artifact)}),
-                "record the report artifact", say=print)
-    print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
-    for r in outcome.results:
-        print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
-              f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
-    for name, error in outcome.failures.items():
-        print(f"audit: {name}: FAILED ({error})")
-    return not outcome.decision.blocked
-
 
 NOTHING_RELEASED = "nothing was released"
 
