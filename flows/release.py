@@ -20,6 +20,7 @@ from tasks import governance, lineage, policies, protect, public_inputs, publish
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
+from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.mechanism import PublicInputs
@@ -50,7 +51,7 @@ def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecis
     eng = db_engine()
     with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
         governance.transition(conn, release_id, "awaiting_approval", None)
-        markdown = review_markdown(conn, release_id)
+        markdown = review_markdown(read_review(conn, release_id))
     create_markdown_artifact(key=f"review-r{release_id}", markdown=markdown,
                              description=f"Steward review of release {release_id}")
     print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")

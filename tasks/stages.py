@@ -173,7 +173,7 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
         governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
         if outcome.decision.blocked:
             governance.transition(conn, release_id, "blocked", reasons)
-        return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
+        return report.write_review(conn, release_id, raw, result)
 
     page = transaction(record, "record the audit", say=print)
     artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
