@@ -338,10 +338,11 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     from tasks import policies
     from tasks.protect import parse_spec
 
-    policies.check(parse_spec(data)[0])  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    spec, _ = parse_spec(data)
+    policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
-    outcome = release_flow(spec=data)
+    outcome = release_flow(spec=spec)
     click.echo(json.dumps(outcome))
 
 

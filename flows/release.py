@@ -69,18 +69,19 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 
 
 @flow(name="release", log_prints=True)
-def release_flow(spec: dict) -> dict:
-    """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
-    parsed, params = protect.parse_spec(spec)
-    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(parsed.mechanism), params, parsed.grid)
+def release_flow(spec: ReleaseSpec) -> dict:
+    """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
+    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts."""
+    params = protect.parse_params(spec)
+    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(spec.mechanism), params, spec.grid)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        release_id, policy = plan(parsed, params)
-        print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}, gated by policy "
+        release_id, policy = plan(spec, params)
+        print(f"release {release_id} planned: {spec.mechanism} on {spec.dataset}, gated by policy "
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
         try:
-            return govern(parsed, params, inputs, release_id, policy)
+            return govern(spec, params, inputs, release_id, policy)
         finally:
             lineage.deliver(db_engine())
 
