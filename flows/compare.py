@@ -54,7 +54,7 @@ def compare_flow(spec: dict) -> dict:
         rids, policies = [], []
         try:
             for p in planned:
-                rid, policy = plan(p.spec, p.params)
+                rid, policy = plan(p.spec, p.mechanism, p.params)
                 rids.append(rid)
                 policies.append(policy)
         except Exception as exc:  # a candidate refused at plan: nothing of the comparison runs
@@ -87,7 +87,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
             raw = pd.concat(client.gather(client.map(lambda df: df[["lon", "lat"]], clean)), ignore_index=True)
             # the mechanisms run concurrently (Prefect's thread pool, each on the shared Dask cluster); audits follow
             # in the order the candidates were listed, their attacks in parallel on the cluster
-            protected = [prepare_and_protect.submit(client, p.spec, rid, p.params, p.inputs, clean)
+            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean)
                          for p, rid in zip(planned, rids, strict=True)]
             released = []
             for p, rid, policy, future in zip(planned, rids, policies, protected, strict=True):

@@ -23,7 +23,7 @@ from tasks.db import engine as db_engine
 from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.errors import PolicyError, TrajpubError
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 NOTHING_RELEASED = "nothing was released"
@@ -72,28 +72,28 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 def release_flow(spec: ReleaseSpec) -> dict:
     """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
     Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts."""
-    params = protect.parse_params(spec)
-    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(spec.mechanism), params, spec.grid)
+    mech = protect.mechanism(spec.mechanism)
+    params, inputs = public_inputs.resolve(db_engine(), mech, protect.parse_params(spec), spec.grid)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        release_id, policy = plan(spec, params)
+        release_id, policy = plan(spec, mech, params)
         print(f"release {release_id} planned: {spec.mechanism} on {spec.dataset}, gated by policy "
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
         try:
-            return govern(spec, params, inputs, release_id, policy)
+            return govern(spec, mech, params, inputs, release_id, policy)
         finally:
             lineage.deliver(db_engine())
 
 
-def govern(parsed: ReleaseSpec, params, inputs: PublicInputs, release_id: int,
+def govern(parsed: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
            policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
                 dask_client(parsed.dask_address) as client:
             recover_interrupted(parsed.dataset, running=release_id)
             clean = ingest_and_validate(client, parsed, release_id)
-            prepared, result = prepare_and_protect(client, parsed, release_id, params, inputs, clean)
+            prepared, result = prepare_and_protect(client, parsed, mech, release_id, params, inputs, clean)
             if result.released_nothing:
                 return nothing_released(parsed, release_id)
             passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)

@@ -35,7 +35,7 @@ from tasks.db import engine as db_engine
 from tasks.db import is_transient, transaction, with_retries
 from trajpub.candidate import Shape
 from trajpub.errors import PolicyError, TrajpubError
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 
@@ -48,7 +48,7 @@ def transient_database_error(task, task_run, state) -> bool:
 
 
 @task(cache_policy=NO_CACHE, retries=0)
-def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
+def plan(spec: ReleaseSpec, mech: Mechanism, params) -> tuple[int, policies.RegisteredPolicy]:
     """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
     names), reserve the privacy budget in the ledger in the dataset's unit (refused over its model's cap, or
     when unbounded per object), record the release.
@@ -56,7 +56,6 @@ def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
     Retry policy: none. The release and its ledger charge are one transaction (retried by
     :func:`tasks.db.transaction` while nothing is committed); a task retry after a commit whose acknowledgement
     was lost would record a second release and charge the budget twice."""
-    mech = protect.mechanism(spec.mechanism)
     guarantee = mech.guarantee(params)
 
     def record(conn) -> tuple[int, policies.RegisteredPolicy]:
@@ -119,14 +118,13 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 
 @task(cache_policy=NO_CACHE, retries=0)
-def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, inputs: PublicInputs,
+def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: int, params, inputs: PublicInputs,
                         clean) -> tuple[list, dict]:
     """Segment and grid the clean points, run the mechanism, check its output, stage the candidate.
 
     Retry policy: none. Once the mechanism starts, the budget reserved at plan is spent
     (:func:`tasks.governance.mark_mechanism_started`); a second run would release a second noisy view of the same
     data under one charge. Before that mark the stage reads no database (its inputs are on the workers)."""
-    mech = protect.mechanism(spec.mechanism)
     prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
     print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
           f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
