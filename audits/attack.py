@@ -20,6 +20,12 @@ from trajpub.frame import require_columns
 P = TypeVar("P")
 
 
+class NotApplicable(InputError):
+    """The attack cannot measure this release at all (e.g. home/work inference on a release without timestamps,
+    or on a window without night hours): not a failure of the attack, and not a risk of zero. The message says
+    why; the gate policy decides whether that blocks the release (``when_not_applicable``)."""
+
+
 class Attack(ABC, Generic[P]):
     """An attack configured by a frozen parameter dataclass ``P``.
 

@@ -25,6 +25,8 @@ from trajpub.yamlfile import read_yaml
 
 """Attack names a policy may set thresholds for: a misspelt name must fail loudly, never gate nothing."""
 DECISION_RULES = ("block_if_any",)
+NOT_APPLICABLE_RULES = ("block", "pass")
+"""What an attack that cannot measure a release (:class:`audits.attack.NotApplicable`) does to the gate."""
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,15 @@ class GatePolicy:
     (:data:`audits.utility.UTILITY_SCORES`, higher is better) a ``min``; every metric listed for the release's
     kind must be reported to :func:`evaluate_gate` as a finite number, or the release is blocked.
     ``timeout_s``: how long one attack may run; an attack that errors or runs out of time blocks the release.
+    ``when_not_applicable``: attack name -> ``"block"`` or ``"pass"``, what the gate does when the attack says it
+    cannot measure the release (home/work on a window without night hours); ``"block"`` (fail closed) unless set.
     ``resolutions_m``: the grid cell sizes (metres) the adversary tries: every attack that reads grid cells
     (:data:`audits.registry.GRID_ATTACKS`) runs at each, on a grid over the release's bbox independent of the
     mechanism's grid, and the gate takes its worst risk; empty: the release's own grid only.
     ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
-    ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails, any listed utility
-    metric is beyond its limit or is missing, or no attack applies).
+    ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails or is not applicable
+    where the policy says block, any listed utility metric is beyond its limit or is missing, or no attack
+    applies).
 
     In YAML (see ``audits/policies/default.yaml``)::
 
@@ -54,7 +59,8 @@ class GatePolicy:
         timeout_s: 300
         attacks:
           signature_linkage: {max_risk: 0.2}
-          home_work: {max_risk: 0.3, params: {timezone: Asia/Shanghai}, products: [truthful]}
+          home_work: {max_risk: 0.3, params: {timezone: Asia/Shanghai}, products: [truthful],
+                      when_not_applicable: pass}
         utility:
           synthetic:
             density_jsd: {max: 0.5}
@@ -67,6 +73,7 @@ class GatePolicy:
     utility: Mapping[str, Mapping[str, UtilityLimit]] = field(default_factory=dict)
     attack_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     attack_products: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    when_not_applicable: Mapping[str, str] = field(default_factory=dict)
     timeout_s: float = 300.0
     version: int = 1
     decision: str = "block_if_any"
@@ -78,6 +85,11 @@ class GatePolicy:
         _check_names(self.max_risk, set(ATTACKS), "gate policy: attacks")
         _check_names(self.attack_params, set(self.max_risk), "gate policy: attacks (params)")
         _check_names(self.attack_products, set(self.max_risk), "gate policy: attacks (products)")
+        _check_names(self.when_not_applicable, set(self.max_risk), "gate policy: attacks (when_not_applicable)")
+        for name, rule in self.when_not_applicable.items():
+            if rule not in NOT_APPLICABLE_RULES:
+                raise ParameterError(f"when_not_applicable must be one of {', '.join(NOT_APPLICABLE_RULES)}, got "
+                                     f"{rule!r}", f"gate policy: attacks.{name}.when_not_applicable")
         _check_names(self.utility, set(RELEASE_KINDS), "gate policy: utility")
         for name, limit in self.max_risk.items():
             if not (_is_number(limit) and 0 <= limit <= 1):
@@ -109,7 +121,7 @@ class GatePolicy:
         if not (isinstance(self.resolutions_m, tuple) and all(_is_number(r) and r > 0 for r in self.resolutions_m)):
             raise ParameterError(f"resolutions_m must be a list of positive cell sizes in metres, got "
                                  f"{self.resolutions_m!r}", "gate policy: resolutions_m")
-        for name in ("max_risk", "attack_params"):
+        for name in ("max_risk", "attack_params", "when_not_applicable"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "utility",
                            MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.utility.items()}))
@@ -132,18 +144,21 @@ class GatePolicy:
         if not isinstance(attacks, Mapping):
             raise ParameterError(f"expected a mapping of name -> {{max_risk: value}}, got {attacks!r}",
                                  f"{where}: attacks")
-        max_risk, params, products = {}, {}, {}
+        max_risk, params, products, not_applicable = {}, {}, {}, {}
         for name, entry in attacks.items():
             if not isinstance(entry, Mapping) or "max_risk" not in entry:
                 raise ParameterError(f"expected {{max_risk: value}}, got {entry!r}", f"{where}: attacks.{name}")
-            _check_names(entry, {"max_risk", "params", "products"}, f"{where}: attacks.{name}")
+            _check_names(entry, {"max_risk", "params", "products", "when_not_applicable"}, f"{where}: attacks.{name}")
             max_risk[name] = entry["max_risk"]
             if "params" in entry:
                 params[name] = entry["params"]
             if "products" in entry:
                 products[name] = tuple(entry["products"]) if isinstance(entry["products"], list | tuple) else ()
+            if "when_not_applicable" in entry:
+                not_applicable[name] = entry["when_not_applicable"]
         utility = _utility_limits(policy.get("utility") or {}, f"{where}: utility")
         return cls(max_risk=max_risk, utility=utility, attack_params=params, attack_products=products,
+                   when_not_applicable=not_applicable,
                    timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
                    decision=policy.get("decision", "block_if_any"),
                    resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r)
@@ -167,6 +182,8 @@ class GatePolicy:
                 attacks[name]["params"] = dict(self.attack_params[name])
             if name in self.attack_products:
                 attacks[name]["products"] = list(self.attack_products[name])
+            if name in self.when_not_applicable:
+                attacks[name]["when_not_applicable"] = self.when_not_applicable[name]
         return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
                 "resolutions_m": list(self.resolutions_m), "attacks": attacks,
                 "utility": {kind: {name: {limit.bound: limit.value} for name, limit in limits.items()}
@@ -199,7 +216,9 @@ class GateDecision:
     """Whether the release is blocked, every reason in words, and each attack's and metric's standing.
 
     ``per_attack[name]["status"]`` is ``"passed"``, ``"blocked"``, ``"not gated"`` (a result the policy sets no
-    threshold for) or ``"not run"`` (a threshold without a result); ``per_utility[name]["status"]`` is
+    threshold for), ``"failed"`` (an error or a timeout: blocks), ``"not applicable"`` (with ``why`` and the
+    policy's ``when_not_applicable``, which says whether it blocks) or ``"not run"`` (a threshold without a
+    result); ``per_utility[name]["status"]`` is
     ``"passed"``, ``"blocked"``, ``"missing"`` (listed by the policy, not computed: blocks) or ``"not gated"``.
     ``privacy`` and ``utility`` are the two verdicts the review shows side by side: ``"passed"`` or
     ``"blocked"`` (``utility`` is ``"not gated"`` when the policy sets no floor for the release's kind).
@@ -219,13 +238,16 @@ class GateDecision:
 
 def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind: str,
                   utility: Mapping[str, Any] | None = None,
-                  failures: Mapping[str, str] | None = None) -> GateDecision:
+                  failures: Mapping[str, str] | None = None,
+                  not_applicable: Mapping[str, str] | None = None) -> GateDecision:
     """Block when any attack's risk exceeds its ``max_risk`` or a utility figure is beyond the limit the policy
     sets for ``release_kind`` (truthful, synthetic, aggregate).
 
     Fails closed: it also blocks when an attack failed (``failures``: name -> what went wrong, an error or a
-    timeout), when no result matches a threshold of the policy (nothing was gated) and when a utility metric the
-    policy lists for the kind was not reported or is not a finite number. A value equal to its limit passes.
+    timeout), when an attack is not applicable (``not_applicable``: name -> why) unless the policy's
+    ``when_not_applicable`` says ``pass`` for it, when no result matches a threshold of the policy (nothing was
+    gated) and when a utility metric the policy lists for the kind was not reported or is not a finite number. A
+    value equal to its limit passes.
     """
     if release_kind not in RELEASE_KINDS:
         raise ParameterError(f"release_kind must be one of {', '.join(RELEASE_KINDS)}, got {release_kind!r}",
@@ -255,6 +277,12 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind:
     for name, why in (failures or {}).items():
         reasons.append(f"{name}: the attack failed ({why}); the gate fails closed")
         per_attack[name] = {"status": "failed", "threshold": policy.max_risk.get(name), "error": why}
+    for name, why in (not_applicable or {}).items():
+        rule = policy.when_not_applicable.get(name, "block")
+        if rule == "block":
+            reasons.append(f"{name}: not applicable ({why}); the policy blocks a release this attack cannot measure")
+        per_attack[name] = {"status": "not applicable", "threshold": policy.max_risk.get(name), "why": why,
+                            "when_not_applicable": rule}
     for name, limit in policy.max_risk.items():
         per_attack.setdefault(name, {"status": "not run", "threshold": limit})
     if not any(entry["status"] in ("passed", "blocked") for entry in per_attack.values()):

@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from audits.attack import Attack
+from audits.attack import Attack, NotApplicable
 from audits.result import MAX_EXAMPLES, AttackResult
 from audits.utility import flatten_hits, planar_coordinates
-from trajpub.errors import InputError, ParameterError
+from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
 NAME = "home_work"
@@ -144,8 +144,9 @@ class HomeWorkInference(Attack[HomeWorkParams]):
     It is high where homes or workplaces are concentrated, so the risk counts only what the release reveals
     about the individual. Exact over all ordered pairs, with k-d trees.
 
-    Needs timestamps: a release whose ``t`` is NaT (e.g. prefix-tree releases) is refused with
-    :class:`InputError` (the attack is not applicable).
+    Not applicable (:class:`audits.attack.NotApplicable`, the gate policy decides whether that blocks) to a
+    release without timestamps (``t`` NaT, e.g. prefix-tree releases) and when no released object has a true
+    home or work in the raw data (a window without night or working hours).
     """
 
     @property
@@ -163,8 +164,8 @@ class HomeWorkInference(Attack[HomeWorkParams]):
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
         p = self.params
         if not pd.to_datetime(release["t"], utc=True, errors="coerce").notna().any():
-            raise InputError("home/work inference needs timestamps and the release has none (t is NaT): "
-                             "the attack is not applicable to this release", f"{NAME}: release frame")
+            raise NotApplicable("home/work inference needs timestamps and the release has none (t is NaT)",
+                                f"{NAME}: release frame")
         raw_xy, rel_xy = planar_coordinates(raw, release)
         truth = infer_places(raw, raw_xy, p)
         guess = infer_places(release, rel_xy, p).reindex(truth.index)
@@ -174,8 +175,8 @@ class HomeWorkInference(Attack[HomeWorkParams]):
         eligible = (has["home"] & has["work"]) if p.success == "both" else np.any([has[x] for x in needed], axis=0)
         targets = np.flatnonzero(eligible)
         if len(targets) == 0:
-            raise InputError(f"no released object has a true {' or '.join(needed)} in the raw data (no raw point "
-                             "in the night/working windows)", f"{NAME}: raw frame")
+            raise NotApplicable(f"no released object has a true {' or '.join(needed)} in the raw data (no raw "
+                                "point in the night/working windows)", f"{NAME}: raw frame")
         dist = {x: np.hypot(guess[f"{x}_x"] - truth[f"{x}_x"], guess[f"{x}_y"] - truth[f"{x}_y"]).to_numpy()
                 for x in PLACES}
         hit = {x: has[x] & (np.nan_to_num(dist[x], nan=np.inf) <= p.radius_m) for x in PLACES}

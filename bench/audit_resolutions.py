@@ -46,10 +46,10 @@ def main() -> None:
         for kind in ("truthful", "synthetic"):
             _, (background, release) = forms(raw)[kind]
             began = time.perf_counter()
-            results, _ = run_attacks(client, own, background, release, kind)
+            results, _, _ = run_attacks(client, own, background, release, kind)
             own_s = time.perf_counter() - began
             began = time.perf_counter()
-            by_res, failures = run_at_resolutions(client, policy, background, release, kind, GRID.bbox)
+            by_res, failures, _ = run_at_resolutions(client, policy, background, release, kind, GRID.bbox)
             res_s = time.perf_counter() - began
             where = {r.attack: (size, r.risk) for size, r in by_res if r in worst_per_attack(by_res)}
             out["forms"][kind] = {"own_grid_s": own_s, "four_resolutions_s": res_s, "failures": failures,

@@ -70,7 +70,8 @@ def audit(client: Client, raw) -> dict:
     started = time.perf_counter()
     with get_task_stream(client) as stream:
         for kind, (_, (background, release)) in forms(raw).items():
-            results, failures = run_attacks(client, pol, background, release, kind)
+            results, failures, not_applicable = run_attacks(client, pol, background, release, kind)
+            failures |= {name: f"not applicable: {why}" for name, why in not_applicable.items()}
             for r in results:
                 out["attacks"][r.attack] = {"kind": kind, "n_targets": r.n_targets, "success_rate": r.success_rate,
                                             "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk}

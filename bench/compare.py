@@ -26,7 +26,8 @@ NEEDS_PUBLIC_INPUTS = {"mixzone", "klt"}  # their examples read Helsinki's roads
 OVERRIDES = {"kpsi_anonymity": {"road_network": None, "road_aware": False, "psi_mode": "constant", "delta_m": 500.0}}
 GRID = [{"mechanism": "objtrace", "grid_key": "epsilon", "values": [1.0, 2.0]},
         {"mechanism": "glove", "grid_key": "k", "values": [10]},
-        {"mechanism": "prefix_tree", "grid_key": "epsilon", "values": [5.0]}]
+        {"mechanism": "prefix_tree", "grid_key": "epsilon", "values": [5.0]},
+        {"mechanism": "w4m", "grid_key": "k", "values": [10]}]
 
 
 def candidates(skip: set[str]) -> list[dict]:

@@ -154,7 +154,8 @@ def protect(client: Client, model: Model, params: Any, parts: list[pd.DataFrame]
 def audit(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, kind: str, seed: int) -> dict:
     background, release = attack_frames(raw, candidate)
     started = time.perf_counter()
-    results, failures = run_attacks(client, policy(), background, release, kind)
+    results, failures, not_applicable = run_attacks(client, policy(), background, release, kind)
+    failures |= {name: f"not applicable: {why}" for name, why in not_applicable.items()}
     attacks_s = time.perf_counter() - started
     started = time.perf_counter()
     utility = measure_utility(raw, candidate, release, seed, BBOX) if kind != "aggregate" or len(

@@ -451,7 +451,7 @@ def release_show(release_id: int) -> None:
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
                + _table([_audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
                                                                  "baseline", "risk", "threshold", "passed",
-                                                                 "error"]))
+                                                                 "outcome", "error"]))
     run = mechanism_rows(review.mechanism_run)
     if run:
         click.echo("\nmechanism run (steward only, never in lineage):\n"
@@ -476,7 +476,8 @@ def _audit_row(a: dict) -> dict:
 
     return {"attack": a["attack"], "cells_m": a["resolution_m"], "success": rounded("success_rate"),
             "ci_low": rounded("ci_low"), "ci_high": rounded("ci_high"), "baseline": rounded("baseline", 5),
-            "risk": rounded("risk"), "threshold": a["threshold"], "passed": a["passed"], "error": a["error"]}
+            "risk": rounded("risk"), "threshold": a["threshold"], "passed": a["passed"], "outcome": a["outcome"],
+            "error": a["error"]}
 
 
 @main.command("report")
@@ -558,8 +559,10 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
 def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
     """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
-    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes)."""
+    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
+    the Prefect server no longer knows the run (its database was reset: the governance record is what counts)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
 
     from tasks import governance
@@ -570,7 +573,10 @@ def _hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float)
         deadline = time.monotonic() + 30
         with get_client(sync_client=True) as client:
             while True:
-                state = client.read_flow_run(rel["flow_run_id"]).state
+                try:
+                    state = client.read_flow_run(rel["flow_run_id"]).state
+                except ObjectNotFound:
+                    return False
                 paused = bool(state and state.is_paused())
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break

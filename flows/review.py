@@ -48,7 +48,8 @@ def review_markdown(review: Review) -> str:
     for a in review.audits:
         cells = f"{a['resolution_m']:g} m" if a["resolution_m"] else "-"
         if a["error"] is not None:
-            lines.append(f"| {a['attack']} | {cells} | failed: {a['error']} | | | | {a['threshold']} | BLOCK |")
+            lines.append(f"| {a['attack']} | {cells} | {a['outcome']}: {a['error']} | | | | {a['threshold']} | "
+                         f"{'pass' if a['passed'] else 'BLOCK'} |")
             continue
         lines.append(f"| {a['attack']} | {cells} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
                      f"{a['baseline']:.4f} | {a['risk']:.3f} | "

@@ -21,6 +21,7 @@ from distributed import Client, Future, get_worker
 from distributed import wait as wait_futures
 
 from audits import utility
+from audits.attack import NotApplicable
 from audits.gate import GateDecision, GatePolicy, evaluate_gate
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
@@ -37,10 +38,12 @@ POINT_ERROR_RECORDS = 200
 @dataclass(frozen=True)
 class AuditOutcome:
     """``results``: each attack's worst result over the resolutions it ran at (what the gate decides on);
-    ``by_resolution``: every (resolution in metres, result), 0 for an attack that reads no grid of the policy's."""
+    ``by_resolution``: every (resolution in metres, result), 0 for an attack that reads no grid of the policy's;
+    ``failures`` and ``not_applicable``: attack -> what went wrong, or why it cannot measure this release."""
 
     results: list[AttackResult]
     failures: dict[str, str]
+    not_applicable: dict[str, str]
     decision: GateDecision
     policy: GatePolicy
     utility: dict
@@ -80,12 +83,16 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
 
 
 def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame,
-            topic: str) -> tuple[AttackResult, float]:
-    """On a worker: one attack of the policy and its running time in seconds. It first tells the driver that it
-    has started (its timeout counts from there, not from when it was queued)."""
+            topic: str) -> tuple[AttackResult | NotApplicable, float]:
+    """On a worker: one attack of the policy, or its word that it cannot measure this release (an outcome, not an
+    error: returned, so that the worker logs no failed task), and its running time in seconds. It first tells
+    the driver that it has started (its timeout counts from there, not from when it was queued)."""
     get_worker().log_event(topic, {"attack": name})
     began = time.perf_counter()
-    result = build_attack(name, params).evaluate(raw, release)
+    try:
+        result = build_attack(name, params).evaluate(raw, release)
+    except NotApplicable as why:
+        result = why
     return result, time.perf_counter() - began
 
 
@@ -93,9 +100,12 @@ POLL_S = 0.25  # how often the driver looks for attacks that started or outlived
 
 
 def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
-                release_kind: str, names: list[str] | None = None) -> tuple[list[AttackResult], dict[str, str]]:
+                release_kind: str, names: list[str] | None = None
+                ) -> tuple[list[AttackResult], dict[str, str], dict[str, str]]:
     """Every attack of the policy that applies to ``release_kind``, in parallel on the cluster; returns the
-    results and the failures (attack -> what went wrong), which the gate turns into blocks.
+    results, the failures (attack -> what went wrong), which the gate turns into blocks, and the attacks that
+    said they cannot measure this release (attack -> why: :class:`audits.attack.NotApplicable`), which the
+    policy's ``when_not_applicable`` rules on.
 
     ``policy.timeout_s`` bounds each attack's own running time: an attack that finishes later than that on its
     worker's clock fails, and one still running ``timeout_s`` after it reported its start to the driver (seen
@@ -105,14 +115,14 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
     narrows the policy's attacks."""
     names = policy.attacks_for(release_kind) if names is None else names
     if not names:
-        return [], {}
+        return [], {}, {}
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
     raw_f, release_f = client.scatter([raw, release], hash=False)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
                                    topic, pure=False, key=f"attack-{name}-{topic}") for name in names}
     launched = time.monotonic()
     started: dict[str, float] = {}
-    results, failures = [], {}
+    results, failures, not_applicable = [], {}, {}
     pending = dict(futures)
     while pending:
         try:
@@ -127,6 +137,8 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
                 result, elapsed = future.result()
                 if elapsed > policy.timeout_s:
                     failures[name] = f"timed out after {policy.timeout_s:g} s (ran {elapsed:.3g} s)"
+                elif isinstance(result, NotApplicable):
+                    not_applicable[name] = str(result)
                 else:
                     results.append(result)
             elif future.status == "error":
@@ -142,7 +154,7 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: 
             if name in failures:
                 future.cancel()
             del pending[name]
-    return results, failures
+    return results, failures, not_applicable
 
 
 def paired_with_sources(candidate: CandidateRelease, release: pd.DataFrame) -> pd.DataFrame:
@@ -229,25 +241,27 @@ def at_resolution(frame: pd.DataFrame, grid: GridSpec) -> pd.DataFrame:
 
 def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, release: pd.DataFrame,
                        release_kind: str, bbox: tuple[float, float, float, float]
-                       ) -> tuple[list[tuple[float, AttackResult]], dict[str, str]]:
+                       ) -> tuple[list[tuple[float, AttackResult]], dict[str, str], dict[str, str]]:
     """The policy's attacks, those that read grid cells (:data:`audits.registry.GRID_ATTACKS`) once per
     ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the resolution;
     issue 14), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
-    are sequences of them). Returns every (resolution, result) and the failures (a grid attack's error names its
-    resolution)."""
+    are sequences of them). Returns every (resolution, result), the failures (a grid attack's error names its
+    resolution) and the attacks not applicable (attack -> why)."""
     names = policy.attacks_for(release_kind)
     gridded = [n for n in names if n in GRID_ATTACKS] if policy.resolutions_m and release_kind != "aggregate" else []
-    results, failures = run_attacks(client, policy, raw, release, release_kind,
-                                    [n for n in names if n not in gridded])
+    results, failures, not_applicable = run_attacks(client, policy, raw, release, release_kind,
+                                                    [n for n in names if n not in gridded])
     out = [(0.0, r) for r in results]
     for size in policy.resolutions_m if gridded else ():
         grid = GridSpec(bbox, size)
-        found, failed = run_attacks(client, policy, at_resolution(raw, grid), at_resolution(release, grid),
-                                    release_kind, gridded)
+        found, failed, inapplicable = run_attacks(client, policy, at_resolution(raw, grid),
+                                                  at_resolution(release, grid), release_kind, gridded)
         out += [(float(size), r) for r in found]
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")
-    return out, failures
+        for name, why in inapplicable.items():
+            not_applicable.setdefault(name, f"at {size:g} m: {why}")
+    return out, failures, not_applicable
 
 
 def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackResult]:
@@ -266,14 +280,15 @@ def run(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, policy: 
     the gate on the worst case."""
     release_kind = candidate.shape.audit_kind
     raw_frame, release = attack_frames(raw, candidate)
-    by_resolution, failures = run_at_resolutions(client, policy, raw_frame, release, release_kind, bbox)
+    by_resolution, failures, not_applicable = run_at_resolutions(client, policy, raw_frame, release, release_kind,
+                                                                 bbox)
     results = worst_per_attack(by_resolution)
     try:
         measured = measure_utility(raw, candidate, release, seed, bbox)
     except InputError as exc:  # e.g. an empty release: no figure, so every floor of the policy blocks
         measured = {"error": str(exc)}
-    decision = evaluate_gate(policy, results, release_kind, measured, failures)
-    return AuditOutcome(results, failures, decision, policy, measured, by_resolution)
+    decision = evaluate_gate(policy, results, release_kind, measured, failures, not_applicable)
+    return AuditOutcome(results, failures, not_applicable, decision, policy, measured, by_resolution)
 
 
 def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
@@ -290,12 +305,15 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
             {"rel": release_id, "a": r.attack, "res": resolution, "s": r.success_rate, "lo": r.ci_low,
              "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "th": threshold,
              "ok": threshold is None or r.risk <= threshold, "ev": json.dumps(r.to_dict())})
-    for name, error in outcome.failures.items():
+    unmeasured = [(name, "failed", error, False) for name, error in outcome.failures.items()]
+    unmeasured += [(name, "not applicable", why, outcome.decision.per_attack[name]["when_not_applicable"] == "pass")
+                   for name, why in outcome.not_applicable.items()]
+    for name, kind, why, passed in unmeasured:
         conn.execute(sa.text(
-            "INSERT INTO governance.audit_results (release_id, attack, threshold, passed, error, evidence)"
-            " VALUES (:rel, :a, :th, false, :err, CAST(:ev AS jsonb))"),
-            {"rel": release_id, "a": name, "th": outcome.policy.max_risk.get(name), "err": error,
-             "ev": json.dumps({"error": error})})
+            "INSERT INTO governance.audit_results (release_id, attack, threshold, passed, outcome, error, evidence)"
+            " VALUES (:rel, :a, :th, :ok, :kind, :err, CAST(:ev AS jsonb))"),
+            {"rel": release_id, "a": name, "th": outcome.policy.max_risk.get(name), "ok": passed, "kind": kind,
+             "err": why, "ev": json.dumps({"outcome": kind, "error": why})})
     merge_summary(conn, release_id, {"utility": outcome.utility,
                                      "gate": {"blocked": outcome.decision.blocked,
                                               "reasons": outcome.decision.reasons,

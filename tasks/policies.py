@@ -106,9 +106,9 @@ def history(conn: sa.Connection, dataset: str) -> list[dict]:
 
 def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
     """Every way ``candidate`` is less strict than ``floor`` (empty: at least as strict). Attack by attack: each
-    of the floor's attacks must stay, with a ceiling no higher, the same parameters, and on at least the same
-    release kinds; the adversary's resolutions must all stay; each utility limit of each release kind likewise
-    must stay and be no looser."""
+    of the floor's attacks must stay, with a ceiling no higher, the same parameters, on at least the same release
+    kinds, and blocking a release it cannot measure where the floor blocks one; the adversary's resolutions must
+    all stay; each utility limit of each release kind likewise must stay and be no looser."""
     out = []
     for name, limit in floor.max_risk.items():
         if name not in candidate.max_risk:
@@ -122,6 +122,9 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
         kinds = set(candidate.attack_products.get(name, ())) or None
         if kinds is not None and (floor_kinds is None or not floor_kinds <= kinds):
             out.append(f"it runs {name} on fewer release kinds")
+        if (candidate.when_not_applicable.get(name, "block"), floor.when_not_applicable.get(name, "block")) \
+                == ("pass", "block"):
+            out.append(f"it passes releases that {name} cannot measure, where the floor blocks them")
     missing = sorted(set(floor.resolutions_m) - set(candidate.resolutions_m))
     if missing:  # the adversary's grids: dropping one lets a release pass where it would link more
         out.append(f"it drops the adversary's resolutions {', '.join(f'{r:g} m' for r in missing)}")

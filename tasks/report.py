@@ -128,8 +128,8 @@ def attack_plot(results: list[dict]) -> str:
     fig, ax = plt.subplots(figsize=(10, 0.6 + 0.55 * max(1, len(results))))
     for i, a in enumerate(results):
         rate = a.get("success_rate")
-        if rate is None:  # the attack failed: fail closed, drawn as a full red bar
-            ax.barh(i, 1.0, color="#d62728", alpha=0.35)
+        if rate is None:  # failed or not applicable: a full bar, red when it blocks
+            ax.barh(i, 1.0, color="#7f7f7f" if a.get("passed") else "#d62728", alpha=0.35)
             continue
         ax.barh(i, rate, color="#1f77b4" if a.get("passed") else "#d62728", alpha=0.8)
         below, above = max(rate - a["ci_low"], 0.0), max(a["ci_high"] - rate, 0.0)  # rounding: never negative
@@ -209,7 +209,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
                        density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
     images.append(("Attacks", attack_plot(results)))
     attack_rows = [[a["attack"], f"{a['resolution_m']:g} m" if a.get("resolution_m") else "-",
-                    _fmt(a.get("success_rate")) if a.get("error") is None else f"failed: {a['error']}",
+                    _fmt(a.get("success_rate")) if a.get("error") is None else f"{a['outcome']}: {a['error']}",
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]

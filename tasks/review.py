@@ -15,7 +15,7 @@ from tasks import governance
 class Review:
     """``release``: the ``governance.releases`` row; ``budget``: :func:`tasks.governance.budget_lines`;
     ``audits``: the ``governance.audit_results`` rows, one per attack and adversary's cell size (an attack that
-    failed has ``success_rate`` None and its ``error``); ``validation``: the raw-point validation's ``n_rows`` and
+    failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``); ``validation``: the raw-point validation's ``n_rows`` and
     ``n_quarantined`` (None before it); ``transitions``: the status history, oldest first; ``approval``: the
     steward's recorded decision (None before it)."""
 
@@ -64,8 +64,8 @@ def read_review(conn: sa.Connection, release_id: int) -> Review:
     """The review record of ``release_id`` as governance holds it now (refuses an unknown release)."""
     rel = governance.get_release(conn, release_id)
     audits = [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, error,"
-        " evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
+        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, outcome,"
+        " error, evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
         {"r": release_id}).mappings()]
     validation = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results "
                                       "WHERE release_id = :r"), {"r": release_id}).mappings().first()

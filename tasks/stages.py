@@ -185,4 +185,7 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
               f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
     for name, error in outcome.failures.items():
         print(f"audit: {name}: FAILED ({error})")
+    for name, why in outcome.not_applicable.items():
+        rule = outcome.decision.per_attack[name]["when_not_applicable"]
+        print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
     return not outcome.decision.blocked

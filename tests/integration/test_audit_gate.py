@@ -1,7 +1,8 @@
 """The audit gate's negative and positive controls on the real T-Drive sample, attacks run on real Dask workers:
 releasing the raw data unchanged, or with 10 m of jitter, is blocked by the default policy; the noisy prefix tree
 at ε = 1 passes the signature attack but is blocked by the utility floor, which AdaTrace at ε = 5 passes; an attack
-that fails blocks the release (fail closed)."""
+that times out blocks the release (fail closed); one that cannot measure the release says so and the policy
+decides."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import pytest
 from distributed import Client, LocalCluster
 
 from audits.gate import GatePolicy
+from flows.review import review_markdown
 from mechanisms import prefix_tree
 from tasks import audit, protect
 from tasks.protect import mechanism
-from tests.integration.conftest import BEIJING, TDRIVE_CSV
+from tasks.review import read_review
+from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
+from tests.integration.staged import new_dataset
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
@@ -102,15 +106,31 @@ def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw)
     assert outcome.decision.utility == "passed"
 
 
-def test_an_attack_that_fails_blocks_the_release(client, raw):
-    """home_work needs timestamps; a synthetic release has none: the attack raises and the gate fails closed."""
-    policy = {"attacks": {"home_work": {"max_risk": 0.3, "products": ["truthful"]},
-                          "signature_linkage": {"max_risk": 0.2}}}
-    no_times = truthful(raw.assign(t=pd.NaT))
-    outcome = audit.run(client, raw, no_times, GatePolicy.from_dict(policy), SEED, bbox=GRID.bbox)
-    assert outcome.decision.blocked
-    assert set(outcome.failures) == {"home_work"} and "InputError" in outcome.failures["home_work"]
-    assert any("home_work: the attack failed" in r for r in outcome.decision.reasons)
+@pytest.mark.parametrize("rule", ["block", "pass"])
+def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(client, raw, engine, rule):
+    """Issue 18, item 5: a short window without night or working hours (here: the sample's morning rush,
+    07:00-09:00 Beijing time) gives home/work nothing to infer. It is neither a failure nor a risk of 0: "not applicable: why", stored and shown
+    as such, and the policy's ``when_not_applicable`` decides whether it blocks (signature linkage, with a
+    ceiling of 1, still gates)."""
+    policy = GatePolicy.from_dict({"attacks": {
+        "home_work": {"max_risk": 0.3, "params": {"timezone": "Asia/Shanghai"}, "when_not_applicable": rule},
+        "signature_linkage": {"max_risk": 1.0}}})
+    rush = raw[raw["t"].dt.tz_convert("Asia/Shanghai").dt.hour.isin([7, 8])]
+    outcome = audit.run(client, rush, truthful(rush), policy, SEED, bbox=GRID.bbox)
+    assert not outcome.failures and list(outcome.not_applicable) == ["home_work"]
+    assert "night/working windows" in outcome.not_applicable["home_work"]
+    assert outcome.decision.blocked is (rule == "block")
+    assert outcome.decision.per_attack["signature_linkage"]["status"] == "passed"
+    rid = new_release(engine, new_dataset(engine))
+    with engine.begin() as conn:
+        audit.store(conn, rid, outcome)
+        record = read_review(conn, rid)
+    rows = {r["attack"]: r for r in record.audits}
+    review = review_markdown(record)
+    assert rows["home_work"]["outcome"] == "not applicable" and rows["home_work"]["passed"] is (rule == "pass")
+    assert rows["signature_linkage"]["outcome"] == "measured"
+    verdict = "pass" if rule == "pass" else "BLOCK"
+    assert f"| home_work | - | not applicable: {outcome.not_applicable['home_work']} | | | | 0.3 | {verdict} |" in review
 
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):

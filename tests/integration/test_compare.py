@@ -92,6 +92,39 @@ def test_the_pick_approves_one_and_rejects_its_siblings_as_one_steward(engine, s
         compare.pick(conn, rids[1], "again", code=code)  # a code is used once
 
 
+def test_a_pick_from_the_cli_with_no_flow_waiting_publishes_it_and_discards_the_others(engine, stewards,
+                                                                                       bare_dataset):
+    """`trajpub release pick` once the comparison's flow no longer waits (its approval timeout passed, or the
+    Prefect server forgot the run): the CLI publishes the pick with its comparison lineage facet itself, and the
+    siblings are rejected as not picked, their staging purged and their lineage aborted."""
+    from tasks import governance
+    from tests.integration.staged import SHAPES
+
+    run = uuid.uuid4()  # a flow run the Prefect server does not know
+    rids = [new_release(engine, bare_dataset) for _ in range(2)]
+    record = {"name": "pytest_cli_pick", "candidates": [{"release_id": r} for r in rids]}
+    with engine.begin() as conn:
+        for rid in rids:
+            governance.update_release(conn, rid, flow_run_id=str(run))
+            governance.merge_summary(conn, rid, {"comparison": record})
+    for rid in rids:
+        to_awaiting_approval(engine, rid, SHAPES["trajectories"]().check())
+    picked, other = rids[1], rids[0]
+    out = cli("release", "pick", str(picked), "--steward", STEWARD, "--comment", "denser")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    final = {r["release_id"]: r for r in q(engine, "SELECT release_id, status, published_table, staging_purged_at "
+                                                   "FROM governance.releases WHERE release_id = ANY(:r)", r=rids)}
+    assert final[picked]["status"] == "published" and final[other]["status"] == "rejected"
+    assert final[other]["staging_purged_at"] is not None and final[other]["published_table"] is None
+    assert not q(engine, "SELECT 1 FROM staging.candidate_points WHERE release_id = :r", r=other)
+    assert len(q(engine, f"SELECT 1 FROM {final[picked]['published_table']}")) == len(SHAPES["trajectories"]().points)
+    (event,) = q(engine, "SELECT event FROM governance.lineage_events WHERE release_id = :r AND event_type = "
+                         "'COMPLETE'", r=picked)
+    assert event["event"]["run"]["facets"]["comparison"]["picked"] == picked
+    assert q(engine, "SELECT 1 FROM governance.lineage_events WHERE release_id = :r AND event_type = 'ABORT'",
+             r=other)
+
+
 def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, owner, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("cmp")  # epsilon-DP cap 1000 per taxi
     with owner.begin() as conn:  # a steward keeps ended candidates' staging 30 days: only the comparison discards it

@@ -71,6 +71,7 @@ def test_policy_v2_attack_params_products_and_the_kinds_they_run_on():
     ({"attacks": {"home_work": {"max_risk": 0.3, "products": ["raw"]}}}, "products"),
     ({"attacks": {"home_work": {"max_risk": 0.3}}, "decision": "majority"}, "decision"),
     ({"attacks": {"home_work": {"max_risk": 0.3}}, "timeout_s": 0}, "timeout_s"),
+    ({"attacks": {"home_work": {"max_risk": 0.3, "when_not_applicable": "ignore"}}}, "when_not_applicable"),
     ({"attacks": {"home_work": {"max_risk": 0.3}}, "version": "two"}, "version"),
 ])
 def test_policy_v2_refuses_bad_params_products_and_rules(policy, where):
@@ -87,6 +88,29 @@ def test_a_failed_attack_blocks_and_says_why():
     assert decision.reasons == ["home_work: the attack failed (timed out after 300 s); the gate fails closed"]
     assert decision.per_attack["home_work"]["status"] == "failed"
     assert decision.per_attack["signature_linkage"]["status"] == "passed"
+
+
+@pytest.mark.parametrize("rule", [None, "block", "pass"])
+def test_an_attack_not_applicable_blocks_unless_the_policy_passes_it(rule):
+    """Issue 18, item 5: "not applicable: why" is its own outcome, and the policy decides (fail closed unless set)."""
+    entry = {"max_risk": 0.5} | ({"when_not_applicable": rule} if rule else {})
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.5}, "home_work": entry}})
+    why = "no released object has a true home in the raw data"
+    decision = evaluate_gate(policy, [result(1)], "truthful", not_applicable={"home_work": why})
+    assert decision.per_attack["home_work"] == {"status": "not applicable", "threshold": 0.5, "why": why,
+                                                "when_not_applicable": rule or "block"}
+    assert decision.blocked is (rule != "pass") and decision.privacy == ("passed" if rule == "pass" else "blocked")
+    if rule != "pass":
+        blocks = "the policy blocks a release this attack cannot measure"
+        assert decision.reasons == [f"home_work: not applicable ({why}); {blocks}"]
+    assert GatePolicy.from_dict(policy.to_dict()) == policy
+
+
+def test_an_attack_passed_as_not_applicable_does_not_count_as_gating():
+    """Nothing was measured: a release whose only attack is not applicable is still blocked, whatever the rule."""
+    policy = GatePolicy.from_dict({"attacks": {"home_work": {"max_risk": 0.5, "when_not_applicable": "pass"}}})
+    decision = evaluate_gate(policy, [], "truthful", not_applicable={"home_work": "no timestamps"})
+    assert decision.blocked and "nothing was gated" in decision.reasons[0]
 
 
 @pytest.mark.parametrize(("policy", "named"), [

@@ -4,9 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audits.attack import NotApplicable
 from audits.home_work import NAME, HomeWorkInference, HomeWorkParams, infer_places
 from audits.utility import planar_coordinates
-from trajpub.errors import InputError, ParameterError
+from trajpub.errors import ParameterError
 
 MONDAY = pd.Timestamp("2024-03-04")
 
@@ -128,11 +129,11 @@ def test_objects_missing_from_the_release_are_not_targets_and_missing_windows_ar
     assert result.evidence["home_inferred_share"] == pytest.approx(2 / 3)
 
 
-def test_a_release_without_timestamps_is_not_applicable():
+def test_a_release_without_timestamps_or_a_window_without_nights_is_not_applicable():
     raw = population(2)
-    with pytest.raises(InputError, match="not applicable"):
+    with pytest.raises(NotApplicable, match="timestamps"):
         attack().evaluate(raw, raw.assign(t=pd.NaT))
-    with pytest.raises(InputError, match="night"):
+    with pytest.raises(NotApplicable, match="night"):
         attack(success="home", night_hours=(3, 4)).evaluate(raw.iloc[24:30], raw)  # no raw point at 03:00
 
 

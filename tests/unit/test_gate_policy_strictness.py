@@ -34,12 +34,15 @@ def test_the_same_policy_and_a_stricter_one_are_accepted():
                        utility__synthetic__density_jsd__max=0.1, utility__synthetic__pattern_f1__min=0.5,
                        utility__synthetic__trip_error__max=0.5, utility__aggregate__fragments__min=1)
     assert weakenings(stricter, FLOOR) == []
+    lenient = variant(attacks__home_work__when_not_applicable="pass")
+    assert weakenings(variant(attacks__home_work__when_not_applicable="block"), lenient) == []  # blocks: stricter
 
 
 @pytest.mark.parametrize(("changes", "says"), [
     ({"attacks__known_points__max_risk": 0.9}, "raises known_points max_risk from 0.2 to 0.9"),  # finding 1
     ({"attacks__known_points__max_risk": None}, "drops attack known_points"),
     ({"attacks__home_work__params": {"timezone": "UTC"}}, "changes the parameters of home_work"),
+    ({"attacks__home_work__when_not_applicable": "pass"}, "passes releases that home_work cannot measure"),
     ({"utility__synthetic__density_jsd__max": 0.31}, "raises the utility max on density_jsd for synthetic"),
     ({"utility__synthetic__density_jsd__max": None}, "drops the utility max on density_jsd for synthetic"),
     ({"utility__synthetic__pattern_f1__min": 0.1}, "lowers the utility min on pattern_f1 for synthetic"),

@@ -90,9 +90,11 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
         candidate = CandidateRelease(Shape.TRUTHFUL if kind == "truthful" else Shape.SYNTHETIC, raw[columns].copy(), {})
     policy = GatePolicy.default()
     raw_frame, release = audit.attack_frames(raw, candidate)
-    by_resolution, failures = audit.run_at_resolutions(client, policy, raw_frame, release, kind, frames[1].bbox)
+    by_resolution, failures, not_applicable = audit.run_at_resolutions(client, policy, raw_frame, release, kind,
+                                                                       frames[1].bbox)
     results = audit.worst_per_attack(by_resolution)
-    decision = evaluate_gate(policy, results, kind, {}, failures)  # no utility figures: the privacy verdict counts
+    # no utility figures: the privacy verdict counts
+    decision = evaluate_gate(policy, results, kind, {}, failures, not_applicable)
     return decision.privacy == "blocked", {r.attack: r.risk for r in results} | failures
 
 
