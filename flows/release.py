@@ -5,8 +5,9 @@ Every step records its outcome in ``governance``; any failure marks the release 
 emits a lineage FAIL event, and nothing is published.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value
+# (cloudpickle), with only the globals its body names, so the ``ReleaseSpec`` annotation Prefect validates the
+# parameter with must be the class itself, not its name.
 import httpx
 import sqlalchemy as sa
 from prefect import flow, get_run_logger
@@ -86,28 +87,28 @@ def release_flow(spec: ReleaseSpec) -> dict:
             lineage.deliver(db_engine())
 
 
-def govern(parsed: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
+def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
            policy: policies.RegisteredPolicy) -> dict:
     try:
-        with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
-                dask_client(parsed.dask_address) as client:
-            recover_interrupted(parsed.dataset, running=release_id)
-            clean = ingest_and_validate(client, parsed, release_id)
-            prepared, result = prepare_and_protect(client, parsed, mech, release_id, params, inputs, clean)
+        with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
+                dask_client(spec.dask_address) as client:
+            recover_interrupted(spec.dataset, running=release_id)
+            clean = ingest_and_validate(client, spec, release_id)
+            prepared, result = prepare_and_protect(client, spec, mech, release_id, params, inputs, clean)
             if result.released_nothing:
-                return nothing_released(parsed, release_id)
-            passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
+                return nothing_released(spec, release_id)
+            passed = audit_and_gate(client, spec, release_id, policy, prepared, result)
     except Exception as exc:
-        fail(release_id, parsed.dataset, exc)
+        fail(release_id, spec.dataset, exc)
         raise
     if not passed:
         abort(release_id, "blocked by the audit gate")
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
     try:
-        markdown, decision = steward_review(release_id, parsed.approval_timeout_s)
+        markdown, decision = steward_review(release_id, spec.approval_timeout_s)
     except Exception as exc:
-        fail(release_id, parsed.dataset, exc)
+        fail(release_id, spec.dataset, exc)
         raise
     attempt = 0
     while decision is not None:
@@ -116,7 +117,7 @@ def govern(parsed: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, r
         except PolicyError as exc:  # a wrong or used code, four-eyes: the release still awaits a decision
             print(f"the decision was refused: {exc}; waiting for another")
             attempt += 1
-            decision = ask_steward(release_id, markdown, parsed.approval_timeout_s, attempt)
+            decision = ask_steward(release_id, markdown, spec.approval_timeout_s, attempt)
     get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
     return {"release_id": release_id, "status": "awaiting_approval"}
 

@@ -1,8 +1,10 @@
 """The release flow's spec parameter is typed (trajpub.spec.ReleaseSpec): its parameter schema, what the Prefect UI
 draws its run form from, lists the spec's fields, and Prefect parses a mapping with ReleaseSpec.from_dict."""
 
+import pickle
 from dataclasses import fields
 
+import cloudpickle
 import pytest
 from prefect.exceptions import ParameterTypeError
 from prefect.utilities.callables import parameter_schema
@@ -49,3 +51,16 @@ def test_a_bad_spec_is_refused_in_one_sentence_naming_the_field(change, names):
     with pytest.raises(ParameterTypeError) as refused:
         release_flow.validate_parameters({"spec": {**SPEC, **change}})
     assert names in str(refused.value) and "Traceback" not in str(refused.value)
+
+
+def test_a_flow_shipped_by_value_still_parses_its_spec():
+    """A served deployment hands its run the flow pickled by value (cloudpickle), with only the globals the body
+    names: the spec's annotation must survive that (it did not while the module postponed its annotations)."""
+    import flows.release
+
+    cloudpickle.register_pickle_by_value(flows.release)
+    try:
+        shipped = pickle.loads(cloudpickle.dumps(release_flow))
+    finally:
+        cloudpickle.unregister_pickle_by_value(flows.release)
+    assert shipped.validate_parameters({"spec": SPEC})["spec"] == ReleaseSpec.from_dict(SPEC)
