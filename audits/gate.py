@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -127,6 +127,17 @@ class GatePolicy:
                            MappingProxyType({k: MappingProxyType(dict(v)) for k, v in self.utility.items()}))
         object.__setattr__(self, "attack_products",
                            MappingProxyType({k: tuple(v) for k, v in self.attack_products.items()}))
+
+    def in_timezone(self, timezone: str | None) -> GatePolicy:
+        """This policy with ``timezone`` (the dataset's local zone) as the ``timezone`` parameter of every attack
+        that reads local hours (home/work) and whose parameters do not set one; unchanged when it is None."""
+        if timezone is None:
+            return self
+        params = {name: dict(self.attack_params.get(name, {})) for name in self.max_risk}
+        for name, p in params.items():
+            if "timezone" in {f.name for f in fields(ATTACKS[name].params)}:
+                p.setdefault("timezone", timezone)
+        return replace(self, attack_params={name: p for name, p in params.items() if p})
 
     def attacks_for(self, release_kind: str) -> list[str]:
         """The policy's attacks that run on a release of this kind."""

@@ -43,7 +43,9 @@ class HomeWorkParams:
 
     radius_m: r, an inferred place within r metres of the true one is a hit (docs/design.md, A7: 250-500 m).
     place_size_m: the side of the square places that are counted (independent of the release's grid).
-    timezone: the IANA zone in which hours and weekdays are read (T-Drive: ``"Asia/Shanghai"``).
+    timezone: the IANA zone in which hours and weekdays are read (T-Drive: ``"Asia/Shanghai"``). The gate
+        sets the dataset's local zone, recorded at load, where the policy sets none
+        (:meth:`audits.gate.GatePolicy.in_timezone`); UTC when the zone is unknown.
     night_hours: ``(start, end)`` local hours of the night window, ``start <= h < end``, wrapping past midnight
         when start > end (default 22:00-06:00).
     work_hours: ``(start, end)`` local hours of the working window (default 09:00-17:00).

@@ -41,7 +41,7 @@ import pandas as pd
 from bench.fgs_pufferfish import machine
 from bench.table4 import central_beijing_network
 from bench.tdrive import GRID, load_clean
-from mechanisms import glove, klt, mixzone
+from mechanisms import dummy, glove, klt, mixzone
 
 ROOT = Path(__file__).resolve().parent
 REF = ROOT / "ref"
@@ -70,17 +70,23 @@ class Case:
     check_trajpub: Callable[[pd.DataFrame, object], dict]
     timeout_s: float | None = None
     """A reference run still going after this long is stopped and counted as a lower bound."""
+    max_points: int | None = None
+    """Each trajectory cut to its first ``max_points`` points (for reference code that grows faster than
+    linearly in a trajectory's length)."""
 
 
-def tdrive_input(n_taxis: int) -> Path:
-    """The first ``n_taxis`` taxis of the cleaned T-Drive sample, one trajectory per taxi-week, in the reference's
-    CSV format (ids are integers, time in Unix seconds, degrees with 6 decimals)."""
-    path = OUT / f"tdrive_{n_taxis}.csv"
+def tdrive_input(n_taxis: int, max_points: int | None = None) -> Path:
+    """The first ``n_taxis`` taxis of the cleaned T-Drive sample, one trajectory per taxi-week (cut to its first
+    ``max_points`` points if given), in the reference's CSV format (ids are integers, time in Unix seconds,
+    degrees with 6 decimals)."""
+    path = OUT / (f"tdrive_{n_taxis}.csv" if max_points is None else f"tdrive_{n_taxis}_first_{max_points}.csv")
     if path.exists():
         return path
     clean, _ = load_clean()
     taxis = clean["object_id"].drop_duplicates().iloc[:n_taxis]
     p = clean[clean["object_id"].isin(taxis)].sort_values(["object_id", "t"], kind="stable")
+    if max_points is not None:
+        p = p.groupby("object_id", sort=False).head(max_points)
     uid = pd.factorize(p["object_id"])[0]
     frame = pd.DataFrame({"trj-id": uid, "user-id": uid,
                           "timestamp": (p["t"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds().astype(np.int64),
@@ -277,28 +283,115 @@ def run_glove(candidates: int | None) -> Callable[[pd.DataFrame, int], object]:
     return run
 
 
+@functools.cache
+def dummy_candidates() -> dummy.Candidates:
+    """trajpub's public candidates on the synthetic street grid (its vertices and points every 20 m along its
+    edges, as the Dummy adapter builds them from a road network): both sides draw dummy locations from them."""
+    return dummy.road_candidates(NETWORK(), GRID.unproject, 0.001, dummy.DummyParams().candidate_spacing_m)
+
+
+def dummy_poi_file() -> Path:
+    """:func:`dummy_candidates` as the reference's POI file (one category: its Dummy ignores categories)."""
+    path = OUT / "dummy_pois.csv"
+    if not path.exists():
+        c = dummy_candidates()
+        pd.DataFrame({"name": "poi", "code": JAVA_CATEGORY[0], "address": "-", "tel": "-",
+                      "lng": np.round(c.lon, 6), "lat": np.round(c.lat, 6)}).to_csv(
+            path, header=False, index=False, float_format="%.6f")
+    return path
+
+
+def run_dummy(frame: pd.DataFrame, seed: int) -> object:
+    """k = 5, l = 3, exposure ratio 0.2 (the reference's), one generator per trajectory."""
+    keys = dummy.trajectory_keys(frame)
+    rng = np.random.default_rng(seed)
+    return dummy.generate_batch(frame, dummy_candidates(), dummy.DummyParams(k=K, l=3), rng.spawn(len(keys)),
+                                rng.permutation(len(keys)))
+
+
+def dummy_stats(raw: pd.DataFrame, rows: pd.DataFrame, candidates: pd.MultiIndex, dtype: type) -> dict:
+    """Dummy's properties from the published rows (``set, source, member, ts, lon, lat``; ``source`` the input
+    trajectory of the set, coordinates in the output's precision ``dtype``): sets and members per set, the sets
+    whose members are published at the same timestamps, the sets
+    holding their real trajectory (a member whose every point is a point of the source trajectory at that
+    time), the share of input points published in it, the timestamps all members share (exposed), the share of
+    the other timestamps with >= l = 3 distinct locations, and the share of the other members' points (those
+    not at a real location) that are public candidates."""
+    key = pd.MultiIndex.from_arrays([raw["trj-id"].to_numpy(), raw["timestamp"].to_numpy(),
+                                     raw["longitude"].to_numpy(dtype), raw["latitude"].to_numpy(dtype)])
+    real_point = pd.MultiIndex.from_arrays([rows["source"], rows["ts"], rows["lon"], rows["lat"]]).isin(key)
+    rows = rows.assign(real_point=real_point)
+    by_member = rows.groupby(["set", "member"])["real_point"].all()
+    real_member = by_member[by_member].reset_index().drop_duplicates("set")[["set", "member"]]
+    real = rows.merge(real_member, on=["set", "member"])
+    others = rows.merge(real_member, on=["set", "member"], how="left", indicator=True)
+    others = others[(others["_merge"] == "left_only") & ~others["real_point"]]
+    places = rows.drop_duplicates(["set", "ts", "lon", "lat"]).groupby(["set", "ts"]).size()
+    members = rows.groupby("set")["member"].nunique()
+    timestamps = rows.groupby(["set", "member"])["ts"].agg(tuple).groupby(level=0).nunique()
+    on_candidates = pd.MultiIndex.from_arrays([others["lon"], others["lat"]]).isin(candidates)
+    return {"trajectories_in": int(raw["trj-id"].nunique()), "sets_out": len(members),
+            "members_per_set_min": int(members.min()) if len(members) else 0,
+            "members_per_set_max": int(members.max()) if len(members) else 0,
+            "sets_whose_members_share_their_timestamps": int((timestamps == 1).sum()),
+            "sets_holding_their_real_trajectory": len(real_member),
+            "input_points_published_share": round(len(real) / len(raw), 6),
+            "timestamps_all_members_share": round(float((places == 1).mean()), 6) if len(places) else 0.0,
+            "other_timestamps_with_3_locations_share": round(float((places[places > 1] >= 3).mean()), 6)
+            if (places > 1).any() else 0.0,
+            "dummy_points_on_candidates_share": round(float(on_candidates.mean()), 6) if len(others) else 0.0}
+
+
+def check_java_dummy(raw: pd.DataFrame, output: Path) -> dict:
+    """The reference's Dummy output: each set keeps the real trajectory's id (``trj-id``), its members differ by
+    ``pseudonym-id``; coordinates are float32. Its candidates are the POI file's, read as float32."""
+    d = pd.read_csv(output)
+    c = pd.read_csv(dummy_poi_file(), header=None)
+    candidates = pd.MultiIndex.from_arrays([c[4].to_numpy(np.float32), c[5].to_numpy(np.float32)])
+    rows = pd.DataFrame({"set": d["trj-id"], "source": d["trj-id"], "member": d["pseudonym-id"],
+                         "ts": d["time-second"], "lon": d["longitude"].to_numpy(np.float32),
+                         "lat": d["latitude"].to_numpy(np.float32)})
+    return dummy_stats(raw, rows, candidates, np.float32)
+
+
+def check_trajpub_dummy(raw: pd.DataFrame, result: dummy.DummyRelease) -> dict:
+    pub = result.published
+    source = result.owners.set_index("set_id")["source_traj_id"]
+    c = dummy_candidates()
+    rows = pd.DataFrame({"set": pub["set_id"], "source": source.loc[pub["set_id"]].to_numpy(),
+                         "member": pub["member"],
+                         "ts": (pub["t"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds().astype(np.int64),
+                         "lon": pub["lon"], "lat": pub["lat"]})
+    return dummy_stats(raw, rows, pd.MultiIndex.from_arrays([c.lon, c.lat]), np.float64)
+
+
+KLT_JAVA = {"k": K, "l": 3, "t": 0.1, "pois": poi_file}
+KLT_VARIANTS = {"klt_exhaustive": ("KLT k=5 l=3 t=0.1, exhaustive greedy k phase (the reference's)", run_klt(None)),
+                "klt": ("KLT k=5 l=3 t=0.1, default locality pruning", run_klt(12))}
+
 CASES = {
     "glove": Case("glove", 100, "glove", {"k": K},
                   {"glove_exhaustive": ("GLOVE k=5, exhaustive greedy (the reference's algorithm)", run_glove(None)),
                    "glove": ("GLOVE k=5, default locality pruning (12 candidates)", run_glove(12))},
                   check_java_generalised, check_trajpub_generalised),
-    "klt": Case("klt", 10, "klt", {"k": K, "l": 3, "t": 0.1, "pois": "POIS"},
-                {"klt_exhaustive": ("KLT k=5 l=3 t=0.1, exhaustive greedy k phase (the reference's)", run_klt(None)),
-                 "klt": ("KLT k=5 l=3 t=0.1, default locality pruning", run_klt(12))},
-                check_java_generalised, check_trajpub_generalised, timeout_s=300.0),
-    "mixzone": Case("mixzone", 300, "mixzone", {"radius": 0.5, "n_zones": 1000, "network": "NETWORK"},
+    # whole taxi-weeks: the reference does not finish (a lower bound); cut to 200 points each, it does
+    "klt": Case("klt", 10, "klt", KLT_JAVA, KLT_VARIANTS, check_java_generalised, check_trajpub_generalised,
+                timeout_s=300.0),
+    "klt_short": Case("klt_short", 10, "klt", KLT_JAVA, KLT_VARIANTS, check_java_generalised,
+                      check_trajpub_generalised, timeout_s=300.0, max_points=200),
+    "mixzone": Case("mixzone", 300, "mixzone", {"radius": 0.5, "n_zones": 1000, "network": network_files},
                     {"mixzone": ("Mixzone r=500 m, 1,000 zones, same synthetic 40,000-node network", run_mixzone)},
                     check_java_fragments, check_trajpub_fragments),
+    "dummy": Case("dummy", 100, "dummy", {"k": K, "l": 3, "ratio": 0.2, "pois": dummy_poi_file},
+                  {"dummy": ("Dummy k=5 l=3 exposure 0.2, same candidates (grid vertices + every 20 m)", run_dummy)},
+                  check_java_dummy, check_trajpub_dummy, max_points=300),
 }
 
 
 def java_command(case: Case, path: Path, output: Path) -> list[str]:
     a = {"k": K, "l": 3, "t": 0.1, "ratio": 0.2, "radius": 0.2, "n_zones": 1000, "min_length": 10,
          "network": "-", "pois": "-", **case.java_args}
-    if a["network"] == "NETWORK":
-        a["network"] = network_files()
-    if a["pois"] == "POIS":
-        a["pois"] = poi_file()
+    a = {name: value() if callable(value) else value for name, value in a.items()}  # files written on first use
     return ["java", "-Xmx8g", "-cp", f"{CLASSES}:{JAR}", "Driver", case.java_model, str(path), str(output),
             *(str(a[n]) for n in ("k", "l", "t", "ratio", "radius", "n_zones", "min_length", "network", "pois"))]
 
@@ -337,12 +430,13 @@ def medians(runs: list[dict]) -> dict:
 
 def compare(case: Case, runs: int) -> dict:
     """Alternating runs: the reference, then each trajpub variant, ``runs`` times."""
-    path = tdrive_input(case.n_taxis)
+    path = tdrive_input(case.n_taxis, case.max_points)
     raw = pd.read_csv(path)
     frame = read_input(path)
     for _, run in case.trajpub.values():  # warm-up: numba's compiled code is loaded, not timed
         run(frame.groupby("traj_id").head(20), 0)
     out = {"input": {"file": str(path.relative_to(ROOT.parent)), "taxis": case.n_taxis,
+                     "first_points": case.max_points,
                      "trajectories": int(raw["trj-id"].nunique()), "points": len(raw)},
            "java_command": " ".join(java_command(case, path, OUT / f"{case.name}_java_N.csv")),
            "reference": [], "variants": {v: {"label": label, "runs": []} for v, (label, _) in case.trajpub.items()}}
@@ -391,8 +485,9 @@ def table(cases: dict) -> str:
             t = v["median"]
             bound = ">" if m.get("lower_bound") else ""
             cpu = f"**{v['ratio_cpu']:.1f}x**" if v["ratio_cpu"] else "?"
+            cut = f" (first {i['first_points']} points each)" if i.get("first_points") else ""
             lines.append(
-                f"| {v['label']} | {i['taxis']} taxis, {i['trajectories']} trajectories, {i['points']:,} points "
+                f"| {v['label']} | {i['taxis']} taxis, {i['trajectories']} trajectories{cut}, {i['points']:,} points "
                 f"| {ref} | {t['wall_s']:.2f} / {t['cpu_s']:.2f} | **{bound}{v['ratio_wall']:.1f}x** / {cpu} "
                 f"| {ref_out} | {properties(v['runs'][-1]['properties'])} |")
     return "\n".join(lines)

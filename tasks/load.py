@@ -162,7 +162,8 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
                 progress: Callable[[str], None] | None = None) -> LoadReport:
     """Load ``path`` (format ``fmt``, reader ``options``) into ``dataset``; see the module docstring.
 
-    Creates the dataset in ``raw.datasets`` and ``governance.datasets`` (default epsilon cap) if it is new.
+    Creates the dataset in ``raw.datasets`` and ``governance.datasets`` (default epsilon cap, the format's local
+    time zone: sql/025) if it is new.
     Raises :class:`ParameterError` for a bad dataset name, format or option and :class:`InputError` for a
     source that cannot be read; malformed records are not errors but quarantined rows with their reason.
     ``progress`` receives one-line messages about the long steps.
@@ -207,8 +208,8 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": dataset_lock_key(dataset)})
             conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d) ON CONFLICT DO NOTHING"),
                          {"d": dataset})
-            conn.execute(sa.text("INSERT INTO governance.datasets (dataset) VALUES (:d)"
-                                 " ON CONFLICT DO NOTHING"), {"d": dataset})
+            conn.execute(sa.text("INSERT INTO governance.datasets (dataset, timezone) VALUES (:d, :tz)"
+                                 " ON CONFLICT DO NOTHING"), {"d": dataset, "tz": reader.local_timezone})
             source_id = conn.execute(sa.text(
                 "INSERT INTO raw.sources (dataset, format, path, sha256, n_read, n_loaded, n_quarantined,"
                 " n_reordered_objects, n_unordered_objects) VALUES (:d, :f, :p, :s, :r, :l, :q, :ro, :uo)"

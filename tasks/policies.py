@@ -148,11 +148,16 @@ def check(spec: ReleaseSpec) -> RegisteredPolicy:
 
 def resolve(conn: sa.Connection, spec: ReleaseSpec) -> RegisteredPolicy:
     """The policy that gates this release: the dataset's current one, or the registered policy the spec names if
-    it is at least as strict; otherwise one sentence saying why not. Reads no data."""
+    it is at least as strict; otherwise one sentence saying why not. Either in the dataset's local time zone
+    (:meth:`audits.gate.GatePolicy.in_timezone`, sql/025) where it sets none. Reads no data."""
+    zone = conn.execute(sa.text("SELECT timezone FROM governance.datasets WHERE dataset = :d"),
+                        {"d": spec.dataset}).scalar()
     floor = current(conn, spec.dataset)
+    floor = RegisteredPolicy(floor.name, floor.version, floor.policy.in_timezone(zone))
     if spec.gate_policy is None:
         return floor
     chosen = load(conn, spec.gate_policy["name"], spec.gate_policy.get("version"))
+    chosen = RegisteredPolicy(chosen.name, chosen.version, chosen.policy.in_timezone(zone))
     weaker = weakenings(chosen.policy, floor.policy)
     if weaker:
         raise PolicyError(f"gate policy {chosen.label} is less strict than dataset '{spec.dataset}''s policy "

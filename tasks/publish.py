@@ -180,7 +180,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
         # verdicts, not figures: success rates, raw counts and sizes stay in governance (issue 14); each attack
         # once per cell size it ran at (NULL: an attack that reads no grid)
         audits = [dict(r) for r in conn.execute(sa.text(
-            "SELECT attack, NULLIF(resolution_m, 0) AS resolution_m, threshold, passed "
+            "SELECT attack, NULLIF(resolution_m, 0) AS resolution_m, threshold, outcome, passed "
             "FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
             {"r": release_id}).mappings()]
         validation = conn.execute(sa.text("SELECT suite, success FROM governance.validation_results "

@@ -481,6 +481,13 @@ class SourceFormat:
                                  f"format {self.name}")
         self.options = merged
 
+    @property
+    def local_timezone(self) -> str | None:
+        """The IANA zone the source's people live by (home/work inference reads hours in it), or None when the
+        format does not say: the ``timezone`` option of formats that have one, unless it is UTC."""
+        zone = self.options.get("timezone")
+        return zone if isinstance(zone, str) and zone.upper() != "UTC" else None
+
     def files(self, path: str | Path) -> list[Path]:
         """The files ``path`` stands for, in the sorted order used for hashing and line numbering."""
         path = Path(path)
@@ -507,6 +514,7 @@ class TDrive(SourceFormat):
 
     name = "tdrive"
     summary = "T-Drive taxi files (*.txt, or a folder of them) or one CSV; times are Beijing time (UTC+8)"
+    local_timezone = "Asia/Shanghai"
     COLUMNS: ClassVar[list[str]] = ["taxi_id", "datetime", "longitude", "latitude"]
     TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -546,6 +554,7 @@ class GeoLife(SourceFormat):
 
     name = "geolife"
     summary = "GeoLife .plt files (a file, user folder or Data/ folder) or its CSV exports; times are UTC"
+    local_timezone = "Asia/Shanghai"  # its 182 users lived in Beijing (Zheng et al. 2010)
     PLT_COLUMNS: ClassVar[list[str]] = ["latitude", "longitude", "zero", "altitude", "days", "date", "time"]
     PLT_HEADER_LINES = 6
     SKMOB: ClassVar[dict[str, str]] = {"object_id": "uid", "t": "datetime", "lon": "lng", "lat": "lat"}

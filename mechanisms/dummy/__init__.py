@@ -2,7 +2,8 @@
 against exposed location attacks", WISA 2019 (DTPP), as re-implemented by the survey of trajectory privacy
 models (Jin et al., TKDE 2023, Sec. 3.2.2, ref. [31]; k = 5, l = 3; [S-code] the survey's Java code
 ``uqwhua/TrjPrivacy`` ``Dummy.java``: exposure ratio 0.2, 0.001° grid, score = similarity × difference).
-Pure numpy/pandas/shapely.
+numpy/pandas/shapely; the timestamp walk of :func:`dummy_trajectory` is compiled with numba (a sequential
+loop over timestamps and dummies, each pick depending on the previous ones: numpy cannot vectorise it).
 
 Public surface:
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -59,6 +60,101 @@ def _suppressed(n: int, d: int, exposed: np.ndarray, v: float, reason: str, remo
     return DummySet(np.zeros(n, bool), exposed, nan, nan.copy(), nan.copy(), nan.copy(), v, reason, removed)
 
 
+@numba.njit(cache=True)
+def _grow(x, y, ts, exposed, nxt, starts, ends, cx, cy, comp, d, need, v, min_sep, scale, u):
+    """The timestamp loop of :func:`dummy_trajectory`, compiled (a sequential walk numpy cannot vectorise).
+
+    ``starts[i]:ends[i]`` are the candidates (``cx, cy, comp``) of point i; ``u`` holds uniform draws, one
+    consumed per pick. Returns the picked candidate of each dummy at each timestamp (``(d, n)``, -1 where
+    none), which timestamps are kept, and how many draws were used."""
+    n = len(x)
+    sel = np.full((d, n), -1, np.int64)
+    kept = np.ones(n, np.bool_)
+    last_x, last_y = np.empty(d), np.empty(d)
+    last_comp = np.full(d, -1, np.int64)
+    last_i = -1
+    slack = 1e-9
+    used = 0
+    picks = np.empty(d, np.int64)
+    for i in range(n):
+        if exposed[i]:
+            last_x[:] = x[i]
+            last_y[:] = y[i]
+            last_comp[:] = -1
+            last_i = i
+            continue
+        a, b = starts[i], ends[i]
+        m = b - a
+        if m < need:
+            kept[i] = False
+            continue
+        to_real, w = np.empty(m), np.empty(m)
+        common, feasible = np.empty(m, np.bool_), np.empty(m, np.bool_)
+        e = nxt[i]
+        n_common = 0
+        for c in range(m):
+            to_real[c] = np.hypot(cx[a + c] - x[i], cy[a + c] - y[i])
+            common[c] = to_real[c] >= min_sep
+            if e >= 0:
+                common[c] = common[c] and (np.hypot(cx[a + c] - x[e], cy[a + c] - y[e])
+                                           <= v * (ts[e] - ts[i]) * (1 + slack) + 1e-6)
+            n_common += common[c]
+        if n_common < need:
+            kept[i] = False
+            continue
+        real_step = np.hypot(x[i] - x[last_i], y[i] - y[last_i]) if last_i >= 0 else 0.0
+        reach = v * (ts[i] - ts[last_i]) * (1 + slack) + 1e-6 if last_i >= 0 else 0.0
+        nearest = to_real.copy()
+        n_picks = 0
+        for j in range(d):
+            total, n_feasible = 0.0, 0
+            for c in range(m):
+                feasible[c], w[c] = False, 0.0
+                sim = 1.0
+                if not common[c]:
+                    continue
+                if last_i >= 0:
+                    step = np.hypot(cx[a + c] - last_x[j], cy[a + c] - last_y[j])
+                    if step > reach or (last_comp[j] >= 0 and comp[a + c] != last_comp[j]):
+                        continue
+                    sim = 1.0 / (1.0 + np.abs(step - real_step) / scale)
+                feasible[c] = True
+                n_feasible += 1
+                w[c] = sim * nearest[c] / scale
+                total += w[c]
+            if n_feasible == 0:
+                break
+            if not total > 0:  # every feasible candidate already taken: uniformly
+                for c in range(m):
+                    w[c] = 1.0 if feasible[c] else 0.0
+                total = float(n_feasible)
+            target = u[used] * total
+            used += 1
+            p, acc = m - 1, 0.0
+            for c in range(m):
+                acc += w[c]
+                if acc > target:
+                    p = c
+                    break
+            while not feasible[p]:  # round-off landing on a zero-weight slot
+                p -= 1
+            picks[n_picks] = p
+            n_picks += 1
+            for c in range(m):
+                nearest[c] = min(nearest[c], np.hypot(cx[a + c] - cx[a + p], cy[a + c] - cy[a + p]))
+        distinct = 0
+        for j in range(n_picks):
+            distinct += not (picks[:j] == picks[j]).any()
+        if n_picks < d or distinct < need:
+            kept[i] = False
+            continue
+        for j in range(d):
+            sel[j, i] = a + picks[j]
+            last_x[j], last_y[j], last_comp[j] = cx[a + picks[j]], cy[a + picks[j]], comp[a + picks[j]]
+        last_i = i
+    return sel, kept, used
+
+
 def dummy_trajectory(x: np.ndarray, y: np.ndarray, ts: np.ndarray, lon: np.ndarray, lat: np.ndarray,
                      candidates: Candidates, params: DummyParams, rng: np.random.Generator) -> DummySet:
     """k−1 dummies of one trajectory (metric x, y; ts in seconds, strictly increasing).
@@ -85,69 +181,21 @@ def dummy_trajectory(x: np.ndarray, y: np.ndarray, ts: np.ndarray, lon: np.ndarr
     has = pos < len(e_idx)
     nxt[has] = e_idx[pos[has]]
     starts, ends = candidates.slices(cell_keys(lon, lat, params.cell_deg))
-    scale = _M_PER_DEG * params.cell_deg
-    out_x, out_y = np.full((d, n), np.nan), np.full((d, n), np.nan)
-    out_lon, out_lat = np.full((d, n), np.nan), np.full((d, n), np.nan)
-    kept = np.ones(n, bool)
-    last = None  # (d, 2) previous published dummy locations
-    last_comp = np.full(d, -1, np.int64)
-    last_i = -1
-    slack = 1e-9
-    for i in range(n):
-        if exposed[i]:
-            out_x[:, i], out_y[:, i], out_lon[:, i], out_lat[:, i] = x[i], y[i], lon[i], lat[i]
-            last = np.tile([x[i], y[i]], (d, 1))
-            last_comp[:] = -1
-            last_i = i
-            continue
-        a, b = starts[i], ends[i]
-        if b - a < need:
-            kept[i] = False
-            continue
-        cx, cy = candidates.x[a:b], candidates.y[a:b]
-        to_real = np.hypot(cx - x[i], cy - y[i])
-        common = to_real >= params.min_separation_m
-        e = nxt[i]
-        if e >= 0:
-            common &= np.hypot(cx - x[e], cy - y[e]) <= v * (ts[e] - ts[i]) * (1 + slack) + 1e-6
-        if common.sum() < need:
-            kept[i] = False
-            continue
-        if last is not None:
-            step = np.hypot(cx[None, :] - last[:, :1], cy[None, :] - last[:, 1:])
-            feas = common[None, :] & (step <= v * (ts[i] - ts[last_i]) * (1 + slack) + 1e-6)
-            comp = candidates.component[a:b]
-            feas &= (last_comp[:, None] < 0) | (comp[None, :] == last_comp[:, None])
-            real_step = np.hypot(x[i] - x[last_i], y[i] - y[last_i])
-            sim = 1.0 / (1.0 + np.abs(step - real_step) / scale)
-        else:
-            feas = np.broadcast_to(common, (d, b - a))
-            sim = np.ones((d, b - a))
-        nearest = to_real.copy()
-        picks = []
-        for j in range(d):
-            f = feas[j]
-            if not f.any():
-                break
-            w = np.where(f, sim[j] * nearest / scale, 0.0)
-            total = w.sum()
-            if not total > 0:
-                w = f.astype(float)
-                total = w.sum()
-            p = int(min(np.searchsorted(np.cumsum(w), rng.random() * total, side="right"), b - a - 1))
-            while not f[p]:  # guard against round-off landing on a zero-weight slot
-                p -= 1
-            picks.append(p)
-            nearest = np.minimum(nearest, np.hypot(cx - cx[p], cy - cy[p]))
-        if len(picks) < d or len(set(picks)) < need:
-            kept[i] = False
-            continue
-        sel = a + np.array(picks)
-        out_x[:, i], out_y[:, i] = candidates.x[sel], candidates.y[sel]
-        out_lon[:, i], out_lat[:, i] = candidates.lon[sel], candidates.lat[sel]
-        last = np.column_stack([candidates.x[sel], candidates.y[sel]])
-        last_comp = candidates.component[sel].copy()
-        last_i = i
+    state = rng.bit_generator.state
+    u = rng.random(n * d)
+    rng.bit_generator.state = state  # draw only as many as used: the generator continues as if drawn one by one
+    sel, kept, used = _grow(np.asarray(x, float), np.asarray(y, float), np.asarray(ts, float), exposed, nxt,
+                            starts, ends, candidates.x, candidates.y, candidates.component, d, need, v,
+                            float(params.min_separation_m), _M_PER_DEG * params.cell_deg, u)
+    rng.random(used)
+    picked = kept & ~exposed
+    out = []
+    for real, cand in ((x, candidates.x), (y, candidates.y), (lon, candidates.lon), (lat, candidates.lat)):
+        a = np.full((d, n), np.nan)
+        a[:, picked] = cand[sel[:, picked]]
+        a[:, exposed] = np.asarray(real, float)[exposed]
+        out.append(a)
+    out_x, out_y, out_lon, out_lat = out
     removed = int((~kept).sum())
     if not (kept & ~exposed).any():
         return _suppressed(n, d, exposed, v, "no_unexposed_location_kept", removed)

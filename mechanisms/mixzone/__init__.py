@@ -2,8 +2,9 @@
 privacy", IEEE INFOCOM 2012 (UTMP), as re-implemented by the survey of trajectory privacy models (Jin et al., TKDE 2023,
 Sec. 3.2.1, ref. [79]; settings, Sec. 5.1: r = 500 m, 1,000 zones; [S-code] the survey's Java code
 ``uqwhua/TrjPrivacy`` ``MixZone.java``). numpy/pandas/scipy; the
-placement's graph loops and the cut are compiled with numba (sequential loops over vertices and points that numpy
-cannot vectorise: a DFS, a greedy with a heap, a per-point state machine).
+placement's graph loops, the cover and the cut are compiled with numba (sequential loops over vertices and points
+that numpy cannot vectorise: a DFS, a greedy with a heap, a bucket-grid nearest-zone lookup, a per-point state
+machine).
 
 Public surface:
 

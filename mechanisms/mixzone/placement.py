@@ -27,7 +27,6 @@ compiled with numba (sequential graph loops; in pure Python they took 2.5 s on a
 from __future__ import annotations
 
 import hashlib
-import heapq
 from dataclasses import dataclass
 
 import numba
@@ -204,6 +203,44 @@ def _cost(ptr, nbr, is_zone, parent, size, z, buf) -> int:
 
 
 @numba.njit(cache=True)
+def _before(c1: int, v1: int, c2: int, v2: int) -> bool:
+    """The order of the heap's entries (cost, node): by cost, ties to the smaller node index."""
+    return c1 < c2 or (c1 == c2 and v1 < v2)
+
+
+@numba.njit(cache=True)
+def _sift_down(cost: np.ndarray, node: np.ndarray, size: int, i: int) -> None:
+    """Restore the order of the binary min-heap ``(cost, node)`` (its first ``size`` entries) below position
+    ``i``."""
+    c, v = cost[i], node[i]
+    child = 2 * i + 1
+    while child < size:
+        if child + 1 < size and _before(cost[child + 1], node[child + 1], cost[child], node[child]):
+            child += 1
+        if not _before(cost[child], node[child], c, v):
+            break
+        cost[i], node[i] = cost[child], node[child]
+        i, child = child, 2 * child + 1
+    cost[i], node[i] = c, v
+
+
+@numba.njit(cache=True)
+def _sift_up(cost: np.ndarray, node: np.ndarray, i: int) -> None:
+    """Restore the heap order above position ``i`` (a new entry)."""
+    c, v = cost[i], node[i]
+    while i > 0 and _before(c, v, cost[(i - 1) // 2], node[(i - 1) // 2]):
+        cost[i], node[i] = cost[(i - 1) // 2], node[(i - 1) // 2]
+        i = (i - 1) // 2
+    cost[i], node[i] = c, v
+
+
+@numba.njit(cache=True)
+def _heapify(cost: np.ndarray, node: np.ndarray, size: int) -> None:
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(cost, node, size, i)
+
+
+@numba.njit(cache=True)
 def _reduce_zones(ptr: np.ndarray, nbr: np.ndarray, start: np.ndarray, n_zones: int) -> np.ndarray:
     """Step 5 (module docstring): the greedy removal of zones, from the zones ``start`` down to ``n_zones``.
 
@@ -222,19 +259,32 @@ def _reduce_zones(ptr: np.ndarray, nbr: np.ndarray, start: np.ndarray, n_zones: 
     buf = np.empty(max_degree, np.int64)
     roots = np.empty(max_degree, np.int64)
     mark = np.full(n, -1, np.int64)  # the step at which a zone was last examined
-    heap = [(np.int64(_cost(ptr, nbr, is_zone, parent, size, z, buf)), np.int64(z)) for z in range(n) if is_zone[z]]
-    heapq.heapify(heap)
-    remaining = len(heap)
+    first = np.flatnonzero(is_zone)
+    n_heap = len(first)  # the lazy heap of (cost, zone): its entries are lower bounds of the zones' costs
+    heap_cost = np.empty(2 * n_heap + 1, np.int64)
+    heap_node = np.empty(2 * n_heap + 1, np.int64)
+    for q in range(n_heap):
+        heap_node[q] = first[q]
+        heap_cost[q] = _cost(ptr, nbr, is_zone, parent, size, first[q], buf)
+    _heapify(heap_cost, heap_node, n_heap)
+    remaining = n_heap
     step = 0
     falling = np.empty(n, np.int64)
-    while remaining > n_zones and len(heap) > 0:
-        c, z = heapq.heappop(heap)
+    while remaining > n_zones and n_heap > 0:
+        z = heap_node[0]
         if not is_zone[z]:
+            n_heap -= 1
+            heap_cost[0], heap_node[0] = heap_cost[n_heap], heap_node[n_heap]
+            _sift_down(heap_cost, heap_node, n_heap, 0)
             continue
         current = _cost(ptr, nbr, is_zone, parent, size, z, buf)
-        if current != c:
-            heapq.heappush(heap, (np.int64(current), z))
+        if current != heap_cost[0]:  # a stale lower bound: re-queue the zone with its current cost
+            heap_cost[0] = current
+            _sift_down(heap_cost, heap_node, n_heap, 0)
             continue
+        n_heap -= 1
+        heap_cost[0], heap_node[0] = heap_cost[n_heap], heap_node[n_heap]
+        _sift_down(heap_cost, heap_node, n_heap, 0)
         m = _roots(ptr, nbr, is_zone, parent, z, roots)
         is_zone[z] = False
         remaining -= 1
@@ -267,9 +317,14 @@ def _reduce_zones(ptr: np.ndarray, nbr: np.ndarray, start: np.ndarray, n_zones: 
             nxt[last] = r
             last = tail[r]
         tail[z] = last
+        if n_heap + n_falling > len(heap_cost):
+            heap_cost = np.concatenate((heap_cost, np.empty(len(heap_cost) + n_falling, np.int64)))
+            heap_node = np.concatenate((heap_node, np.empty(len(heap_node) + n_falling, np.int64)))
         for f in range(n_falling):
-            w = falling[f]
-            heapq.heappush(heap, (np.int64(_cost(ptr, nbr, is_zone, parent, size, w, buf)), w))
+            heap_cost[n_heap] = _cost(ptr, nbr, is_zone, parent, size, falling[f], buf)
+            heap_node[n_heap] = falling[f]
+            _sift_up(heap_cost, heap_node, n_heap)
+            n_heap += 1
     return is_zone
 
 

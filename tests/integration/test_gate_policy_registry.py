@@ -10,6 +10,7 @@ import yaml
 
 from audits.gate import GatePolicy
 from tests.integration.conftest import base_spec, cli, start_release, wait_for_status
+from trajpub.errors import PolicyError
 
 pytestmark = pytest.mark.integration
 
@@ -95,3 +96,26 @@ def test_a_stricter_registered_policy_gates_the_release_and_is_named_in_review_a
 
         with engine.connect() as conn:
             assert f"Gated by policy **strict_points v{version}**" in review_markdown(read_review(conn, rid))
+
+
+def test_home_work_reads_hours_in_the_datasets_local_zone_and_a_requester_cannot_choose_another(
+        engine, stewards, loaded_tdrive):
+    """T-Drive's times are Beijing's: its dataset records Asia/Shanghai at load (sql/025), and the gate's home/work
+    inference reads night and working hours there, not in UTC (where 22:00-06:00 is Beijing's 06:00-14:00). A
+    registered policy naming another zone is a weakening a spec may not choose."""
+    from tasks import policies
+    from tasks.protect import parse_spec
+
+    dataset = loaded_tdrive("zone")
+    assert q(engine, "SELECT timezone FROM governance.datasets WHERE dataset = :d", d=dataset) == [("Asia/Shanghai",)]
+    with engine.connect() as conn:
+        gated = policies.resolve(conn, parse_spec(base_spec(dataset))[0])
+    assert gated.policy.attack_params["home_work"]["timezone"] == "Asia/Shanghai"
+    assert GatePolicy.default().attack_params.get("home_work", {}).get("timezone") is None  # the shipped default
+    in_utc = GatePolicy.default().to_dict()
+    in_utc["attacks"]["home_work"]["params"] = {"timezone": "UTC"}
+    with stewards["ada"].begin() as conn:
+        version = policies.register(conn, "home_in_utc", GatePolicy.from_dict(in_utc))
+    with engine.connect() as conn, pytest.raises(PolicyError, match="changes the parameters of home_work"):
+        policies.resolve(conn, parse_spec(base_spec(dataset, gate_policy={"name": "home_in_utc",
+                                                                          "version": version}))[0])

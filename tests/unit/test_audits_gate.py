@@ -266,3 +266,12 @@ def test_default_floor_blocks_the_former_demo_prefix_tree_and_fgs_and_passes_dpt
 def test_decision_to_dict_is_plain():
     d = evaluate_gate(POLICY, [result(50)], "truthful").to_dict()
     assert d["blocked"] is True and d["per_attack"]["signature_linkage"]["threshold"] == 0.2
+
+
+def test_the_datasets_zone_fills_in_only_where_the_policy_sets_none():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}, "home_work": {"max_risk": 0.3}}})
+    local = policy.in_timezone("Asia/Shanghai")
+    assert dict(local.attack_params) == {"home_work": {"timezone": "Asia/Shanghai"}}  # signature linkage has none
+    assert local.max_risk == policy.max_risk and policy.in_timezone(None) is policy
+    own = GatePolicy.from_dict({"attacks": {"home_work": {"max_risk": 0.3, "params": {"timezone": "UTC"}}}})
+    assert own.in_timezone("Asia/Shanghai").attack_params["home_work"]["timezone"] == "UTC"

@@ -155,3 +155,81 @@ def test_the_real_member_position_is_uniform():
     n = counts.sum()
     # each position has probability 1/5: binomial sd sqrt(n·0.2·0.8); allow 4.5 sd
     assert n > 150 and np.all(np.abs(counts - n / 5) <= 4.5 * np.sqrt(n * 0.16))
+
+
+def one_timestamp_at_a_time(x, y, ts, lon, lat, candidates: Candidates, params: DummyParams, rng):
+    """The rule of :func:`dummy_trajectory` written plainly with numpy, one timestamp and one dummy at a time
+    (weights summed in order, one ``rng.random()`` per pick): the brute force the compiled loop must equal."""
+    n, d, need = len(x), params.k - 1, params.l - 1
+    v = np.max(np.hypot(np.diff(x), np.diff(y)) / np.diff(ts))
+    exposed = exposed_mask(n, params, rng)
+    starts, ends = candidates.slices(cell_keys(lon, lat, params.cell_deg))
+    scale = 111_320.0 * params.cell_deg
+    out_x, kept = np.full((d, n), np.nan), np.ones(n, bool)
+    last, last_comp, last_i = None, np.full(d, -1), -1
+    for i in range(n):
+        if exposed[i]:
+            out_x[:, i], last, last_comp[:], last_i = x[i], np.tile([x[i], y[i]], (d, 1)), -1, i
+            continue
+        cx, cy, comp = (a[starts[i]:ends[i]] for a in (candidates.x, candidates.y, candidates.component))
+        to_real = np.hypot(cx - x[i], cy - y[i])
+        ok = to_real >= params.min_separation_m
+        later = np.flatnonzero(exposed[i:])
+        if len(later):
+            e = i + later[0]
+            ok &= np.hypot(cx - x[e], cy - y[e]) <= v * (ts[e] - ts[i]) * (1 + 1e-9) + 1e-6
+        if len(cx) < need or ok.sum() < need:
+            kept[i] = False
+            continue
+        nearest, picks = to_real.copy(), []
+        for j in range(d):
+            f, sim = ok.copy(), np.ones(len(cx))
+            if last is not None:
+                step = np.hypot(cx - last[j, 0], cy - last[j, 1])
+                f &= step <= v * (ts[i] - ts[last_i]) * (1 + 1e-9) + 1e-6
+                f &= (last_comp[j] < 0) | (comp == last_comp[j])
+                sim = 1.0 / (1.0 + np.abs(step - np.hypot(x[i] - x[last_i], y[i] - y[last_i])) / scale)
+            if not f.any():
+                break
+            w = np.where(f, sim * nearest / scale, 0.0)
+            if not np.cumsum(w)[-1] > 0:
+                w = f.astype(float)
+            cum = np.cumsum(w)
+            p = min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), len(cx) - 1)
+            while not f[p]:
+                p -= 1
+            picks.append(p)
+            nearest = np.minimum(nearest, np.hypot(cx - cx[p], cy - cy[p]))
+        if len(picks) < d or len(set(picks)) < need:
+            kept[i] = False
+            continue
+        out_x[:, i] = cx[picks]
+        last, last_comp, last_i = np.column_stack([cx[picks], cy[picks]]), comp[picks], i
+    return kept, out_x
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_the_compiled_walk_equals_the_plain_one(network):
+    params = DummyParams(k=4, l=3)
+    if network:
+        x0, y0 = GRID.project(116.3, 39.9)
+        net = synthetic_grid(20, 20, 60.0, rng=np.random.default_rng(2), origin=(float(x0), float(y0)), crs=GRID.crs)
+        pts = generate_trajectories(net, 6, 60, rng=np.random.default_rng(3), dt_s=20.0, speed_mps=8.0)
+        cands = road_candidates(net, GRID.unproject, params.cell_deg, params.candidate_spacing_m)
+    else:
+        pts = random_walks(6, 60, seed=11)
+        cands = subcell_candidates(cell_keys(pts["lon"], pts["lat"], params.cell_deg), params.cell_deg,
+                                   params.subcells, GRID.project)
+    compared = 0
+    for traj, g in pts.groupby("traj_id"):
+        args = (g["x"].to_numpy(), g["y"].to_numpy(), (g["t"] - g["t"].iloc[0]).dt.total_seconds().to_numpy(),
+                g["lon"].to_numpy(), g["lat"].to_numpy(), cands, params)
+        rng_a, rng_b = np.random.default_rng(traj), np.random.default_rng(traj)
+        res = dummy_trajectory(*args, rng_a)
+        kept, out_x = one_timestamp_at_a_time(*args, rng_b)
+        if res.reason is None:
+            np.testing.assert_array_equal(res.kept, kept)
+            np.testing.assert_array_equal(res.x, out_x)
+            compared += 1
+        assert rng_a.random() == rng_b.random()  # the same number of draws
+    assert compared >= 3

@@ -411,3 +411,12 @@ def test_load_help_lists_every_option_of_every_format_with_its_meaning():
         assert f"{name}: {' '.join(fmt.summary.split())}" in text
         for option, meaning in fmt.option_help.items():
             assert f"{option} (" in text and " ".join(meaning.split()) in text, (name, option)
+
+
+@pytest.mark.parametrize(("fmt", "options", "zone"), [
+    ("tdrive", {}, "Asia/Shanghai"), ("geolife", {}, "Asia/Shanghai"),
+    ("csv", {"object_id": "a", "t": "b", "lon": "c", "lat": "d", "timezone": "Europe/Helsinki"}, "Europe/Helsinki"),
+    ("csv", {"object_id": "a", "t": "b", "lon": "c", "lat": "d"}, None),  # UTC times: where people live is unknown
+])
+def test_each_format_says_the_local_zone_its_people_live_by(fmt, options, zone):
+    assert formats.get_format(fmt, options).local_timezone == zone

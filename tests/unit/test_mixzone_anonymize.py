@@ -15,6 +15,7 @@ from mechanisms.mixzone import (
     fragment_numbers,
     split_fragments,
 )
+from mechanisms.mixzone.anonymize import _release
 
 
 def test_cut_rule_on_a_hand_made_sequence():
@@ -114,3 +115,50 @@ def test_anonymize_publishes_fragments_under_fresh_ids(suppress):
     first = sorted(out.loc[out["source_traj_id"] == 0, "traj_id"].unique().tolist())
     assert first != list(range(1, len(first) + 1))
     assert out.equals(out.sort_values(["traj_id", "seq"]).reset_index(drop=True))
+
+
+def brute_force_cover(x, y, zones, radius):
+    d = np.hypot(x[:, None] - zones[:, 0], y[:, None] - zones[:, 1])
+    d[d > radius] = np.inf
+    best = d.argmin(axis=1)  # the first (smallest) index among equal minima
+    return np.where(np.isfinite(d.min(axis=1)), best, -1)
+
+
+@pytest.mark.parametrize("radius", [0.0, 30.0, 250.0, 5_000.0])
+def test_the_bucket_grid_cover_equals_brute_force(radius):
+    rng = np.random.default_rng(11)
+    # zones on a 50 m lattice (many equidistant ties), points on a 10 m lattice around and beyond them
+    zones = rng.integers(0, 40, (120, 2)) * 50.0
+    x, y = (rng.integers(-60, 260, (2, 5000)) * 10.0)
+    np.testing.assert_array_equal(covering_zone(x, y, zones, radius), brute_force_cover(x, y, zones, radius))
+    far = np.array([1e9, -1e9, np.nan])
+    assert covering_zone(far, far, zones, radius).tolist() == [-1, -1, -1]
+
+
+def test_release_equals_a_pandas_recount():
+    """The compiled release (suppression, short-fragment drop, renumbering) against the same rules in pandas."""
+    rng = np.random.default_rng(4)
+    frag = np.sort(rng.integers(0, 300, 3000))
+    frag = np.unique(frag, return_inverse=True)[1]  # consecutive fragment numbers
+    dropped = rng.random(3000) < 0.6
+    for min_points in (1, 2, 5):
+        local, seq, n_local, short_f, short_p = _release(frag, dropped, min_points)
+        kept = pd.DataFrame({"fragment": frag[~dropped]})
+        size = kept.groupby("fragment")["fragment"].transform("size").to_numpy()
+        short = size < min_points
+        assert (short_f, short_p) == (kept["fragment"][short].nunique(), int(short.sum()))
+        released = kept[~short]
+        expect_local = np.unique(released["fragment"], return_inverse=True)[1]
+        assert n_local == len(np.unique(released["fragment"]))
+        np.testing.assert_array_equal(local[~dropped][~short], expect_local)
+        np.testing.assert_array_equal(seq[~dropped][~short], released.groupby("fragment").cumcount())
+        assert (local[dropped] == -1).all() and (local[~dropped][short] == -1).all()
+
+
+def test_unsorted_input_gives_the_sorted_input_release():
+    frames = [line_trajectory(traj_id=i).assign(y=37.0 * i) for i in range(5)]
+    pts = pd.concat(frames, ignore_index=True)
+    params = MixzoneParams(radius_m=250.0)
+    a, sa = split_fragments(pts, ZONES, params)
+    b, sb = split_fragments(pts.sample(frac=1.0, random_state=2), ZONES, params)
+    assert sa == sb and a.equals(b)

@@ -17,6 +17,7 @@ from mechanisms.mixzone import (
     place_mix_zones,
     split_components,
 )
+from mechanisms.mixzone.placement import _heapify, _sift_down, _sift_up
 from trajpub.roads import RoadNetwork, synthetic_grid
 
 
@@ -145,3 +146,25 @@ def test_all_pairs_bruteforce_associations_on_bowtie():
     assert p.associations == pairs
     # with one zone, the cut vertex 2 splits {0,1} from {3,4,5}: 1 + 3 = 4 pairs, the fewest possible
     assert p.zones.tolist() == [2] and pairs == 4
+
+
+def test_the_array_heap_pops_in_sorted_order():
+    """The greedy's binary heap of (cost, node) pairs, including replacing the top, against a sort."""
+    rng = np.random.default_rng(9)
+    n = 500
+    cost, node = rng.integers(0, 20, 2 * n), np.r_[rng.permutation(n), np.zeros(n, np.int64)]
+    _heapify(cost, node, n)
+    for _ in range(100):  # raise the top's cost, as the greedy does with a stale lower bound
+        cost[0] += rng.integers(0, 5)
+        _sift_down(cost, node, n, 0)
+    for i in range(n, n + 50):  # push
+        cost[i], node[i] = rng.integers(0, 30), n + i
+        _sift_up(cost, node, i)
+    size, popped = n + 50, []
+    while size:
+        popped.append((int(cost[0]), int(node[0])))
+        size -= 1
+        cost[0], node[0] = cost[size], node[size]
+        _sift_down(cost, node, size, 0)
+    assert popped == sorted(popped)
+    assert len({nd for _, nd in popped}) == n + 50
