@@ -15,9 +15,10 @@ from tasks import governance
 class Review:
     """``release``: the ``governance.releases`` row; ``budget``: :func:`tasks.governance.budget_lines`;
     ``audits``: the ``governance.audit_results`` rows, one per attack and adversary's cell size (an attack that
-    failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``); ``validation``: the raw-point validation's ``n_rows`` and
-    ``n_quarantined`` (None before it); ``transitions``: the status history, oldest first; ``approval``: the
-    steward's recorded decision (None before it)."""
+    failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``);
+    ``validation``: the raw-point validation's ``n_rows`` and ``n_quarantined`` (None before it);
+    ``transitions``: the status history, oldest first; ``approval``: the steward's recorded decision (None
+    before it)."""
 
     release: dict
     budget: list[str]
