@@ -338,10 +338,11 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     from tasks import policies
     from tasks.protect import parse_spec
 
-    policies.check(parse_spec(data)[0])  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    spec, _ = parse_spec(data)
+    policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
-    outcome = release_flow(spec=data)
+    outcome = release_flow(spec=spec)
     click.echo(json.dumps(outcome))
 
 
@@ -422,50 +423,61 @@ def release_list(dataset: str | None) -> None:
 @click.argument("release_id", type=int)
 def release_show(release_id: int) -> None:
     """Everything about one release: status history, validation, audits, approval, budget, lineage."""
-    from tasks import governance, lineage
+    from tasks import lineage
+    from tasks.report import mechanism_rows
+    from tasks.review import read_review
     from trajpub.guarantee import empirical_bound_words
 
     with _engine().connect() as conn:
-        rel = governance.get_release(conn, release_id)
-        transitions = governance.transitions(conn, release_id)
-        audits = governance.audit_rows(conn, release_id)
-        decision = governance.approval(conn, release_id)
-        budget = governance.budget_lines(conn, rel)
+        review = read_review(conn, release_id)
         events = lineage.events(conn, release_id)
-    g = rel["guarantee"] or {}
+    rel, g, decision = review.release, review.guarantee, review.approval
     click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
     if rel["failure_reason"]:
         click.echo(f"failure: {rel['failure_reason']}")
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
-    policy = (rel["summary"] or {}).get("gate_policy")
-    click.echo(f"gate policy: {policy['name']} v{policy['version']}" if policy else "gate policy: -")
+    click.echo(f"gate policy: {review.policy_label}")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
     click.echo(f"\nguarantee: {g.get('statement', '-')}")
     if bound := empirical_bound_words(g):
         click.echo(f"  {bound}")
     for c in g.get("caveats", []):
         click.echo(f"  caveat: {c}")
-    click.echo("\nstatus history:\n" + _table(transitions, ["at", "from_status", "to_status", "detail"]))
-    click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n" + _table(audits, ["attack", "cells_m", "success", "ci_low", "ci_high", "baseline", "risk",
-                                               "threshold", "passed", "outcome", "error"]))
-    from tasks.report import mechanism_rows
-
-    run = mechanism_rows((rel["summary"] or {}).get("mechanism", {}))
+    click.echo("\nstatus history:\n" + _table(list(review.transitions), ["at", "from_status", "to_status", "detail"]))
+    if v := review.validation:
+        click.echo(f"\nvalidation: {v['n_quarantined']} of {v['n_rows']} raw points quarantined")
+    click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
+               + _table([_audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
+                                                                 "baseline", "risk", "threshold", "passed",
+                                                                 "outcome", "error"]))
+    run = mechanism_rows(review.mechanism_run)
     if run:
         click.echo("\nmechanism run (steward only, never in lineage):\n"
                    + "\n".join(f"  {name}: {value}" for name, value in run))
-    if (rel["summary"] or {}).get("utility"):
-        click.echo("\nutility: " + json.dumps(rel["summary"]["utility"]))
+    if review.utility:
+        click.echo("\nutility: " + json.dumps(review.utility))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
-    click.echo("\nprivacy budget:\n" + "\n".join(f"  {line}" for line in budget))
+    click.echo("\nprivacy budget:\n" + "\n".join(f"  {line}" for line in review.budget))
     click.echo("\nlineage events:")
     for e in events:
         ev = e["event"]
         click.echo(f"  {e['event_type']:8s} {e['event_time']}  inputs={[i['name'] for i in ev['inputs']]} "
                    f"outputs={[o['name'] for o in ev['outputs']]} facets={sorted(ev['run']['facets'])}")
+
+
+def _audit_row(a: dict) -> dict:
+    """An audit row of the review record as ``release show`` lists it: figures rounded as a reader compares
+    them (4 digits, the baseline 5)."""
+    def rounded(key: str, digits: int = 4) -> str | None:
+        return None if a[key] is None else f"{a[key]:.{digits}f}"
+
+    return {"attack": a["attack"], "cells_m": a["resolution_m"], "success": rounded("success_rate"),
+            "ci_low": rounded("ci_low"), "ci_high": rounded("ci_high"), "baseline": rounded("baseline", 5),
+            "risk": rounded("risk"), "threshold": a["threshold"], "passed": a["passed"], "outcome": a["outcome"],
+            "error": a["error"]}
 
 
 @main.command("report")

@@ -19,20 +19,12 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from flows.release import (
-    abort,
-    audit_and_gate,
-    fail,
-    ingest_and_validate,
-    nothing_released,
-    plan,
-    prepare_and_protect,
-    recover_interrupted,
-)
+from flows.release import abort, fail, nothing_released, recover_interrupted
 from tasks import compare, compare_review, governance, lineage, publish, report
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
+from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.candidate import Shape
 from trajpub.comparison import recommend
 from trajpub.errors import PolicyError, TrajpubError
@@ -62,7 +54,7 @@ def compare_flow(spec: dict) -> dict:
         rids, policies = [], []
         try:
             for p in planned:
-                rid, policy = plan(p.spec, p.params)
+                rid, policy = plan(p.spec, p.mechanism, p.params)
                 rids.append(rid)
                 policies.append(policy)
         except Exception as exc:  # a candidate refused at plan: nothing of the comparison runs
@@ -95,7 +87,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
             raw = pd.concat(client.gather(client.map(lambda df: df[["lon", "lat"]], clean)), ignore_index=True)
             # the mechanisms run concurrently (Prefect's thread pool, each on the shared Dask cluster); audits follow
             # in the order the candidates were listed, their attacks in parallel on the cluster
-            protected = [prepare_and_protect.submit(client, p.spec, rid, p.params, p.inputs, clean)
+            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean)
                          for p, rid in zip(planned, rids, strict=True)]
             released = []
             for p, rid, policy, future in zip(planned, rids, policies, protected, strict=True):

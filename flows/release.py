@@ -5,160 +5,27 @@ Every step records its outcome in ``governance``; any failure marks the release 
 emits a lineage FAIL event, and nothing is published.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value
+# (cloudpickle), with only the globals its body names, so the ``ReleaseSpec`` annotation Prefect validates the
+# parameter with must be the class itself, not its name.
 import httpx
-import numpy as np
 import sqlalchemy as sa
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
 from prefect.flow_runs import pause_flow_run
 from prefect.runtime import flow_run
 
 from flows.review import StewardDecision, review_markdown
-from tasks import (
-    audit,
-    check_output,
-    governance,
-    ingest,
-    lineage,
-    policies,
-    prepare,
-    protect,
-    public_inputs,
-    publish,
-    report,
-    validate,
-)
-from tasks.dask_cluster import dask_client, n_workers
-from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction, with_retries
+from tasks import governance, lineage, policies, protect, public_inputs, publish
+from tasks.dask_cluster import dask_client
+from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
-from trajpub.candidate import Shape
+from tasks.review import read_review
+from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.errors import PolicyError, TrajpubError
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
-
-step = task(cache_policy=NO_CACHE, retries=0)
-
-
-@step
-def plan(spec: ReleaseSpec, params) -> tuple[int, policies.RegisteredPolicy]:
-    """Before any data is read: resolve the gate policy (the dataset's, or a stricter registered one the spec
-    names), reserve the privacy budget in the ledger in the dataset's unit (refused over its model's cap, or
-    when unbounded per object), record the release."""
-    mech = protect.mechanism(spec.mechanism)
-    guarantee = mech.guarantee(params)
-
-    def record(conn) -> tuple[int, policies.RegisteredPolicy]:
-        policy = policies.resolve(conn, spec)
-        release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
-        governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
-        governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee)
-        governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
-        lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
-                     inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
-                     facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
-                             "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
-                             "gate_policy": policy.to_record()})
-        return release_id, policy
-
-    return transaction(record, "plan", say=print)
-
-
-@step
-def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
-    eng = db_engine()
-    warming = validate.warm_up_workers(client)  # overlaps the GX import with the snapshot
-    snapshot, objects = with_retries(lambda: ingest.take_snapshot(eng, spec.dataset, spec.window_start,
-                                                                  spec.window_end), "snapshot", say=print)
-    print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
-    partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
-    client.gather(warming)
-    clean, quarantined, report = validate.validate(client, partitions, spec)
-    def record(conn) -> None:
-        governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
-                                  snapshot_points=snapshot.n_points)
-        governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
-        validate.store(conn, release_id, spec.dataset, quarantined, report)
-
-    transaction(record, "store the validation", say=print)
-    create_table_artifact(key=f"validation-r{release_id}", table=report["expectations"],
-                          description=f"Release {release_id}: raw-point validation ({report['n_quarantined']} of "
-                                      f"{report['n_rows']} points quarantined)")
-    print(f"validation: {report['n_quarantined']} of {report['n_rows']} points quarantined "
-          f"({report['n_integrity']} invalid, {report['n_duplicate']} exact duplicates)")
-    validate.enforce_policy(report)
-    transaction(lambda conn: governance.transition(conn, release_id, "validated",
-                                                   f"{report['n_quarantined']} points quarantined"),
-                "validated", say=print)
-    return clean
-
-
-@step
-def prepare_and_protect(client, spec: ReleaseSpec, release_id: int, params, inputs: PublicInputs,
-                        clean) -> tuple[list, dict]:
-    mech = protect.mechanism(spec.mechanism)
-    prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
-    print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
-          f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
-    if stats["trajectories"] == 0:
-        raise TrajpubError("no trajectory is left after preparation", "prepare")
-
-    def start(conn) -> None:  # from here the budget reserved at plan is spent, whatever happens next
-        governance.mark_mechanism_started(conn, release_id)
-        governance.merge_summary(conn, release_id, {"prepare": stats})
-
-    transaction(start, "start the mechanism", say=print)
-    rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = protect.run(mech, client, prepared, inputs, params, rng)
-    if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
-        result = check_output.coarsen_times(result, spec.time_precision_s)
-        checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
-        print(f"output check: {len(checked)} expectations of {check_output.SUITE_PATH.name} met")
-
-    def stage(conn) -> None:
-        publish.stage(conn, release_id, result)
-        governance.merge_summary(conn, release_id, {"mechanism": result.metadata})
-        governance.transition(conn, release_id, "protected",
-                              f"{result.metadata.get('released_records')} records released")
-
-    transaction(stage, "stage the candidate", say=print)
-    print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
-    return prepared, result
-
-
-@step
-def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
-                   result) -> bool:
-    raw = audit.gather_raw(client, prepared)
-    outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
-    def record(conn):
-        audit.store(conn, release_id, outcome)
-        reasons = "; ".join(outcome.decision.reasons)
-        governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
-        if outcome.decision.blocked:
-            governance.transition(conn, release_id, "blocked", reasons)
-        return report.write_review(conn, release_id, outcome.decision.to_dict(), raw, result)
-
-    page = transaction(record, "record the audit", say=print)
-    artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
-                                        markdown=report.page_body(page.read_text(encoding="utf-8")),
-                                        description=f"Release {release_id}: the steward's full review report")
-    transaction(lambda conn: governance.merge_summary(conn, release_id, {"report_artifact": str(artifact)}),
-                "record the report artifact", say=print)
-    print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
-    for r in outcome.results:
-        print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
-              f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
-    for name, error in outcome.failures.items():
-        print(f"audit: {name}: FAILED ({error})")
-    for name, why in outcome.not_applicable.items():
-        rule = outcome.decision.per_attack[name]["when_not_applicable"]
-        print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
-    return not outcome.decision.blocked
-
 
 NOTHING_RELEASED = "nothing was released"
 
@@ -185,7 +52,7 @@ def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecis
     eng = db_engine()
     with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
         governance.transition(conn, release_id, "awaiting_approval", None)
-        markdown = review_markdown(conn, release_id)
+        markdown = review_markdown(read_review(conn, release_id))
     create_markdown_artifact(key=f"review-r{release_id}", markdown=markdown,
                              description=f"Steward review of release {release_id}")
     print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")
@@ -203,44 +70,45 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 
 
 @flow(name="release", log_prints=True)
-def release_flow(spec: dict) -> dict:
-    """One governed release of ``spec`` (the release spec as a mapping; see ``trajpub.spec.ReleaseSpec``)."""
-    parsed, params = protect.parse_spec(spec)
-    params, inputs = public_inputs.resolve(db_engine(), protect.mechanism(parsed.mechanism), params, parsed.grid)
+def release_flow(spec: ReleaseSpec) -> dict:
+    """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
+    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts."""
+    mech = protect.mechanism(spec.mechanism)
+    params, inputs = public_inputs.resolve(db_engine(), mech, protect.parse_params(spec), spec.grid)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        release_id, policy = plan(parsed, params)
-        print(f"release {release_id} planned: {parsed.mechanism} on {parsed.dataset}, gated by policy "
+        release_id, policy = plan(spec, mech, params)
+        print(f"release {release_id} planned: {spec.mechanism} on {spec.dataset}, gated by policy "
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
         try:
-            return govern(parsed, params, inputs, release_id, policy)
+            return govern(spec, mech, params, inputs, release_id, policy)
         finally:
             lineage.deliver(db_engine())
 
 
-def govern(parsed: ReleaseSpec, params, inputs: PublicInputs, release_id: int,
+def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
            policy: policies.RegisteredPolicy) -> dict:
     try:
-        with release_slot(db_engine(), parsed.dataset, parsed.queue_timeout_s, say=print), \
-                dask_client(parsed.dask_address) as client:
-            recover_interrupted(parsed.dataset, running=release_id)
-            clean = ingest_and_validate(client, parsed, release_id)
-            prepared, result = prepare_and_protect(client, parsed, release_id, params, inputs, clean)
+        with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
+                dask_client(spec.dask_address) as client:
+            recover_interrupted(spec.dataset, running=release_id)
+            clean = ingest_and_validate(client, spec, release_id)
+            prepared, result = prepare_and_protect(client, spec, mech, release_id, params, inputs, clean)
             if result.released_nothing:
-                return nothing_released(parsed, release_id)
-            passed = audit_and_gate(client, parsed, release_id, policy, prepared, result)
+                return nothing_released(spec, release_id)
+            passed = audit_and_gate(client, spec, release_id, policy, prepared, result)
     except Exception as exc:
-        fail(release_id, parsed.dataset, exc)
+        fail(release_id, spec.dataset, exc)
         raise
     if not passed:
         abort(release_id, "blocked by the audit gate")
         print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
         return {"release_id": release_id, "status": "blocked"}
     try:
-        markdown, decision = steward_review(release_id, parsed.approval_timeout_s)
+        markdown, decision = steward_review(release_id, spec.approval_timeout_s)
     except Exception as exc:
-        fail(release_id, parsed.dataset, exc)
+        fail(release_id, spec.dataset, exc)
         raise
     attempt = 0
     while decision is not None:
@@ -249,7 +117,7 @@ def govern(parsed: ReleaseSpec, params, inputs: PublicInputs, release_id: int,
         except PolicyError as exc:  # a wrong or used code, four-eyes: the release still awaits a decision
             print(f"the decision was refused: {exc}; waiting for another")
             attempt += 1
-            decision = ask_steward(release_id, markdown, parsed.approval_timeout_s, attempt)
+            decision = ask_steward(release_id, markdown, spec.approval_timeout_s, attempt)
     get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
     return {"release_id": release_id, "status": "awaiting_approval"}
 

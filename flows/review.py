@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-import sqlalchemy as sa
 from prefect.input import RunInput
 from pydantic import Field
 
-from tasks import governance, report
+from tasks import report
+from tasks.review import Review
 
 
 class StewardDecision(RunInput):
@@ -24,11 +24,10 @@ class StewardDecision(RunInput):
     comment: str = Field(default="", description="Why (required for a rejection).")
 
 
-def review_markdown(conn: sa.Connection, release_id: int) -> str:
-    """The review report: guarantee in plain words, budget, audit results against thresholds, utility."""
-    rel = governance.get_release(conn, release_id)
-    g = rel["guarantee"] or {}
-    s = rel["summary"] or {}
+def review_markdown(review: Review) -> str:
+    """The approval form's text of the review record: guarantee in plain words, budget, audit results against
+    thresholds, utility, validation, the mechanism's run, and how to answer."""
+    rel, g, s, release_id = review.release, review.guarantee, review.summary, review.release_id
     link = (f"[open the full review report](/artifacts/artifact/{s['report_artifact']})"
             if s.get("report_artifact") else "not published in the Prefect UI")
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
@@ -38,16 +37,15 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
               f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
     lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
-    budget = governance.budget_lines(conn, rel)
+    budget = review.budget
     lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
     lines += [f"- {line}" for line in budget[2:]]
-    lines += ["", "## Linkage attacks", "", f"Gated by policy **{report.policy_label(s)}**.", "",
+    lines += ["", "## Linkage attacks", "", f"Gated by policy **{review.policy_label}**.", "",
               ("Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate "
                "takes the worst."), "",
               "| attack | cells | success | 95% CI | baseline | risk | threshold | verdict |",
               "|---|---|---|---|---|---|---|---|"]
-    for a in conn.execute(sa.text("SELECT * FROM governance.audit_results WHERE release_id = :r "
-                                  "ORDER BY attack, resolution_m"), {"r": release_id}).mappings():
+    for a in review.audits:
         cells = f"{a['resolution_m']:g} m" if a["resolution_m"] else "-"
         if a["error"] is not None:
             lines.append(f"| {a['attack']} | {cells} | {a['outcome']}: {a['error']} | | | | {a['threshold']} | "
@@ -57,20 +55,19 @@ def review_markdown(conn: sa.Connection, release_id: int) -> str:
                      f"{a['baseline']:.4f} | {a['risk']:.3f} | "
                      f"{'-' if a['threshold'] is None else format(a['threshold'], '.3f')} | "
                      f"{'pass' if a['passed'] else 'BLOCK'} |")
-    gate = s.get("gate", {})
+    gate = review.gate
     privacy, utility_verdict = report.verdicts(gate)
     lines += ["", f"**Gate verdicts** — privacy: **{privacy}**, utility: **{utility_verdict}**."]
     lines += [f"- {r}" for r in gate.get("reasons", [])]
-    rows = report.utility_table(s.get("utility", {}), gate.get("per_utility", {}))
+    rows = report.utility_table(review.utility, gate.get("per_utility", {}))
     if rows:
         lines += ["", "## Utility", "", "| metric | value | limit | verdict |", "|---|---|---|---|"]
         lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    v = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results WHERE release_id = :r"),
-                     {"r": release_id}).first()
+    v = review.validation
     if v:
-        lines += ["", "## Validation", "", (f"{v[1]} of {v[0]} raw points quarantined "
+        lines += ["", "## Validation", "", (f"{v['n_quarantined']} of {v['n_rows']} raw points quarantined "
                                             f"(see staging.quarantine where release_id = {release_id}).")]
-    m = s.get("mechanism", {})
+    m = review.mechanism_run
     if m:
         lines += ["", "## Mechanism run", "", (f"Released {m.get('released_records')} trajectories "
                                                f"({m.get('released_points')} points).")]

@@ -20,17 +20,18 @@ from tasks import governance, protect, public_inputs
 from trajpub.comparison import Comparison, parse_comparison
 from trajpub.errors import ParameterError, PolicyError
 from trajpub.guarantee import Charge
-from trajpub.mechanism import PublicInputs
+from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 
 @dataclass(frozen=True)
 class Planned:
-    """One candidate, checked: its label, release spec and parsed parameters; after :func:`resolve`, its public
-    inputs and the parameters they complete."""
+    """One candidate, checked: its label, release spec, mechanism and parsed parameters; after :func:`resolve`, its
+    public inputs and the parameters they complete."""
 
     label: str
     spec: ReleaseSpec
+    mechanism: Mechanism
     params: object
     inputs: PublicInputs | None = None
 
@@ -46,7 +47,7 @@ def parse(data: dict) -> tuple[Comparison, list[Planned]]:
         except ParameterError as exc:
             raise ParameterError(exc.message, f"candidate {candidate.label}"
                                  + (f", {exc.where}" if exc.where else "")) from None
-        planned.append(Planned(candidate.label, spec, params))
+        planned.append(Planned(candidate.label, spec, protect.mechanism(spec.mechanism), params))
     return comparison, planned
 
 
@@ -56,8 +57,7 @@ def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
     out = []
     for p in planned:
         try:
-            params, inputs = public_inputs.resolve(engine, protect.mechanism(p.spec.mechanism), p.params,
-                                                   p.spec.grid)
+            params, inputs = public_inputs.resolve(engine, p.mechanism, p.params, p.spec.grid)
         except ParameterError as exc:
             raise ParameterError(exc.message, f"candidate {p.label}" + (f", {exc.where}" if exc.where else "")) \
                 from None
@@ -96,8 +96,7 @@ def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
     charges = []
     for p in planned:
         try:
-            charges.append((p.label, governance.check_budget(conn, dataset, protect.mechanism(p.spec.mechanism)
-                                                             .guarantee(p.params))))
+            charges.append((p.label, governance.check_budget(conn, dataset, p.mechanism.guarantee(p.params))))
         except PolicyError as exc:
             raise PolicyError(f"candidate {p.label}: {exc.message}", exc.where) from None
     accounts = governance.accounts(conn, dataset)

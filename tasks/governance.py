@@ -387,17 +387,6 @@ def transitions(conn: sa.Connection, release_id: int) -> list[dict]:
         " ORDER BY at"), {"r": release_id}).mappings()]
 
 
-def audit_rows(conn: sa.Connection, release_id: int) -> list[dict]:
-    """Every row of the release's audit (one per attack and resolution; an attack that failed or is not
-    applicable has that outcome and its reason in ``error``), rounded as a reader compares them."""
-    return [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, resolution_m AS cells_m, round(success_rate::numeric, 4) AS success,"
-        " round(ci_low::numeric, 4) AS ci_low, round(ci_high::numeric, 4) AS ci_high,"
-        " round(baseline::numeric, 5) AS baseline, round(risk::numeric, 4) AS risk, threshold, passed, outcome,"
-        " error FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
-        {"r": release_id}).mappings()]
-
-
 def review_page(conn: sa.Connection, release_id: int) -> str:
     """The stored HTML review report of a release; refuses a release that has none (not audited)."""
     page = conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from tasks import governance
+from tasks.review import Review, read_review
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import STATE_DIR
 from trajpub.guarantee import empirical_bound_words
@@ -171,12 +171,6 @@ def utility_table(utility: dict, per_utility: dict) -> list[list]:
     return rows
 
 
-def policy_label(summary: dict) -> str:
-    """The gate policy a release was gated by: its name and registered version (:mod:`tasks.policies`)."""
-    p = summary.get("gate_policy") or {}
-    return f"{p['name']} v{p['version']}" if p else "(not recorded)"
-
-
 def mechanism_rows(metadata: dict) -> list[list]:
     """The mechanism's run figures, data-dependent and empirical epsilons first (Pufferfish: a measured ε above
     the charged one is the steward's to weigh), then the rest; parameters are in the guarantee."""
@@ -198,12 +192,13 @@ def _map_words(guarantee: dict) -> str:
             "not_dp": "not DP (heuristic)"}.get(m.get("rule"), "-")
 
 
-def render(rel: dict, budget: list[str], results: list[dict], decision: dict, utility: dict,
-           raw: pd.DataFrame, release_points: pd.DataFrame | None, fragments: pd.DataFrame | None) -> str:
-    """The page. ``budget`` is :func:`tasks.governance.budget_lines`; ``results`` are ``governance.audit_results`` rows (with ``passed``, ``threshold``); an
-    attack that failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``."""
-    g = rel.get("guarantee") or {}
-    rid = rel["release_id"]
+def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | None,
+           fragments: pd.DataFrame | None) -> str:
+    """The page of the review record, with plots of the audit's frames: ``raw`` points and the candidate's
+    ``release_points`` or ``fragments``."""
+    rel, results, decision, budget = review.release, review.audits, review.gate, review.budget
+    g = review.guarantee
+    rid = review.release_id
     images = []
     if release_points is not None and len(release_points):
         images.append(("Density: raw vs release", density_plot(raw, release_points)))
@@ -218,7 +213,7 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
                     _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
                     "pass" if a.get("passed") else "BLOCK"] for a in results]
-    utility_rows = utility_table(utility, decision.get("per_utility", {}))
+    utility_rows = utility_table(review.utility, decision.get("per_utility", {}))
     eps = g.get("epsilon")
     verdict = ("BLOCKED by the audit gate: " + "; ".join(decision.get("reasons", []))
                if decision.get("blocked") else "The audit gate passed this release to the steward.")
@@ -238,13 +233,13 @@ def render(rel: dict, budget: list[str], results: list[dict], decision: dict, ut
         f"<p><b>{html.escape(budget[0])}</b> {html.escape(budget[1])}</p>",
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in budget[2:]) + "</ul>",
         "<h2>Linkage attacks</h2>",
-        (f"<p>Gated by policy <b>{html.escape(policy_label(rel.get('summary') or {}))}</b>. Grid-based attacks "
+        (f"<p>Gated by policy <b>{html.escape(review.policy_label)}</b>. Grid-based attacks "
          "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst.</p>"),
         html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
         "<h2>Utility</h2>",
         html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
-        html_table(["figure", "value"], mechanism_rows((rel.get("summary") or {}).get("mechanism", {}))),
+        html_table(["figure", "value"], mechanism_rows(review.mechanism_run)),
     ]
     parts += [f"<h2>{html.escape(title)}</h2><img alt='{html.escape(title)}' src='{src}'>" for title, src in images]
     parts.append("<h2>Attack evidence</h2>")
@@ -273,15 +268,9 @@ def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     return write_private(report_path(release_id), page)
 
 
-def write_review(conn: sa.Connection, release_id: int, decision: dict, raw: pd.DataFrame,
-                 result: CandidateRelease) -> Path:
-    """Render the review page of a release from its governance record and the audit's frames; store it."""
-    rel = governance.get_release(conn, release_id)
-    results = [dict(r) for r in conn.execute(sa.text(
-        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, outcome, error,"
-        " evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
-        {"r": release_id}).mappings()]
-    page = render(rel, governance.budget_lines(conn, rel), results, decision,
-                  (rel["summary"] or {}).get("utility", {}), raw,
-                  None if result.shape is Shape.FRAGMENTS else result.points, result.fragments)
+def write_review(conn: sa.Connection, release_id: int, raw: pd.DataFrame, result: CandidateRelease) -> Path:
+    """Render the review page of a release from its review record (the audit and the gate's decision stored)
+    and the audit's frames; store it."""
+    page = render(read_review(conn, release_id), raw, None if result.shape is Shape.FRAGMENTS else result.points,
+                  result.fragments)
     return store(conn, release_id, page)

@@ -186,6 +186,39 @@ class ReleaseSpec:
         return GridSpec(tuple(self.bbox), self.prepare.cell_size_m)
 
     @classmethod
+    def __get_pydantic_core_schema__(cls, source: type, handler: Any) -> Any:
+        """As a flow's parameter type (pydantic, which Prefect uses): the JSON schema of the spec's fields, so
+        that the deployment's parameter schema and the Prefect UI's run form show them; a value is parsed by
+        :meth:`from_dict` (the same checks and one-sentence errors as a YAML spec), an instance taken as it
+        is."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            lambda value: value if isinstance(value, cls) else cls.from_dict(value),
+            json_schema_input_schema=handler(source))
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:
+        """The fields' JSON schema with what :meth:`from_dict` accepts beyond the parsed types: a window end as
+        an ISO date or time, a gate policy as a registered policy's name (the Prefect server checks a run's
+        parameters against this schema)."""
+        json_schema = handler(schema)
+        fields_schema = handler.resolve_ref_schema(json_schema)
+        fields_schema["additionalProperties"] = False  # from_dict refuses unknown keys
+        props = fields_schema["properties"]
+        for key in ("window_start", "window_end"):
+            props[key] = {"title": props[key]["title"], "default": None, "description": "ISO date or time (UTC "
+                          "unless it carries an offset)", "anyOf": [{"type": "string", "format": "date"},
+                                                                     {"type": "string", "format": "date-time"},
+                                                                     {"type": "null"}]}
+        props["gate_policy"] = {"title": props["gate_policy"]["title"], "default": None,
+                                "description": "A registered policy at least as strict as the dataset's: NAME or "
+                                               "{name: NAME, version: N}",
+                                "anyOf": [{"type": "string"}, {"type": "object", "properties": {
+                                    "name": {"type": "string"}, "version": {"type": "integer"}}}, {"type": "null"}]}
+        return json_schema
+
+    @classmethod
     def from_dict(cls, data: dict) -> ReleaseSpec:
         if not isinstance(data, dict):
             raise ParameterError("a release spec must be a mapping of keys to values", "release spec")

@@ -14,8 +14,9 @@ from distributed import Client, LocalCluster
 from audits.gate import GatePolicy
 from flows.review import review_markdown
 from mechanisms import prefix_tree
-from tasks import audit, governance, protect
+from tasks import audit, protect
 from tasks.protect import mechanism
+from tasks.review import read_review
 from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
 from tests.integration.staged import new_dataset
 from trajpub.candidate import CandidateRelease, Shape
@@ -123,8 +124,9 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(cli
     rid = new_release(engine, new_dataset(engine))
     with engine.begin() as conn:
         audit.store(conn, rid, outcome)
-        rows = {r["attack"]: r for r in governance.audit_rows(conn, rid)}
-        review = review_markdown(conn, rid)
+        record = read_review(conn, rid)
+    rows = {r["attack"]: r for r in record.audits}
+    review = review_markdown(record)
     assert rows["home_work"]["outcome"] == "not applicable" and rows["home_work"]["passed"] is (rule == "pass")
     assert rows["signature_linkage"]["outcome"] == "measured"
     verdict = "pass" if rule == "pass" else "BLOCK"

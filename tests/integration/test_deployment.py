@@ -6,16 +6,21 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 import yaml
+from playwright.sync_api import expect
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 
+from tests.integration.browser import chromium_page
 from tests.integration.conftest import TRAJPUB, base_spec, cli, wait_until
+from tests.integration.test_ui_approval import UI_URL
+from trajpub.spec import ReleaseSpec
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +55,19 @@ def test_deployment_has_cron_schedule_and_default_spec(served):
     [schedule] = deployment.schedules
     assert (schedule.schedule.cron, schedule.schedule.timezone) == ("0 3 * * 1", "Asia/Shanghai")
     assert deployment.parameters["spec"]["dataset"] == dataset
+
+
+def test_the_deployment_run_form_has_the_spec_fields(served):
+    """The Prefect UI draws the run form from the deployment's parameter schema: the spec's fields, typed."""
+    _, _, deployment = served
+    spec = deployment.parameter_openapi_schema["properties"]["spec"]
+    assert set(spec["properties"]) == {f.name for f in fields(ReleaseSpec)}
+    assert spec["properties"]["bbox"]["type"] == "array" and spec["properties"]["dataset"]["type"] == "string"
+    with chromium_page() as page:  # the custom run form in the real UI: one labelled field per spec field
+        page.goto(f"{UI_URL}/deployments/deployment/{deployment.id}/run")
+        for name in ("dataset", "mechanism", "bbox", "window_start", "approval_timeout_s"):
+            label = spec["properties"][name]["title"] + ("" if name in spec["required"] else " (Optional)")
+            expect(page.locator(".p-label").filter(has=page.get_by_text(label, exact=True)).first).to_be_visible()
 
 
 def test_manual_run_with_changed_parameters_is_governed_and_published(engine, served):

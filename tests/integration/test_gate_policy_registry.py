@@ -92,10 +92,10 @@ def test_a_stricter_registered_policy_gates_the_release_and_is_named_in_review_a
     assert f"Gated by policy <b>strict_points v{version}</b>" in page
     if status == "awaiting_approval":
         from flows.review import review_markdown
+        from tasks.review import read_review
 
         with engine.connect() as conn:
-            assert f"Gated by policy **strict_points v{version}**" in review_markdown(conn, rid)
-
+            assert f"Gated by policy **strict_points v{version}**" in review_markdown(read_review(conn, rid))
 
 
 def test_home_work_reads_hours_in_the_datasets_local_zone_and_a_requester_cannot_choose_another(

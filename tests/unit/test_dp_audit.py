@@ -24,6 +24,7 @@ from mechanisms.kpsi_anonymity import KPsiParams
 from mechanisms.kpsi_anonymity.guarantee import AUDIT as KPSI_AUDIT
 from mechanisms.kpsi_anonymity.guarantee import guarantee as kpsi_guarantee
 from tasks.report import render
+from tasks.review import Review
 from trajpub import noise
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
@@ -126,6 +127,7 @@ def test_the_guarantee_and_the_review_print_the_bound_that_applies():
     assert published.empirical_bound is AUDIT_PUBLISHED_MEAN and "unbounded" in published.plain_text()
     assert perturbed.empirical_bound is None and "not audited" in empirical_bound_words(perturbed.to_dict())
     assert kpsi.empirical_bound is KPSI_AUDIT and "0.46" in kpsi.plain_text()
-    page = render({"release_id": 1, "mechanism": "kpsi_anonymity", "dataset": "d", "guarantee": kpsi.to_dict(),
-                   "summary": {}}, ["unit", "charge"], [], {}, {}, pd.DataFrame(), None, None)
+    review = Review(release={"release_id": 1, "mechanism": "kpsi_anonymity", "dataset": "d",
+                             "guarantee": kpsi.to_dict(), "summary": {}}, budget=["unit", "charge"], audits=[])
+    page = render(review, pd.DataFrame(), None, None)
     assert html.escape(kpsi.empirical_bound.words()) in page

@@ -1,0 +1,76 @@
+"""The review record of a release: everything a steward reads about it, from governance in one function
+(:func:`read_review`), rendered three ways: the HTML report (:func:`tasks.report.render`), the approval form's
+markdown (:func:`flows.review.review_markdown`) and ``trajpub release show`` (``flows/cli.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from tasks import governance
+
+
+@dataclass(frozen=True)
+class Review:
+    """``release``: the ``governance.releases`` row; ``budget``: :func:`tasks.governance.budget_lines`;
+    ``audits``: the ``governance.audit_results`` rows, one per attack and adversary's cell size (an attack that
+    failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``);
+    ``validation``: the raw-point validation's ``n_rows`` and ``n_quarantined`` (None before it);
+    ``transitions``: the status history, oldest first; ``approval``: the steward's recorded decision (None
+    before it)."""
+
+    release: dict
+    budget: list[str]
+    audits: list[dict]
+    validation: dict | None = None
+    transitions: tuple[dict, ...] = ()
+    approval: dict | None = None
+
+    @property
+    def release_id(self) -> int:
+        return self.release["release_id"]
+
+    @property
+    def guarantee(self) -> dict:
+        return self.release.get("guarantee") or {}
+
+    @property
+    def summary(self) -> dict:
+        return self.release.get("summary") or {}
+
+    @property
+    def gate(self) -> dict:
+        """The gate's decision as the audit stored it: blocked, reasons, privacy and utility verdicts,
+        per_utility."""
+        return self.summary.get("gate") or {}
+
+    @property
+    def utility(self) -> dict:
+        return self.summary.get("utility") or {}
+
+    @property
+    def mechanism_run(self) -> dict:
+        """The mechanism's run figures (steward only: never in lineage or published)."""
+        return self.summary.get("mechanism") or {}
+
+    @property
+    def policy_label(self) -> str:
+        """The gate policy the release was gated by: its name and registered version (:mod:`tasks.policies`)."""
+        p = self.summary.get("gate_policy") or {}
+        return f"{p['name']} v{p['version']}" if p else "(not recorded)"
+
+
+def read_review(conn: sa.Connection, release_id: int) -> Review:
+    """The review record of ``release_id`` as governance holds it now (refuses an unknown release)."""
+    rel = governance.get_release(conn, release_id)
+    audits = [dict(r) for r in conn.execute(sa.text(
+        "SELECT attack, resolution_m, success_rate, ci_low, ci_high, baseline, risk, threshold, passed, outcome,"
+        " error, evidence FROM governance.audit_results WHERE release_id = :r ORDER BY attack, resolution_m"),
+        {"r": release_id}).mappings()]
+    validation = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results "
+                                      "WHERE release_id = :r"), {"r": release_id}).mappings().first()
+    return Review(release=rel, budget=governance.budget_lines(conn, rel), audits=audits,
+                  validation=dict(validation) if validation else None,
+                  transitions=tuple(governance.transitions(conn, release_id)),
+                  approval=governance.approval(conn, release_id))

@@ -1,0 +1,49 @@
+"""One review record (tasks/review.py), three renderers: the HTML report, the approval form's markdown and
+`trajpub release show` show the same attacks, verdicts and budget from it."""
+
+import pandas as pd
+
+from flows.cli import _audit_row
+from flows.review import review_markdown
+from tasks.report import render
+from tasks.review import Review
+
+MEASURED = {"attack": "signature_linkage", "resolution_m": 500.0, "success_rate": 0.123456, "ci_low": 0.1,
+            "ci_high": 0.15, "baseline": 0.0123456, "risk": 0.11, "threshold": 0.2, "passed": True,
+            "outcome": "measured", "error": None, "evidence": {}}
+NOT_APPLICABLE = {"attack": "home_work", "resolution_m": None, "success_rate": None, "ci_low": None,
+                  "ci_high": None, "baseline": None, "risk": None, "threshold": 0.3, "passed": False,
+                  "outcome": "not applicable", "error": "no night hours in the window", "evidence": {}}
+REVIEW = Review(
+    release={"release_id": 9, "mechanism": "objtrace", "dataset": "tdrive", "requested_by": "pytest",
+             "snapshot_points": 1000, "snapshot_hash": "ab" * 32,
+             "guarantee": {"statement": "epsilon-DP per object", "caveats": ["a caveat"]},
+             "summary": {"gate_policy": {"name": "strict", "version": 3},
+                         "gate": {"blocked": True, "reasons": ["home_work: not applicable"], "privacy": "blocked",
+                                  "utility": "passed", "per_utility": {"circle_query_error": {"max": 1.0,
+                                                                                              "status": "passed"}}},
+                         "utility": {"circle_query_error": 0.4}, "mechanism": {"released_records": 12}}},
+    budget=["epsilon-DP per object", "charged 2", "left 8"], audits=[MEASURED, NOT_APPLICABLE],
+    validation={"n_rows": 1000, "n_quarantined": 7})
+
+
+def test_the_form_and_the_report_show_every_attack_verdict_and_the_policy_of_the_record():
+    markdown = review_markdown(REVIEW)
+    page = render(REVIEW, pd.DataFrame({"lon": [], "lat": []}), None, None)
+    assert "| home_work | - | not applicable: no night hours in the window | | | | 0.3 | BLOCK |" in markdown
+    assert "| signature_linkage | 500 m | 0.123 | [0.100, 0.150] | 0.0123 | 0.110 | 0.200 | pass |" in markdown
+    assert "<td>not applicable: no night hours in the window</td>" in page
+    assert "<td>signature_linkage</td><td>500 m</td><td>0.123</td>" in page
+    for text in (markdown, page):
+        assert "strict v3" in text and "charged 2" in text and "circle_query_error" in text
+    assert "7 of 1000 raw points quarantined" in markdown
+    assert "BLOCKED by the audit gate: home_work: not applicable" in page
+
+
+def test_release_show_lists_the_records_audit_rounded_and_its_outcome():
+    assert _audit_row(MEASURED) == {"attack": "signature_linkage", "cells_m": 500.0, "success": "0.1235",
+                                    "ci_low": "0.1000", "ci_high": "0.1500", "baseline": "0.01235",
+                                    "risk": "0.1100", "threshold": 0.2, "passed": True, "outcome": "measured",
+                                    "error": None}
+    shown = _audit_row(NOT_APPLICABLE)
+    assert (shown["success"], shown["outcome"], shown["passed"]) == (None, "not applicable", False)

@@ -1,0 +1,66 @@
+"""The release flow's spec parameter is typed (trajpub.spec.ReleaseSpec): its parameter schema, what the Prefect UI
+draws its run form from, lists the spec's fields, and Prefect parses a mapping with ReleaseSpec.from_dict."""
+
+import pickle
+from dataclasses import fields
+
+import cloudpickle
+import pytest
+from prefect.exceptions import ParameterTypeError
+from prefect.utilities.callables import parameter_schema
+from prefect.utilities.schema_tools.validation import validate
+from pydantic_core import to_jsonable_python
+
+from flows.release import release_flow
+from trajpub.spec import EXAMPLES_DIR, PrepareSpec, ReleaseSpec, ValidationSpec, read_spec_file
+
+SPEC = {"dataset": "tdrive", "bbox": ["116.0", 39.6, 116.8, 40.2], "window_start": "2008-02-02",
+        "mechanism": "objtrace", "params": {"epsilon": 5.0}, "gate_policy": "strict_points"}
+
+
+def test_the_parameter_schema_lists_every_field_of_the_spec_and_its_required_ones():
+    everything = parameter_schema(release_flow).model_dump()
+    schema = everything["properties"]["spec"]
+    assert set(schema["properties"]) == {f.name for f in fields(ReleaseSpec)}
+    assert set(schema["required"]) == {"dataset", "bbox"}
+    assert schema["additionalProperties"] is False
+    for name, section in (("prepare", PrepareSpec), ("validation", ValidationSpec)):
+        ref = schema["properties"][name]["$ref"].rsplit("/", 1)[1]
+        assert set(everything["definitions"][ref]["properties"]) == {f.name for f in fields(section)}
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES_DIR.glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_every_example_spec_passes_the_schema_the_prefect_server_checks(path):
+    sent = to_jsonable_python(read_spec_file(path))  # what a deployment sends the server (a YAML date: ISO text)
+    validate({"spec": sent}, parameter_schema(release_flow).model_dump(), raise_on_error=True,
+             ignore_required=False)
+
+
+def test_prefect_parses_a_mapping_as_the_yaml_spec_is_parsed():
+    parsed = release_flow.validate_parameters({"spec": SPEC})["spec"]
+    assert parsed == ReleaseSpec.from_dict(SPEC)
+    assert parsed.bbox == (116.0, 39.6, 116.8, 40.2) and parsed.window_start.tzinfo is not None
+    assert release_flow.validate_parameters({"spec": parsed})["spec"] is parsed  # a parsed spec is taken as it is
+
+
+@pytest.mark.parametrize(("change", "names"), [({"bbox": [1, 2, 3]}, "bbox must be four numbers"),
+                                                ({"colour": "red"}, "unknown parameter(s) colour"),
+                                                ({"prepare": {"min_points": 0}}, "prepare.min_points")])
+def test_a_bad_spec_is_refused_in_one_sentence_naming_the_field(change, names):
+    with pytest.raises(ParameterTypeError) as refused:
+        release_flow.validate_parameters({"spec": {**SPEC, **change}})
+    assert names in str(refused.value) and "Traceback" not in str(refused.value)
+
+
+def test_a_flow_shipped_by_value_still_parses_its_spec():
+    """A served deployment hands its run the flow pickled by value (cloudpickle), with only the globals the body
+    names: the spec's annotation must survive that (it did not while the module postponed its annotations)."""
+    import flows.release
+
+    cloudpickle.register_pickle_by_value(flows.release)
+    try:
+        shipped = pickle.loads(cloudpickle.dumps(release_flow))
+    finally:
+        cloudpickle.unregister_pickle_by_value(flows.release)
+    assert shipped.validate_parameters({"spec": SPEC})["spec"] == ReleaseSpec.from_dict(SPEC)
