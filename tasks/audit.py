@@ -50,10 +50,34 @@ class AuditOutcome:
     by_resolution: list[tuple[float, AttackResult]]
 
 
-def gather_raw(client: Client, prepared: list[Future]) -> pd.DataFrame:
-    """The auditor's background knowledge: every prepared raw point (it stays out of any published table)."""
-    parts = client.gather(client.map(lambda df: df[RAW_COLUMNS], prepared))
-    return pd.concat(parts, ignore_index=True)
+REVIEW_SAMPLE_POINTS = 2_000_000
+"""The review's plots read the whole raw frame up to this many points, every k-th trajectory beyond it."""
+
+
+def raw_on_cluster(client: Client, prepared: list[Future]) -> Future:
+    """The auditor's background knowledge, every prepared raw point, built on a worker: it stays out of any
+    published table and off the flow process (16 M points are several GiB; bench/SCALE_RESULTS.md)."""
+    return client.submit(_raw_frame, prepared, pure=False)
+
+
+def _raw_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat([df[RAW_COLUMNS] for df in parts], ignore_index=True)
+
+
+def review_sample(client: Client, raw: Future, cap: int = REVIEW_SAMPLE_POINTS) -> tuple[pd.DataFrame, int]:
+    """What the review's plots read of the raw frame, and k: every raw trajectory (k = 1) up to ``cap`` points,
+    else every k-th trajectory in order of appearance, k the smallest that keeps about ``cap`` points. The plots
+    draw densities and distributions, which a systematic sample of whole trajectories keeps up to sampling
+    error; the page says when it is one."""
+    return client.submit(_every_kth_trajectory, raw, cap, pure=False).result()
+
+
+def _every_kth_trajectory(raw: pd.DataFrame, cap: int) -> tuple[pd.DataFrame, int]:
+    k = -(-len(raw) // cap)
+    if k <= 1:
+        return raw, 1
+    codes, _ = pd.factorize(raw["traj_id"])
+    return raw[codes % k == 0], k
 
 
 def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -286,21 +310,24 @@ def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackRe
     return list(worst.values())
 
 
-def run(client: Client, raw: pd.DataFrame, candidate: CandidateRelease, policy: GatePolicy,
+def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease, policy: GatePolicy,
         seed: int | None = None, *, bbox: tuple[float, float, float, float]) -> AuditOutcome:
     """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) that apply to the
     candidate's shape, at the policy's resolutions over the release's ``bbox``, and the utility figures, then
-    the gate on the worst case."""
+    the gate on the worst case. ``raw`` (a frame, or a future of one: :func:`raw_on_cluster`) and the attack
+    frames stay on the workers."""
     release_kind = candidate.shape.audit_kind
-    raw_frame, release = attack_frames(raw, candidate)
-    raw_f, release_f = on_cluster(client, raw_frame, release)
+    [raw_f] = on_cluster(client, raw)
+    candidate_f = client.scatter(candidate, hash=False, direct=True)
+    frames = client.submit(attack_frames, raw_f, candidate_f, pure=False)
+    attack_raw, release_f = (client.submit(lambda pair, i: pair[i], frames, i, pure=False) for i in (0, 1))
     # the utility figures on a worker while the attacks run (they read the raw frame as prepared: the attacks'
     # one unless the release is fragments, whose attacks play per trajectory)
-    raw_u = raw_f if raw_frame is raw else on_cluster(client, raw)[0]
-    candidate_f = client.scatter(candidate, hash=False, direct=True)
-    utility_f = client.submit(measure_utility, raw_u, candidate_f, release_f, seed, bbox, pure=False)
-    by_resolution, failures, not_applicable = run_at_resolutions(client, policy, raw_f, release_f, release_kind,
-                                                                 bbox)
+    wait_futures([attack_raw, release_f])  # the attacks' time limits count from when their frames exist
+    utility_f = client.submit(measure_utility, raw_f, candidate_f, release_f, seed, bbox, pure=False,
+                              priority=-1)  # beside the attacks, after them on a worker's queue
+    by_resolution, failures, not_applicable = run_at_resolutions(client, policy, attack_raw, release_f,
+                                                                 release_kind, bbox)
     results = worst_per_attack(by_resolution)
     try:
         measured = utility_f.result()

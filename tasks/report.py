@@ -193,19 +193,21 @@ def _map_words(guarantee: dict) -> str:
 
 
 def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | None,
-           fragments: pd.DataFrame | None) -> str:
-    """The page of the review record, with plots of the audit's frames: ``raw`` points and the candidate's
-    ``release_points`` or ``fragments``."""
+           fragments: pd.DataFrame | None, every: int = 1) -> str:
+    """The page of the review record, with plots of the audit's frames: ``raw`` points (every ``every``-th raw
+    trajectory, said in the titles when it is a sample) and the candidate's ``release_points`` or
+    ``fragments``."""
     rel, results, decision, budget = review.release, review.audits, review.gate, review.budget
     g = review.guarantee
     rid = review.release_id
     images = []
+    sampled = f" (raw: every {every}th trajectory)" if every > 1 else ""
     if release_points is not None and len(release_points):
-        images.append(("Density: raw vs release", density_plot(raw, release_points)))
-        images.append(("Trajectory length and diameter", distribution_plot(raw, release_points)))
+        images.append(("Density: raw vs release" + sampled, density_plot(raw, release_points)))
+        images.append(("Trajectory length and diameter" + sampled, distribution_plot(raw, release_points)))
     if fragments is not None and len(fragments):
         pts = fragments.explode(["lon", "lat"])
-        images.append(("Density: raw points vs released fragments (weighted by estimated count)",
+        images.append(("Density: raw points vs released fragments (weighted by estimated count)" + sampled,
                        density_plot(raw, pts, pts["estimated_count"].to_numpy(float))))
     images.append(("Attacks", attack_plot(results)))
     attack_rows = [[a["attack"], f"{a['resolution_m']:g} m" if a.get("resolution_m") else "-",
@@ -268,9 +270,11 @@ def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     return write_private(report_path(release_id), page)
 
 
-def write_review(conn: sa.Connection, release_id: int, raw: pd.DataFrame, result: CandidateRelease) -> Path:
+def write_review(conn: sa.Connection, release_id: int, raw: pd.DataFrame, result: CandidateRelease,
+                 every: int = 1) -> Path:
     """Render the review page of a release from its review record (the audit and the gate's decision stored)
-    and the audit's frames; store it."""
+    and the audit's frames (``raw``: every ``every``-th raw trajectory: :func:`tasks.audit.review_sample`);
+    store it."""
     page = render(read_review(conn, release_id), raw, None if result.shape is Shape.FRAGMENTS else result.points,
-                  result.fragments)
+                  result.fragments, every)
     return store(conn, release_id, page)

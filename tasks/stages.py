@@ -163,15 +163,16 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
     again to redo one write, and after the audit's commit the repeat is refused (the release is ``audited``)."""
-    raw = audit.gather_raw(client, prepared)
+    raw = audit.raw_on_cluster(client, prepared)
     outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
+    plotted, every = audit.review_sample(client, raw)
     def record(conn):
         audit.store(conn, release_id, outcome)
         reasons = "; ".join(outcome.decision.reasons)
         governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
         if outcome.decision.blocked:
             governance.transition(conn, release_id, "blocked", reasons)
-        return report.write_review(conn, release_id, raw, result)
+        return report.write_review(conn, release_id, plotted, result, every)
 
     page = transaction(record, "record the audit", say=print)
     artifact = create_markdown_artifact(key=f"review-report-r{release_id}",

@@ -134,8 +134,11 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(cli
 
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
+    """0.001 s: the attack runs out of time, or (when the utility figures hold the worker its frames are on) has
+    not even started by then; either way it fails and the gate fails closed."""
     policy = {"timeout_s": 0.001, "attacks": {"signature_linkage": {"max_risk": 0.2}}}
     outcome = audit.run(client, raw, truthful(raw), GatePolicy.from_dict(policy), SEED, bbox=GRID.bbox)
     assert outcome.decision.blocked
     assert list(outcome.failures) == ["signature_linkage"]
-    assert outcome.failures["signature_linkage"].startswith("timed out after 0.001 s")
+    assert outcome.failures["signature_linkage"].startswith(("timed out after 0.001 s",
+                                                             "did not start within 0.001 s"))
