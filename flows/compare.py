@@ -137,11 +137,11 @@ def audit_candidate(client, p: compare.Planned, rid: int, policy, protected):
     """Audit one candidate once its mechanism has run; returns its result when it was audited. A candidate that
     failed or released nothing ends so (recorded) without stopping the others."""
     try:
-        prepared, result = protected.result()
+        raw, result = protected.result()
         if result.released_nothing:
             nothing_released(p.spec, rid)
             return None
-        if not audit_and_gate(client, p.spec, rid, policy, prepared, result):
+        if not audit_and_gate(client, p.spec, rid, policy, raw, result):
             abort(rid, "blocked by the audit gate")
             print(f"candidate {p.label} (release {rid}) is BLOCKED by the audit gate")
         return result

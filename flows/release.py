@@ -93,11 +93,12 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
                 dask_client(spec.dask_address) as client:
             recover_interrupted(spec.dataset, running=release_id)
-            clean = ingest_and_validate(client, spec, release_id)
-            prepared, result = prepare_and_protect(client, spec, mech, release_id, params, inputs, clean)
+            # the validated partitions go straight into protect, unnamed: let go once it returns
+            raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
+                                              ingest_and_validate(client, spec, release_id))
             if result.released_nothing:
                 return nothing_released(spec, release_id)
-            passed = audit_and_gate(client, spec, release_id, policy, prepared, result)
+            passed = audit_and_gate(client, spec, release_id, policy, raw, result)
     except Exception as exc:
         fail(release_id, spec.dataset, exc)
         raise

@@ -12,6 +12,8 @@ release a second noisy view under one charge).
 from __future__ import annotations
 
 import numpy as np
+from distributed import Future
+from distributed import wait as wait_futures
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
@@ -33,7 +35,7 @@ from tasks import (
 from tasks.dask_cluster import n_workers
 from tasks.db import engine as db_engine
 from tasks.db import is_transient, transaction, with_retries
-from trajpub.candidate import Shape
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
@@ -119,8 +121,10 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 @task(cache_policy=NO_CACHE, retries=0)
 def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: int, params, inputs: PublicInputs,
-                        clean) -> tuple[list, dict]:
-    """Segment and grid the clean points, run the mechanism, check its output, stage the candidate.
+                        clean) -> tuple[Future, CandidateRelease]:
+    """Segment and grid the clean points, run the mechanism, check its output, stage the candidate. Returns the
+    auditor's raw frame, built on a worker from the prepared partitions (:func:`tasks.audit.raw_on_cluster`: the
+    partitions are then let go, so that a city's points are not held twice), and the candidate.
 
     Retry policy: none. Once the mechanism starts, the budget reserved at plan is spent
     (:func:`tasks.governance.mark_mechanism_started`); a second run would release a second noisy view of the same
@@ -151,19 +155,20 @@ def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: 
 
     transaction(stage, "stage the candidate", say=print)
     print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
-    return prepared, result
+    raw = audit.raw_on_cluster(client, prepared)
+    wait_futures(raw)
+    return raw, result
 
 
 @task(cache_policy=NO_CACHE, retries=0)
-def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, prepared,
-                   result) -> bool:
+def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, raw: Future,
+                   result: CandidateRelease) -> bool:
     """Run the gate policy's attacks and utility metrics on the staged candidate, record them with the gate's
     decision and the review report; True when the gate passes.
 
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
     again to redo one write, and after the audit's commit the repeat is refused (the release is ``audited``)."""
-    raw = audit.raw_on_cluster(client, prepared)
     outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
     plotted, every = audit.review_sample(client, raw)
     def record(conn):
