@@ -139,6 +139,10 @@ class GatePolicy:
                 p.setdefault("timezone", timezone)
         return replace(self, attack_params={name: p for name, p in params.items() if p})
 
+    def not_applicable_rule(self, name: str) -> str:
+        """What the gate does when attack ``name`` cannot measure a release: the policy's rule, else block."""
+        return self.when_not_applicable.get(name, "block")
+
     def attacks_for(self, release_kind: str) -> list[str]:
         """The policy's attacks that run on a release of this kind."""
         return sorted(name for name in self.max_risk
@@ -289,7 +293,7 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind:
         reasons.append(f"{name}: the attack failed ({why}); the gate fails closed")
         per_attack[name] = {"status": "failed", "threshold": policy.max_risk.get(name), "error": why}
     for name, why in (not_applicable or {}).items():
-        rule = policy.when_not_applicable.get(name, "block")
+        rule = policy.not_applicable_rule(name)
         if rule == "block":
             reasons.append(f"{name}: not applicable ({why}); the policy blocks a release this attack cannot measure")
         per_attack[name] = {"status": "not applicable", "threshold": policy.max_risk.get(name), "why": why,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 import time
 import uuid
 from dataclasses import dataclass
@@ -320,12 +321,11 @@ def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease,
     [raw_f] = on_cluster(client, raw)
     candidate_f = client.scatter(candidate, hash=False, direct=True)
     frames = client.submit(attack_frames, raw_f, candidate_f, pure=False)
-    attack_raw, release_f = (client.submit(lambda pair, i: pair[i], frames, i, pure=False) for i in (0, 1))
+    attack_raw, release_f = (client.submit(operator.getitem, frames, i, pure=False) for i in (0, 1))
+    wait_futures([attack_raw, release_f])  # the attacks' time limits count from when their frames exist
     # the utility figures on a worker while the attacks run (they read the raw frame as prepared: the attacks'
     # one unless the release is fragments, whose attacks play per trajectory)
-    wait_futures([attack_raw, release_f])  # the attacks' time limits count from when their frames exist
-    utility_f = client.submit(measure_utility, raw_f, candidate_f, release_f, seed, bbox, pure=False,
-                              priority=-1)  # beside the attacks, after them on a worker's queue
+    utility_f = client.submit(measure_utility, raw_f, candidate_f, release_f, seed, bbox, pure=False)
     by_resolution, failures, not_applicable = run_at_resolutions(client, policy, attack_raw, release_f,
                                                                  release_kind, bbox)
     results = worst_per_attack(by_resolution)
@@ -352,7 +352,7 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
              "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "th": threshold,
              "ok": threshold is None or r.risk <= threshold, "ev": json.dumps(r.to_dict())})
     unmeasured = [(name, "failed", error, False) for name, error in outcome.failures.items()]
-    unmeasured += [(name, "not applicable", why, outcome.decision.per_attack[name]["when_not_applicable"] == "pass")
+    unmeasured += [(name, "not applicable", why, outcome.policy.not_applicable_rule(name) == "pass")
                    for name, why in outcome.not_applicable.items()]
     for name, kind, why, passed in unmeasured:
         conn.execute(sa.text(

@@ -122,8 +122,7 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
         kinds = set(candidate.attack_products.get(name, ())) or None
         if kinds is not None and (floor_kinds is None or not floor_kinds <= kinds):
             out.append(f"it runs {name} on fewer release kinds")
-        if (candidate.when_not_applicable.get(name, "block"), floor.when_not_applicable.get(name, "block")) \
-                == ("pass", "block"):
+        if (candidate.not_applicable_rule(name), floor.not_applicable_rule(name)) == ("pass", "block"):
             out.append(f"it passes releases that {name} cannot measure, where the floor blocks them")
     missing = sorted(set(floor.resolutions_m) - set(candidate.resolutions_m))
     if missing:  # the adversary's grids: dropping one lets a release pass where it would link more

@@ -201,7 +201,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
     g = review.guarantee
     rid = review.release_id
     images = []
-    sampled = f" (raw: every {every}th trajectory)" if every > 1 else ""
+    sampled = f" (raw: one trajectory in {every})" if every > 1 else ""
     if release_points is not None and len(release_points):
         images.append(("Density: raw vs release" + sampled, density_plot(raw, release_points)))
         images.append(("Trajectory length and diameter" + sampled, distribution_plot(raw, release_points)))

@@ -192,6 +192,6 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     for name, error in outcome.failures.items():
         print(f"audit: {name}: FAILED ({error})")
     for name, why in outcome.not_applicable.items():
-        rule = outcome.decision.per_attack[name]["when_not_applicable"]
+        rule = outcome.policy.not_applicable_rule(name)
         print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
     return not outcome.decision.blocked
