@@ -28,6 +28,7 @@ from scipy.spatial import ConvexHull, cKDTree
 from scipy.spatial.distance import pdist
 from scipy.special import rel_entr
 
+from audits.circles import circle_counts
 from trajpub.errors import InputError, ParameterError
 from trajpub.frame import require_columns
 
@@ -65,6 +66,8 @@ MOVED_RADIUS_M = 1000.0
 EARTH_RADIUS_M = 6_371_008.8
 _BRUTE_FORCE_DIAMETER = 64
 _DIAMETER_PAIRS_PER_BATCH = 4_000_000  # point pairs per batch of the brute force (~100 MB)
+_DIAMETER_POINTS_PER_BLOCK = 1_000_000  # points per block of the long trajectories' hulls (~50 MB)
+_NEIGHBOUR_QUERY_BLOCK = 1_000_000  # points per block of :func:`_has_neighbour`'s k-d tree queries (~50 MB)
 
 
 def jsd(p: npt.ArrayLike, q: npt.ArrayLike) -> float:
@@ -194,8 +197,8 @@ def _ordered_points(raw: pd.DataFrame, release: pd.DataFrame) -> tuple[pd.DataFr
     """Both frames' points in ``traj_id, seq`` order, and the raw bounding box (lon0, lon1, lat0, lat1) that
     TE and FFP grid over."""
     columns = ("traj_id", "seq", "lon", "lat")
-    raw_pts = _frame(raw, "raw", columns).sort_values(["traj_id", "seq"], kind="stable")
-    rel_pts = _frame(release, "release", columns).sort_values(["traj_id", "seq"], kind="stable")
+    raw_pts = _in_order(_frame(raw, "raw", columns), ["traj_id", "seq"])
+    rel_pts = _in_order(_frame(release, "release", columns), ["traj_id", "seq"])
     return raw_pts, rel_pts, (raw_pts["lon"].min(), raw_pts["lon"].max(), raw_pts["lat"].min(),
                               raw_pts["lat"].max())
 
@@ -211,9 +214,22 @@ def _frame(frame: pd.DataFrame, label: str, columns: tuple[str, ...]) -> pd.Data
     points = frame.loc[:, list(columns)]
     for c in ("lon", "lat", "x", "y"):
         if c in points.columns:
-            points = points[np.isfinite(points[c].to_numpy(dtype=float))]
+            finite = np.isfinite(points[c].to_numpy(dtype=float))
+            if not finite.all():  # a city's frame is copied only when it has points to drop
+                points = points[finite]
     _require_rows(points, f"{label} frame")
     return points
+
+
+def _in_order(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``points`` stably sorted by ``keys`` (one or two columns), returned as they are when already in that order
+    (the prepared frames are: no copy of a city's points)."""
+    first = points[keys[0]].to_numpy()
+    ahead, tied = first[1:] > first[:-1], first[1:] == first[:-1]
+    if len(keys) == 2:
+        second = points[keys[1]].to_numpy()
+        tied &= second[1:] >= second[:-1]
+    return points if (ahead | tied).all() else points.sort_values(keys, kind="stable")
 
 
 def _planar_trajectories(raw: pd.DataFrame, release: pd.DataFrame,
@@ -226,7 +242,7 @@ def _planar_trajectories(raw: pd.DataFrame, release: pd.DataFrame,
     planar = all(c in f.columns for f in (raw, release) for c in ("x", "y"))
     coords = ("x", "y") if planar else ("lon", "lat")
     keys = ("traj_id", "seq") if ordered else ("traj_id",)
-    frames = [_frame(f, label, (*keys, *coords)).sort_values(list(keys), kind="stable")
+    frames = [_in_order(_frame(f, label, (*keys, *coords)), list(keys))
               for f, label in ((raw, "raw"), (release, "release"))]
     cos_lat0 = np.cos(np.radians(frames[0]["lat"].mean())) if not planar else 1.0
     out = []
@@ -269,19 +285,25 @@ def _diameters(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
     large = np.flatnonzero(sizes > _BRUTE_FORCE_DIAMETER)
     if len(large) == 0:
         return out
-    rows = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in large])
-    owner = np.repeat(np.arange(len(large)), sizes[large])
-    order = np.lexsort((xy[rows, 1], xy[rows, 0], owner))  # np.unique(pts, axis=0)'s order, per trajectory
-    rows, owner = rows[order], owner[order]
-    distinct = np.r_[True, (owner[1:] != owner[:-1]) | (xy[rows[1:]] != xy[rows[:-1]]).any(axis=1)]
-    rows, owner = rows[distinct], owner[distinct]
-    for k, (lo, hi) in zip(large, pairwise(np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])),
-                           strict=True):
-        pts = xy[rows[lo:hi]]
-        if len(pts) > _BRUTE_FORCE_DIAMETER:
-            pts = pts[ConvexHull(pts, qhull_options="QJ").vertices]
-        if len(pts) > 1:
-            out[k] = pdist(pts).max()
+    # in blocks of about _DIAMETER_POINTS_PER_BLOCK points (whole trajectories), so that a city's frame is not
+    # indexed, sorted and compared all at once
+    ends = np.cumsum(sizes[large])
+    cuts = np.unique(np.searchsorted(ends, np.arange(_DIAMETER_POINTS_PER_BLOCK, ends[-1],
+                                                     _DIAMETER_POINTS_PER_BLOCK)) + 1)
+    for block in np.split(large, cuts[cuts < len(large)]):
+        rows = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in block])
+        owner = np.repeat(np.arange(len(block)), sizes[block])
+        order = np.lexsort((xy[rows, 1], xy[rows, 0], owner))  # np.unique(pts, axis=0)'s order, per trajectory
+        owner, pts = owner[order], xy[rows[order]]
+        distinct = np.r_[True, (owner[1:] != owner[:-1]) | (pts[1:, 0] != pts[:-1, 0]) | (pts[1:, 1] != pts[:-1, 1])]
+        owner, pts = owner[distinct], pts[distinct]
+        for k, (lo, hi) in zip(block, pairwise(np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])),
+                               strict=True):
+            hull = pts[lo:hi]
+            if len(hull) > _BRUTE_FORCE_DIAMETER:
+                hull = hull[ConvexHull(hull, qhull_options="QJ").vertices]
+            if len(hull) > 1:
+                out[k] = pdist(hull).max()
     return out
 
 
@@ -440,17 +462,19 @@ def information_loss(raw: pd.DataFrame, release: pd.DataFrame, tolerance_m: floa
                     "information_loss: release frame")
     _require_rows(raw, "information_loss: raw frame")
     raw_xy, rel_xy = planar_coordinates(raw, release)
-    owners = pd.factorize(pd.concat([raw["object_id"].astype(str),
-                                     release["object_id"].astype(str) if match == "owner"
-                                     else pd.Series([], dtype=str)], ignore_index=True))[0]
-    raw_owner = owners[:len(raw)] if match == "owner" else np.zeros(len(raw), np.int64)
-    rel_owner = owners[len(raw):] if match == "owner" else np.zeros(len(release), np.int64)
+    if match == "owner":
+        owners = pd.factorize(pd.concat([raw["object_id"].astype(str), release["object_id"].astype(str)],
+                                        ignore_index=True))[0]
+        raw_owner, rel_owner = owners[:len(raw)], owners[len(raw):]
+    else:
+        raw_owner, rel_owner = np.zeros(len(raw), np.int64), np.zeros(len(release), np.int64)
     raw_t = epoch_seconds(raw["t"]) if timed else np.zeros(len(raw))
     rel_t = epoch_seconds(release["t"]) if timed else np.zeros(len(release))
     rel_ok = np.isfinite(rel_xy).all(axis=1) & np.isfinite(rel_t)
     raw_ok = np.isfinite(raw_xy).all(axis=1) & np.isfinite(raw_t)
     preserved = np.zeros(len(raw), dtype=bool)
     if rel_ok.any() and raw_ok.any():
+        raw_ok, rel_ok = (ok if not ok.all() else slice(None) for ok in (raw_ok, rel_ok))  # views, not copies
         preserved[raw_ok] = _has_neighbour(raw_xy[raw_ok], raw_t[raw_ok], raw_owner[raw_ok], rel_xy[rel_ok],
                                            rel_t[rel_ok], rel_owner[rel_ok], tolerance_m,
                                            tolerance_s if timed else None)
@@ -637,15 +661,16 @@ def _has_neighbour(xy: np.ndarray, t: np.ndarray, owner: np.ndarray, other_xy: n
         return left[keys].merge(right, on=keys, how="left")["hit"].fillna(False).to_numpy(dtype=bool)
     box = max(radius_m, 1e-6)  # a zero radius (equal positions, or equal times) as a micrometre / microsecond
     scale = box / max(radius_s, 1e-6) if timed else 0.0  # seconds -> metres, so the box is radius_s wide in time
-    both_xy, both_t = np.concatenate([xy, other_xy]), np.concatenate([t, other_t])
-    t0 = float(both_t.min()) if timed else 0.0
-    offset = 4 * (float(np.abs(both_xy).max()) + box) + 4 * scale * (float(both_t.max()) - t0) + 1.0
+    sides = [side for side in ((xy, t), (other_xy, other_t)) if len(side[0])]  # no copy of a city's points
+    t0 = min(float(tt.min()) for _, tt in sides) if timed else 0.0
+    t1 = max(float(tt.max()) for _, tt in sides)
+    reach = max(max(-float(p.min()), float(p.max())) for p, _ in sides)
+    offset = 4 * (reach + box) + 4 * scale * (t1 - t0) + 1.0
 
     def embed(p: np.ndarray, tt: np.ndarray, o: np.ndarray) -> np.ndarray:
         return np.column_stack([p, (tt - t0) * scale, o * offset])
 
     tree = cKDTree(embed(other_xy, other_t, other_owner))
-    queries = embed(xy, t, owner)
     bound = box * (1 + 1e-9)
 
     def near(query: np.ndarray, candidate: np.ndarray) -> np.ndarray:
@@ -656,16 +681,20 @@ def _has_neighbour(xy: np.ndarray, t: np.ndarray, owner: np.ndarray, other_xy: n
 
     # The nearest point in the box decides almost every point with constant memory; only points whose nearest
     # box neighbour is outside the disc (a box corner) have their whole box listed, so the answer stays exact.
-    dist, nearest = tree.query(queries, k=1, p=np.inf, distance_upper_bound=bound)
-    in_box = np.flatnonzero(np.isfinite(dist))
+    # The points are queried in blocks, so that the embedded queries of a city (10^7 points) are never all held.
     found = np.zeros(len(xy), dtype=bool)
-    found[in_box] = near(in_box, nearest[in_box])
-    undecided = in_box[~found[in_box]]
-    if len(undecided):
-        query, candidate = flatten_hits(tree.query_ball_point(queries[undecided], r=bound, p=np.inf,
-                                                              return_sorted=False))
-        hit = near(undecided[query], candidate)
-        found[undecided] = np.bincount(query[hit], minlength=len(undecided)) > 0
+    for first in range(0, len(xy), _NEIGHBOUR_QUERY_BLOCK):
+        block = np.arange(first, min(first + _NEIGHBOUR_QUERY_BLOCK, len(xy)))
+        queries = embed(xy[block], t[block], owner[block])
+        dist, nearest = tree.query(queries, k=1, p=np.inf, distance_upper_bound=bound)
+        in_box = np.flatnonzero(np.isfinite(dist))
+        found[block[in_box]] = near(block[in_box], nearest[in_box])
+        undecided = in_box[~found[block[in_box]]]
+        if len(undecided):
+            query, candidate = flatten_hits(tree.query_ball_point(queries[undecided], r=bound, p=np.inf,
+                                                                  return_sorted=False))
+            hit = near(block[undecided[query]], candidate)
+            found[block[undecided]] = np.bincount(query[hit], minlength=len(undecided)) > 0
     return found
 
 
@@ -725,29 +754,9 @@ def circle_query_re(raw: pd.DataFrame, release: pd.DataFrame, rng: np.random.Gen
     centres = raw_xy[rng.integers(0, len(raw_xy), n_queries)]
     radii = rng.uniform(radius_m[0], radius_m[1], n_queries)
     n_raw = int(raw_codes.max()) + 1
-    q_raw = _circle_counts(raw_xy, raw_codes, centres, radii)
-    q_rel = _circle_counts(rel_xy, rel_codes, centres, radii)
+    q_raw = circle_counts(raw_xy, raw_codes, centres, radii)
+    q_rel = circle_counts(rel_xy, rel_codes, centres, radii)
     return float(np.mean(np.abs(q_rel - q_raw) / np.maximum(q_raw, sanity * n_raw)))
-
-
-def _circle_counts(xy: np.ndarray, codes: np.ndarray, centres: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    """Per circle: the number of trajectories (``codes``, points grouped and ordered) that have a point or a
-    segment at distance <= radius from the centre (point-to-segment distance of the projection, clamped)."""
-    same = np.r_[codes[1:] == codes[:-1], False]
-    a = xy
-    b = np.where(same[:, None], np.roll(xy, -1, axis=0), xy)  # a trajectory's last point: a degenerate segment
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    ab = b - a
-    ab2 = np.maximum((ab**2).sum(axis=1), np.finfo(float).tiny)
-    out = np.zeros(len(centres))
-    for i, (c, r) in enumerate(zip(centres, radii, strict=True)):
-        near = np.flatnonzero((lo[:, 0] <= c[0] + r) & (hi[:, 0] >= c[0] - r) & (lo[:, 1] <= c[1] + r)
-                              & (hi[:, 1] >= c[1] - r))
-        s = np.clip(((c - a[near]) * ab[near]).sum(axis=1) / ab2[near], 0.0, 1.0)
-        closest = a[near] + s[:, None] * ab[near]
-        hit = np.hypot(*(closest - c).T) <= r
-        out[i] = len(np.unique(codes[near[hit]]))
-    return out
 
 
 def outside_bbox_share(release: pd.DataFrame, bbox: tuple[float, float, float, float]) -> float:

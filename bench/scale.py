@@ -75,6 +75,8 @@ class ProcessSampler:
         self.groups, self.interval_s = groups, interval_s
         self.peak_total = 0
         self.peak: dict[str, int] = dict.fromkeys(groups, 0)
+        self.at_peak: tuple[float, dict[str, int]] = (0.0, {})  # when the sum peaked, and each group then
+        self.memory: list[tuple[float, dict[str, int]]] = []
         self.samples = 0
         self._cpu: dict[tuple[str, int, float], float] = {}
         self.series: list[tuple[float, dict[str, float]]] = []
@@ -105,11 +107,14 @@ class ProcessSampler:
             seen[name] = sum(self._group(name, pid) for pid in roots())
         for name, value in seen.items():
             self.peak[name] = max(self.peak[name], value)
-        self.peak_total = max(self.peak_total, sum(seen.values()))
+        now = time.time()
+        if sum(seen.values()) > self.peak_total:
+            self.peak_total, self.at_peak = sum(seen.values()), (now, seen)
+        self.memory.append((now, seen))
         cpu = dict.fromkeys(self.groups, 0.0)
         for (name, _, _), seconds in self._cpu.items():
             cpu[name] += seconds
-        self.series.append((time.time(), cpu))
+        self.series.append((now, cpu))
         self.samples += 1
 
     def cpu_between(self, start: float, end: float) -> float:
@@ -138,6 +143,9 @@ class ProcessSampler:
         gib = 2 ** 30
         return {"peak_total_gib": self.peak_total / gib, "samples": self.samples,
                 "peak_gib": {k: v / gib for k, v in self.peak.items()},
+                "at_peak": {"time": self.at_peak[0], "gib": {k: v / gib for k, v in self.at_peak[1].items()}},
+                "memory_gib": [(round(t, 2), {k: round(v / gib, 3) for k, v in seen.items()})
+                               for t, seen in self.memory],
                 "cpu_s": self.series[-1][1] if self.series else {}}
 
 
@@ -172,6 +180,15 @@ def stage_times(release: dict, launched: float, sampler: ProcessSampler) -> tupl
     return wall, cpu
 
 
+def stage_at(release: dict, seconds: float) -> str | None:
+    """The stage (of :data:`STAGES`, launch → review aside) that ran ``seconds`` after launch."""
+    points = stage_points(release["transitions"], release["log_marks"])
+    for name, a, b in STAGES[:-1]:
+        if a in points and b in points and points[a] <= seconds <= points[b]:
+            return name
+    return None
+
+
 def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
     path = OUT_DIR / f"tdrive_x{factor}_days.csv.gz"
     if not path.exists():
@@ -197,7 +214,7 @@ def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
     with process_cluster(args.workers, cluster_dir) as cluster:
         groups = {"flow": lambda: [p] if (p := flow_pid()) else [],
                   "scheduler": lambda: [cluster.scheduler.pid],
-                  "workers": lambda: [w.pid for w in cluster.workers],
+                  **{f"worker {i}": (lambda w=w: [w.pid]) for i, w in enumerate(cluster.workers, 1)},
                   "postgres": lambda: [pg] if pg else []}
         with ProcessSampler(groups, args.sample_s) as mem:
             say(f"release on {dataset}, Dask at {cluster.address} ({args.workers} workers)")
@@ -205,11 +222,13 @@ def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
             release = run_release(dataset, f"x{factor}", args.timeout_s, dask_address=cluster.address)
         release["memory"] = mem.to_dict()
     release["stages"], release["stage_cpu_s"] = stage_times(release, launched, mem)
+    release["peak_stage"] = stage_at(release, mem.at_peak[0] - launched)
     out["release"] = release
     out["loadavg_end"] = loadavg()
     say(f"  release {release['release_id']}: {release['status']} then {release.get('final_status')}; "
         + ", ".join(f"{k} {v:.1f} s" for k, v in release["stages"].items() if v is not None)
-        + f"; peak PSS {mem.peak_total / 2**30:.2f} GiB")
+        + f"; peak PSS {mem.peak_total / 2**30:.2f} GiB during {release['peak_stage']} ("
+        + fmt_groups(release["memory"], "at_peak") + ")")
     return out
 
 
@@ -257,12 +276,15 @@ def markdown(results: dict) -> str:
     out.append("")
     for r in runs:
         out.append(f"- {r['factor']}x peak PSS by group, load: {fmt_groups(r['load']['memory'])}; release: "
-                   f"{fmt_groups(r['release']['memory'])}")
+                   f"{fmt_groups(r['release']['memory'])}; at the release's peak (during "
+                   f"{r['release']['peak_stage']}): {fmt_groups(r['release']['memory'], 'at_peak')}")
     return "\n".join(out) + "\n"
 
 
-def fmt_groups(memory: dict) -> str:
-    return ", ".join(f"{k} {v:.2f}" for k, v in memory["peak_gib"].items()) + " GiB"
+def fmt_groups(memory: dict, which: str = "peak_gib") -> str:
+    """Each group's own peak, or (``at_peak``) each group's PSS when the sum peaked."""
+    gib = memory["at_peak"]["gib"] if which == "at_peak" else memory[which]
+    return ", ".join(f"{k} {v:.2f}" for k, v in gib.items()) + " GiB"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dask
+import pyarrow as pa
 from distributed import Client, LocalCluster
 
 from trajpub.errors import TrajpubError
@@ -58,6 +60,26 @@ def dask_client(address: str | None = None) -> Iterator[Client]:
 
 def n_workers(client: Client) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+def release_unused_memory(client: Client) -> None:
+    """Hand the memory the workers (and this process) have freed back to the operating system, between stages.
+
+    Freed memory otherwise stays with the allocators: Arrow's pool (mimalloc; the partitions are read and their
+    strings held by Arrow) and glibc's heap (pandas' and Great Expectations' smaller allocations). At 40x T-Drive
+    that was about 1 GiB per worker after validation, held through the audit, whose large arrays are fresh
+    mappings that cannot reuse it (bench/SCALE_RESULTS.md). This is Dask's own advice for unmanaged memory
+    ("Memory not released back to the OS": ``client.run`` of ``malloc_trim``)."""
+    client.run(_release_unused)
+    _release_unused()
+
+
+def _release_unused() -> None:
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim this way
+        pass
 
 
 @dataclass

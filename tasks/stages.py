@@ -32,7 +32,7 @@ from tasks import (
     report,
     validate,
 )
-from tasks.dask_cluster import n_workers
+from tasks.dask_cluster import n_workers, release_unused_memory
 from tasks.db import engine as db_engine
 from tasks.db import is_transient, transaction, with_retries
 from trajpub.candidate import CandidateRelease, Shape
@@ -93,7 +93,7 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
     partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
     client.gather(warming)
-    clean, quarantined, report = validate.validate(client, partitions, spec)
+    clean, quarantine, report = validate.validate(client, partitions, spec, release_id)
     try:
         validate.enforce_policy(report)
         refused = None
@@ -104,7 +104,7 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
         governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
                                   snapshot_points=snapshot.n_points)
         governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
-        validate.store(conn, release_id, spec.dataset, quarantined, report)
+        validate.store(conn, release_id, quarantine, report)
         if refused is None:
             governance.transition(conn, release_id, "validated", f"{report['n_quarantined']} points quarantined")
 
@@ -129,6 +129,7 @@ def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: 
     Retry policy: none. Once the mechanism starts, the budget reserved at plan is spent
     (:func:`tasks.governance.mark_mechanism_started`); a second run would release a second noisy view of the same
     data under one charge. Before that mark the stage reads no database (its inputs are on the workers)."""
+    release_unused_memory(client)  # what reading and validating freed (the raw partitions are let go by now)
     prepared, stats = prepare.prepare(client, clean, spec.prepare, spec.grid, mech.max_records_per_object(params))
     print(f"prepared: {stats['trajectories']} trajectories of {stats['objects']} objects on a "
           f"{spec.grid.n_cols}x{spec.grid.n_rows} grid of {spec.grid.cell_size_m:g} m cells")
@@ -169,6 +170,7 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
     again to redo one write, and after the audit's commit the repeat is refused (the release is ``audited``)."""
+    release_unused_memory(client)  # what preparing and the mechanism freed (the partitions are let go by now)
     outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
     plotted, every = audit.review_sample(client, raw)
     def record(conn):

@@ -119,17 +119,22 @@ def merge_summaries(parts: list[list[dict]]) -> list[dict]:
     return list(merged.values())
 
 
-def validate(client: Client, partitions: list[Future], spec: ReleaseSpec) -> tuple[list[Future], pd.DataFrame, dict]:
-    """Validate every partition on the workers; the clean partitions stay there as futures."""
+def validate(client: Client, partitions: list[Future], spec: ReleaseSpec, release_id: int
+             ) -> tuple[list[Future], list[Future], dict]:
+    """Validate every partition on the workers; the clean partitions and the quarantined rows (as the CSV of
+    :func:`store`'s COPY, one per partition: :func:`quarantine_csv`) stay there as futures, the flow gets the
+    report."""
     suite, params = load_suite(), suite_parameters(spec)
     results = client.map(validate_partition, partitions, suite=suite, params=params, pure=False)
     clean = client.map(operator.itemgetter(0), results)
-    quarantined = pd.concat(client.gather(client.map(operator.itemgetter(1), results)), ignore_index=True)
+    quarantined = client.map(operator.itemgetter(1), results)
+    quarantine = client.map(quarantine_csv, quarantined, dataset=spec.dataset, release_id=release_id, pure=False)
     summary_parts = client.gather(client.map(operator.itemgetter(2), results))
     n_rows = sum(int(n) for n in client.gather(client.map(len, partitions)))
-    n_integrity = int((quarantined["counts_as"] == "integrity").sum())
-    n_duplicate = int((quarantined["counts_as"] == "duplicate").sum())
-    report = {"suite": suite["name"], "n_rows": n_rows, "n_quarantined": len(quarantined),
+    kinds = client.gather(client.map(lambda q: q["counts_as"].value_counts().to_dict(), quarantined))
+    n_integrity = sum(int(k.get("integrity", 0)) for k in kinds)
+    n_duplicate = sum(int(k.get("duplicate", 0)) for k in kinds)
+    report = {"suite": suite["name"], "n_rows": n_rows, "n_quarantined": n_integrity + n_duplicate,
               "n_integrity": n_integrity, "n_duplicate": n_duplicate,
               "integrity_share": n_integrity / n_rows, "duplicate_share": n_duplicate / n_rows,
               "max_quarantine_share": spec.validation.max_quarantine_share,
@@ -138,27 +143,37 @@ def validate(client: Client, partitions: list[Future], spec: ReleaseSpec) -> tup
               "expectations": merge_summaries(summary_parts)}
     report["success"] = (report["integrity_share"] <= spec.validation.max_quarantine_share
                          and report["duplicate_share"] <= spec.validation.max_duplicate_share)
-    return clean, quarantined, report
+    return clean, quarantine, report
 
 
-def store(conn: sa.Connection, release_id: int, dataset: str, quarantined: pd.DataFrame, report: dict) -> None:
-    """Quarantine the failing rows (with the expectations they failed) and store the suite's result."""
-    if len(quarantined):  # with COPY, as the loader writes its rejects: a city's release quarantines ~10^6 rows
-        n = len(quarantined)
-        records = quarantined.assign(t=quarantined["t"].astype(str)).drop(columns=["reason", "counts_as"])
-        data = csv_for_copy({
-            "dataset": pa.array([dataset] * n, pa.string()),
-            "stage": pa.array(["validate"] * n, pa.string()),
-            "source_id": pa.array(quarantined["source_id"].to_numpy(), pa.int64()),
-            "source_line": pa.array(quarantined["source_line"].to_numpy(), pa.int64()),
-            "release_id": pa.array([release_id] * n, pa.int64()),
-            "point_id": pa.array(quarantined["point_id"].to_numpy(), pa.int64()),
-            "reason": pa.array(quarantined["reason"].to_numpy(dtype=object), pa.string()),
-            "record": pa.array(records.to_json(orient="records", lines=True).splitlines(), pa.string()),
-        })
-        with conn.connection.dbapi_connection.cursor() as cursor:
-            copy_in(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, release_id, point_id,"
-                    " reason, record) FROM STDIN (FORMAT csv)", data)
+def quarantine_csv(quarantined: pd.DataFrame, dataset: str, release_id: int) -> bytes:
+    """On a worker: one partition's quarantined rows as the CSV of :func:`store`'s COPY into
+    ``staging.quarantine`` (``record`` is the raw row as JSON). Built where the rows are, so that the flow
+    process only passes a city's quarantine (~10^6 rows) through, a partition at a time."""
+    n = len(quarantined)
+    if n == 0:
+        return b""
+    records = quarantined.assign(t=quarantined["t"].astype(str)).drop(columns=["reason", "counts_as"])
+    return csv_for_copy({
+        "dataset": pa.array([dataset] * n, pa.string()),
+        "stage": pa.array(["validate"] * n, pa.string()),
+        "source_id": pa.array(quarantined["source_id"].to_numpy(), pa.int64()),
+        "source_line": pa.array(quarantined["source_line"].to_numpy(), pa.int64()),
+        "release_id": pa.array([release_id] * n, pa.int64()),
+        "point_id": pa.array(quarantined["point_id"].to_numpy(), pa.int64()),
+        "reason": pa.array(quarantined["reason"].to_numpy(dtype=object), pa.string()),
+        "record": pa.array(records.to_json(orient="records", lines=True).splitlines(), pa.string()),
+    })
+
+
+def store(conn: sa.Connection, release_id: int, quarantine: list[Future], report: dict) -> None:
+    """Quarantine the failing rows (with the expectations they failed; ``quarantine``: futures of
+    :func:`quarantine_csv`, read one at a time) and store the suite's result."""
+    with conn.connection.dbapi_connection.cursor() as cursor:
+        for part in quarantine:
+            if data := part.result():  # with COPY, as the loader writes its rejects
+                copy_in(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, release_id,"
+                        " point_id, reason, record) FROM STDIN (FORMAT csv)", data)
     conn.execute(sa.text(
         "INSERT INTO governance.validation_results (release_id, suite, success, n_rows, n_quarantined, result)"
         " VALUES (:r, :s, :ok, :n, :q, CAST(:res AS jsonb))"),

@@ -216,3 +216,24 @@ def test_hausdorff_equals_scipy_and_records_can_be_sampled():
     assert len(full) == 6 and len(some) == 3 and some.to_dict().items() <= full.to_dict().items()
     with pytest.raises(ParameterError):
         point_errors(raw, release, "dtw", max_records=3)  # sampling needs an explicit generator
+
+
+def test_diameters_and_neighbours_in_blocks_equal_the_whole_computation(monkeypatch):
+    """A city's frame is processed in blocks of points (long trajectories' hulls, k-d tree queries): blocks of a
+    few points, cutting between and after trajectories, give exactly what one block gives."""
+    from audits import utility
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 200, 40)
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    xy = rng.normal(0, 1000, (len(codes), 2))
+    xy[rng.random(len(xy)) < 0.2] = xy[0]  # repeated points
+    other = rng.normal(0, 1000, (500, 2))
+    args = (xy, np.zeros(len(xy)), np.zeros(len(xy), np.int64), other, np.zeros(len(other)),
+            np.zeros(len(other), np.int64), 60.0, None)
+    whole, near = utility._diameters(xy, codes), utility._has_neighbour(*args)
+    assert (sizes > 64).any() and 0 < near.sum() < len(near)
+    monkeypatch.setattr(utility, "_DIAMETER_POINTS_PER_BLOCK", 150)
+    monkeypatch.setattr(utility, "_NEIGHBOUR_QUERY_BLOCK", 77)
+    assert np.array_equal(utility._diameters(xy, codes), whole)
+    assert np.array_equal(utility._has_neighbour(*args), near)

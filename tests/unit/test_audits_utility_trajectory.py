@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audits.circles import circle_counts
 from audits.utility import (
     TRAJECTORY_METRICS,
-    _circle_counts,
     circle_query_re,
     duration_jsd,
     outside_bbox_share,
@@ -50,10 +50,33 @@ def test_circle_counts_a_crossing_segment_and_each_trajectory_once():
                    [10.0, 0.0], [20.0, 0.0], [30.0, 0.0],  # trajectory 1: three points inside, counted once
                    [2000.0, 2000.0], [3000.0, 3000.0]])  # trajectory 2: outside
     codes = np.array([0, 0, 1, 1, 1, 2, 2])
-    assert _circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([600.0])).tolist() == [2]
-    assert _circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([400.0])).tolist() == [1]
+    assert circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([600.0])).tolist() == [2]
+    assert circle_counts(xy, codes, np.array([[0.0, 0.0]]), np.array([400.0])).tolist() == [1]
     # the last point of trajectory 0 and the first of 1 are not a segment
-    assert _circle_counts(xy[[1, 2]], np.array([0, 1]), np.array([[500.0, 250.0]]), np.array([100.0])).tolist() == [0]
+    assert circle_counts(xy[[1, 2]], np.array([0, 1]), np.array([[500.0, 250.0]]), np.array([100.0])).tolist() == [0]
+
+
+def test_circle_counts_agree_with_every_segment_measured_one_by_one():
+    """The compiled loop (trajectory boxes skipped, first hit ends a trajectory) against the definition: the
+    distance from the centre to every segment, the projection clamped, on random walks with repeated points."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(1, 40, 60)
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    xy = np.cumsum(rng.normal(0, 300, (len(codes), 2)), axis=0) % 20_000
+    xy[rng.random(len(xy)) < 0.1] = xy[0]  # repeats: zero-length segments
+    centres, radii = rng.uniform(0, 20_000, (50, 2)), rng.uniform(100, 3000, 50)
+    expected = []
+    for c, r in zip(centres, radii, strict=True):
+        hit = set()
+        for j in range(len(xy)):
+            b = xy[j + 1] if j + 1 < len(xy) and codes[j + 1] == codes[j] else xy[j]
+            ab = b - xy[j]
+            s = min(max(float((c - xy[j]) @ ab) / max(float(ab @ ab), np.finfo(float).tiny), 0.0), 1.0)
+            if math.hypot(*(xy[j] + s * ab - c)) <= r:
+                hit.add(codes[j])
+        expected.append(len(hit))
+    assert circle_counts(xy, codes, centres, radii).tolist() == expected
+    assert 0 < sum(expected) < len(sizes) * len(centres)  # the case has circles that hit and ones that miss
 
 
 def test_circle_query_re_is_zero_for_the_raw_data_and_one_for_a_disjoint_release():
