@@ -180,13 +180,14 @@ def stage_times(release: dict, launched: float, sampler: ProcessSampler) -> tupl
     return wall, cpu
 
 
-def stage_at(release: dict, seconds: float) -> str | None:
-    """The stage (of :data:`STAGES`, launch → review aside) that ran ``seconds`` after launch."""
+def stage_at(release: dict, seconds: float) -> str:
+    """The stage (of :data:`STAGES`, launch → review aside) that ran ``seconds`` after launch; "start" before the
+    plan, "after review" once the release awaits its steward (the bench then rejects it)."""
     points = stage_points(release["transitions"], release["log_marks"])
     for name, a, b in STAGES[:-1]:
         if a in points and b in points and points[a] <= seconds <= points[b]:
             return name
-    return None
+    return "start" if seconds < points.get("planned", 0.0) else "after review"
 
 
 def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
