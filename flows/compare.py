@@ -8,8 +8,8 @@ pick, with lineage naming the comparison; the other candidates are rejected as n
 discarded.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value, and
+# the spec parameter's annotation must resolve there (flows/release.py).
 import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
@@ -26,7 +26,7 @@ from tasks.db import alive_lock_key, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.candidate import Shape
-from trajpub.comparison import recommend
+from trajpub.comparison import Comparison, recommend
 from trajpub.errors import PolicyError, TrajpubError
 
 
@@ -42,8 +42,10 @@ class StewardPick(RunInput):
 
 
 @flow(name="compare", log_prints=True)
-def compare_flow(spec: dict) -> dict:
-    """A comparison of candidate releases of ``spec`` (a comparison spec: :mod:`trajpub.comparison`)."""
+def compare_flow(spec: Comparison) -> dict:
+    """A comparison of candidate releases of ``spec``: a comparison spec (:mod:`trajpub.comparison`), or its mapping
+    (YAML, a deployment's parameters, the Prefect UI's form), which Prefect parses with
+    :func:`~trajpub.comparison.parse_comparison` before the run starts."""
     comparison, planned = compare.parse(spec)
     planned = compare.resolve(db_engine(), planned)
     dataset = planned[0].spec.dataset

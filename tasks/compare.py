@@ -36,10 +36,11 @@ class Planned:
     inputs: PublicInputs | None = None
 
 
-def parse(data: dict) -> tuple[Comparison, list[Planned]]:
-    """The comparison and each candidate's release spec and parameters, all checked before anything is planned:
-    an error names the candidate (``candidates: glove k=1``) and what is wrong with it."""
-    comparison = parse_comparison(data)
+def parse(data: dict | Comparison) -> tuple[Comparison, list[Planned]]:
+    """The comparison (``data``: a comparison spec's mapping, or the comparison already parsed) and each
+    candidate's release spec and parameters, all checked before anything is planned: an error names the candidate
+    (``candidates: glove k=1``) and what is wrong with it."""
+    comparison = data if isinstance(data, Comparison) else parse_comparison(data)
     planned = []
     for candidate in comparison.candidates:
         try:

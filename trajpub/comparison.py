@@ -67,6 +67,36 @@ class Comparison:
         return {"name": self.name, "candidates": [{"mechanism": c.mechanism, "params": c.params}
                                                   for c in self.candidates]}
 
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: type, handler: Any) -> Any:
+        """As a flow's parameter type (pydantic, which Prefect uses), as :class:`~trajpub.spec.ReleaseSpec` is: a
+        mapping is parsed by :func:`parse_comparison` (the same checks and one-sentence errors as a YAML spec), a
+        parsed comparison taken as it is; the JSON schema (below) is the comparison spec's layout, so that the
+        deployment's parameter schema and the Prefect UI's run form show its fields."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            lambda value: value if isinstance(value, cls) else parse_comparison(value),
+            json_schema_input_schema=handler.generate_schema(ReleaseSpec))
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:
+        """The release spec's fields without ``mechanism`` and ``params``, which move into each of the
+        ``candidates`` (with a ``grid`` of values to expand), and the comparison's ``name``."""
+        spec = handler.resolve_ref_schema(handler(schema))
+        props = {k: v for k, v in spec["properties"].items() if k not in SHARED_ONLY}
+        props["name"] = {"title": "Name", "type": "string", "pattern": f"^(?:{DATASET_NAME.pattern})$", "description":
+                         "The comparison's name (default: the dataset's)"}
+        props["candidates"] = {"title": "Candidates", "type": "array", "minItems": 1, "items": {
+            "type": "object", "additionalProperties": False, "required": ["mechanism"], "properties": {
+                "mechanism": {k: v for k, v in spec["properties"]["mechanism"].items() if k != "default"},
+                "params": spec["properties"]["params"],
+                "grid": {"title": "Grid", "type": "object", "description": "parameter -> list of values: one "
+                         "candidate per combination", "additionalProperties": {"type": "array", "minItems": 1}}}},
+            "description": f"At most {MAX_CANDIDATES} once the grids are expanded"}
+        return {"title": "Comparison", "type": "object", "properties": props, "additionalProperties": False,
+                "required": [*(r for r in spec.get("required", []) if r not in SHARED_ONLY), "candidates"]}
+
 
 def expand_grid(entry: Any, where: str) -> list[Candidate]:
     """The candidates of one ``candidates`` entry: its parameters, times every combination of its grid's values
