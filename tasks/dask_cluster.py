@@ -69,8 +69,9 @@ def release_unused_memory(client: Client) -> None:
     strings held by Arrow) and glibc's heap (pandas' and Great Expectations' smaller allocations). At 40x T-Drive
     that was about 1 GiB per worker after validation, held through the audit, whose large arrays are fresh
     mappings that cannot reuse it (bench/SCALE_RESULTS.md). This is Dask's own advice for unmanaged memory
-    ("Memory not released back to the OS": ``client.run`` of ``malloc_trim``)."""
-    client.run(_release_unused)
+    ("Memory not released back to the OS": ``client.run`` of ``malloc_trim``). Best effort: a worker that does not
+    answer is skipped (the stages themselves deal with lost workers)."""
+    client.run(_release_unused, on_error="ignore")
     _release_unused()
 
 
