@@ -104,14 +104,15 @@ def _read_text(path: Path) -> str:
                          _where(path, line)) from exc
 
 
-def _split_lines(text: str) -> list[str]:
-    """Lines split on LF only (so line numbers match what editors show), a trailing CR removed."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+def _split_lines(text: str) -> pa.LargeStringArray:
+    """Lines split on LF only (so line numbers match what editors show), a trailing CR removed, as an Arrow array:
+    no Python object per line (a city's file has 10^7 lines)."""
+    lines = pc.split_pattern(pa.array([text], pa.large_string()), "\n").flatten()
+    if lines[-1].as_py() == "":  # the text ends with a newline (or is empty): no line after it
+        lines = lines.slice(0, len(lines) - 1)
     if "\r" not in text:
         return lines
-    return [ln.removesuffix("\r") for ln in lines]
+    return pc.replace_substring_regex(lines, "\r$", "")
 
 
 def _header_fields(line: str, sep: str) -> list[str]:
@@ -149,7 +150,7 @@ def _csv_fields(line: str, sep: str) -> list[str] | None:
         return None
 
 
-def _split_fields(records: list[str], sep: str,
+def _split_fields(arr: pa.LargeStringArray, sep: str,
                   names: list[str]) -> tuple[pd.Series, np.ndarray, pd.DataFrame]:
     """Split lines into ``names`` string columns with Arrow compute kernels.
 
@@ -157,16 +158,17 @@ def _split_fields(records: list[str], sep: str,
     missing fields. Returns the lines, the field count of each and the fields.
     """
     expected = len(names)
-    arr = pa.array(records, type=pa.large_string())
     n_fields = pc.count_substring(arr, sep).to_numpy(zero_copy_only=False).astype(np.int64) + 1
     quoted = pc.match_substring(arr, '"').to_numpy(zero_copy_only=False).astype(bool)
     plain_ok = ~quoted & (n_fields == expected)
-    kept = pc.if_else(pa.array(plain_ok), arr, pa.nulls(len(arr), type=pa.large_string()))
+    kept = arr if plain_ok.all() else pc.if_else(pa.array(plain_ok), arr, pa.nulls(len(arr), pa.large_string()))
     parts = pc.split_pattern(kept, sep, max_splits=expected - 1)
+    del kept
     fields = pd.DataFrame({name: pc.list_element(parts, j).to_pandas() for j, name in enumerate(names)})
+    del parts
     if quoted.any():
         idx = np.flatnonzero(quoted)
-        rows = [_csv_fields(records[i], sep) for i in idx]
+        rows = [_csv_fields(line, sep) for line in arr.take(pa.array(idx)).to_pylist()]
         n_quoted = np.fromiter((BAD_QUOTING if r is None else len(r) for r in rows), dtype=np.int64,
                                count=len(rows))
         n_fields[idx] = n_quoted
@@ -199,7 +201,7 @@ def _read_table(files: list[Path], root: Path, *, sep: str, names: list[str] | N
     them), or None (auto: the first line is a header when none of its fields is a number). Files must agree on
     the header.
     """
-    records: list[str] = []
+    records: list[pa.LargeStringArray] = []
     source_line: list[np.ndarray] = []
     file_index: list[np.ndarray] = []
     file_line: list[np.ndarray] = []
@@ -210,33 +212,36 @@ def _read_table(files: list[Path], root: Path, *, sep: str, names: list[str] | N
         first = skip
         has_header = header
         if header is None:
-            has_header = len(lines) > skip and _looks_like_header(lines[skip], sep)
+            has_header = len(lines) > skip and _looks_like_header(lines[skip].as_py(), sep)
         if has_header:
-            while first < len(lines) and not lines[first].strip():
+            while first < len(lines) and not lines[first].as_py().strip():
                 first += 1
             if first >= len(lines):
                 offset += len(lines)
                 continue
-            found = _header_fields(lines[first], sep)
+            found = _header_fields(lines[first].as_py(), sep)
             if columns is None:
                 columns = found
             elif found != columns:
                 raise InputError(f"the header {found} differs from the first file's header {columns}",
                                  _where(path, first + 1))
             first += 1
-        body = lines[first:]
-        keep = np.fromiter((bool(ln.strip()) for ln in body), dtype=bool, count=len(body))
+        body = lines.slice(first)
+        keep = pc.not_equal(pc.utf8_trim_whitespace(body), "").to_numpy(zero_copy_only=False)  # blank lines go
         numbers = np.arange(first + 1, len(lines) + 1, dtype=np.int64)[keep]
-        records.extend(ln for ln, kept in zip(body, keep, strict=True) if kept)
+        records.append(body if keep.all() else body.filter(pa.array(keep)))
         source_line.append(numbers + offset)
         file_line.append(numbers)
         file_index.append(np.full(len(numbers), k, dtype=np.int64))
         offset += len(lines)
+        del lines, body  # the next file's lines are read while only this one's records are held
     if columns is None:
         if names is None:
             raise InputError("the file is empty: no header line, no data rows", _where(files[0]))
         columns = names
-    record, n_fields, fields = _split_fields(records, sep, columns)
+    data_lines = records[0] if len(records) == 1 else pa.concat_arrays(records or [pa.array([], pa.large_string())])
+    del records
+    record, n_fields, fields = _split_fields(data_lines, sep, columns)
 
     def joined(parts: list[np.ndarray]) -> np.ndarray:
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
@@ -581,7 +586,7 @@ class GeoLife(SourceFormat):
         files = self.files(path)
         if path.is_dir() or path.suffix.lower() == ".plt":
             return self._parse_plt(path, files)
-        first = next((ln for ln in _split_lines(_read_text(path)[:65536]) if ln.strip()), None)
+        first = next((ln for ln in _split_lines(_read_text(path)[:65536]).to_pylist() if ln.strip()), None)
         if first is None:
             raise InputError("the source has no data rows", _where(path))
         sep = ";" if first.count(";") > first.count(",") else ","
