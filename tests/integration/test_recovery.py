@@ -157,6 +157,45 @@ def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, l
              r=run.release_id) == [(1,)]
 
 
+@contextlib.contextmanager
+def snapshot_blocked(engine, dataset: str):
+    """Hold the dataset's advisory lock, which a snapshot takes to wait for loads in flight: the release blocks in
+    its ingest stage, after plan."""
+    from tasks.db import dataset_lock_key
+
+    with engine.connect() as conn:
+        conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": dataset_lock_key(dataset)})
+        yield
+        with contextlib.suppress(sa.exc.DBAPIError):  # the server may have been stopped meanwhile
+            conn.rollback()
+
+
+@pytest.mark.serial
+def test_postgres_down_longer_than_a_transaction_retries_the_ingest_stage(engine, loaded_tdrive, tmp_path):
+    """tasks/stages.py: PostgreSQL down longer than the ~15 s one database call retries for makes the ingest and
+    validate stage fail with a transient error, and Prefect runs the whole stage again 20 s later
+    (``retry_condition_fn``); the release then completes, with its validation stored once."""
+    dataset = loaded_tdrive("pgstage")
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+    try:
+        with snapshot_blocked(engine, dataset):
+            wait_until(lambda: waiting_on_lock(engine, "pg_advisory_xact_lock"), 120, "the snapshot to block")
+            down = cli("db", "down")
+            assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+        wait_until(lambda: "Retry 1/2 will start" in run.output(), 120, "Prefect to schedule the stage's retry")
+    finally:
+        up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
+    assert up.returncode == 0, up.stderr
+    assert run.proc.wait(timeout=300) == 0, run.output()
+    assert "snapshot: transient database error" in run.output()
+    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
+             r=run.release_id) == [("awaiting_approval",)]
+    assert q(engine, "SELECT count(*) FROM governance.validation_results WHERE release_id = :r",
+             r=run.release_id) == [(1,)]
+    assert q(engine, "SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r",
+             r=run.release_id) == [(1,)]
+
+
 def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_released(engine, loaded_tdrive,
                                                                                         tmp_path):
     """A release on a cluster of separate processes (``dask scheduler`` + two ``dask worker``, the
