@@ -153,8 +153,8 @@ def _points_csv_blocks(points: pd.DataFrame, dataset: str, source_id: int) -> It
         block = points.iloc[start:start + POINTS_PER_BLOCK]
         n = len(block)
         yield csv_for_copy({
-            "dataset": pa.array([dataset] * n, pa.string()),
-            "source_id": pa.array(np.full(n, source_id, np.int64)),
+            "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),
+            "source_id": pa.repeat(pa.scalar(source_id, pa.int64()), n),
             "source_line": pa.array(block["source_line"].to_numpy(), pa.int64()),
             "object_id": pa.array(block["object_id"].to_numpy(dtype=object), pa.string()),
             "t": pa.array(block["t"].astype("datetime64[us, UTC]").to_numpy(dtype="datetime64[us]"),
@@ -172,9 +172,9 @@ def _rejects_csv(rejects: pd.DataFrame, dataset: str, source_id: int) -> bytes:
         return pa.array(values.to_numpy(dtype=object), pa.string())
 
     return csv_for_copy({
-        "dataset": pa.array([dataset] * n, pa.string()),
-        "stage": pa.array(["load"] * n, pa.string()),
-        "source_id": pa.array([source_id] * n, pa.int64()),
+        "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),
+        "stage": pa.repeat(pa.scalar("load", pa.string()), n),
+        "source_id": pa.repeat(pa.scalar(source_id, pa.int64()), n),
         "source_line": pa.array(rejects["source_line"].to_numpy(), pa.int64()),
         "reason": text("reason"),
         "record": text("record"),

@@ -155,11 +155,11 @@ def quarantine_csv(quarantined: pd.DataFrame, dataset: str, release_id: int) -> 
         return b""
     records = quarantined.assign(t=quarantined["t"].astype(str)).drop(columns=["reason", "counts_as"])
     return csv_for_copy({
-        "dataset": pa.array([dataset] * n, pa.string()),
-        "stage": pa.array(["validate"] * n, pa.string()),
+        "dataset": pa.repeat(pa.scalar(dataset, pa.string()), n),
+        "stage": pa.repeat(pa.scalar("validate", pa.string()), n),
         "source_id": pa.array(quarantined["source_id"].to_numpy(), pa.int64()),
         "source_line": pa.array(quarantined["source_line"].to_numpy(), pa.int64()),
-        "release_id": pa.array([release_id] * n, pa.int64()),
+        "release_id": pa.repeat(pa.scalar(release_id, pa.int64()), n),
         "point_id": pa.array(quarantined["point_id"].to_numpy(), pa.int64()),
         "reason": pa.array(quarantined["reason"].to_numpy(dtype=object), pa.string()),
         "record": pa.array(records.to_json(orient="records", lines=True).splitlines(), pa.string()),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajpub.errors import ParameterError
-from trajpub.spec import DATASET_NAME, ReleaseSpec
+from trajpub.spec import DATASET_NAME, ReleaseSpec, parameter_core_schema
 
 MAX_CANDIDATES = 30
 CANDIDATE_KEYS = {"mechanism", "params", "grid"}
@@ -73,11 +73,7 @@ class Comparison:
         mapping is parsed by :func:`parse_comparison` (the same checks and one-sentence errors as a YAML spec), a
         parsed comparison taken as it is; the JSON schema (below) is the comparison spec's layout, so that the
         deployment's parameter schema and the Prefect UI's run form show its fields."""
-        from pydantic_core import core_schema
-
-        return core_schema.no_info_plain_validator_function(
-            lambda value: value if isinstance(value, cls) else parse_comparison(value),
-            json_schema_input_schema=handler.generate_schema(ReleaseSpec))
+        return parameter_core_schema(cls, parse_comparison, handler.generate_schema(ReleaseSpec))
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:

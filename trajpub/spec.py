@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +95,16 @@ def parse_utc(value: Any, where: str) -> datetime | None:
     if not isinstance(value, datetime):  # a date from YAML
         value = datetime(value.year, value.month, value.day)
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def parameter_core_schema(cls: type, parse: Callable[[Any], Any], input_schema: Any) -> Any:
+    """The pydantic core schema of a flow parameter typed ``cls`` (Prefect validates a flow's parameters with
+    pydantic): a value is parsed by ``parse``, an instance of ``cls`` taken as it is; ``input_schema`` is what the
+    parameter's JSON schema is drawn from (the deployment's parameter schema, the Prefect UI's run form)."""
+    from pydantic_core import core_schema
+
+    return core_schema.no_info_plain_validator_function(
+        lambda value: value if isinstance(value, cls) else parse(value), json_schema_input_schema=input_schema)
 
 
 @dataclass(frozen=True)
@@ -191,11 +202,7 @@ class ReleaseSpec:
         that the deployment's parameter schema and the Prefect UI's run form show them; a value is parsed by
         :meth:`from_dict` (the same checks and one-sentence errors as a YAML spec), an instance taken as it
         is."""
-        from pydantic_core import core_schema
-
-        return core_schema.no_info_plain_validator_function(
-            lambda value: value if isinstance(value, cls) else cls.from_dict(value),
-            json_schema_input_schema=handler(source))
+        return parameter_core_schema(cls, cls.from_dict, handler(source))
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:

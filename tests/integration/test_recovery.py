@@ -140,17 +140,30 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
 def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("pgstop")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+    # the budget is reserved at plan, under the dataset's row lock
+    postgres_down_while_blocked(engine, dataset_row_locked(dataset), "INSERT INTO governance.budget_ledger")
+    completed_after_the_outage(engine, run, "plan")
+
+
+def postgres_down_while_blocked(engine, held, blocked_query: str, until=None) -> None:
+    """Stop PostgreSQL once the release waits on the lock ``held`` holds (its waiting statement contains
+    ``blocked_query``), keep it down until ``until()`` holds (if given), then start it again, whatever happens."""
     try:
-        with dataset_row_locked(dataset):  # the budget is reserved at plan, under the dataset's row lock
-            wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.budget_ledger"), 120,
-                       "the budget reservation to block")
+        with held:
+            wait_until(lambda: waiting_on_lock(engine, blocked_query), 120, f"the release to block in {blocked_query}")
             down = cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+        if until is not None:
+            wait_until(until, 120, "the release to react to the outage")
     finally:
         up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
     assert up.returncode == 0, up.stderr
+
+
+def completed_after_the_outage(engine, run, retried: str) -> None:
+    """The release reached review after its step ``retried`` met a transient database error, charged once."""
     assert run.proc.wait(timeout=300) == 0, run.output()
-    assert "plan: transient database error" in run.output()
+    assert f"{retried}: transient database error" in run.output()
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("awaiting_approval",)]
     assert q(engine, "SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r",
@@ -177,22 +190,11 @@ def test_postgres_down_longer_than_a_transaction_retries_the_ingest_stage(engine
     (``retry_condition_fn``); the release then completes, with its validation stored once."""
     dataset = loaded_tdrive("pgstage")
     run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
-    try:
-        with snapshot_blocked(engine, dataset):
-            wait_until(lambda: waiting_on_lock(engine, "pg_advisory_xact_lock"), 120, "the snapshot to block")
-            down = cli("db", "down")
-            assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
-        wait_until(lambda: "Retry 1/2 will start" in run.output(), 120, "Prefect to schedule the stage's retry")
-    finally:
-        up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
-    assert up.returncode == 0, up.stderr
-    assert run.proc.wait(timeout=300) == 0, run.output()
-    assert "snapshot: transient database error" in run.output()
-    assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
-             r=run.release_id) == [("awaiting_approval",)]
+    # down until Prefect schedules the stage's retry: longer than the snapshot's own retries
+    postgres_down_while_blocked(engine, snapshot_blocked(engine, dataset), "pg_advisory_xact_lock",
+                                until=lambda: "Retry 1/2 will start" in run.output())
+    completed_after_the_outage(engine, run, "snapshot")
     assert q(engine, "SELECT count(*) FROM governance.validation_results WHERE release_id = :r",
-             r=run.release_id) == [(1,)]
-    assert q(engine, "SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r",
              r=run.release_id) == [(1,)]
 
 
