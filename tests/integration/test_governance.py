@@ -13,6 +13,7 @@ from tests.integration.conftest import (
     base_spec,
     cli,
     new_release,
+    record_validation,
     start_release,
     to_awaiting_approval,
 )
@@ -214,6 +215,7 @@ def staged(engine, rid: int) -> list[int]:
 
 def block(engine, rid: int) -> None:
     with engine.begin() as conn:
+        record_validation(conn, rid)
         for status in ("validated", "protected", "audited", "blocked"):
             governance.transition(conn, rid, status, "test")
 
