@@ -30,7 +30,7 @@ def published_relations(engine: sa.Engine, dataset: str) -> dict[str, int]:
     """The dataset's relations in ``published`` and their row counts."""
     with engine.connect() as conn:
         names = conn.execute(sa.text("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                                     " WHERE n.nspname = 'published' AND c.relname LIKE :p ORDER BY 1"),
+                                     " WHERE n.nspname = 'published' AND c.relkind IN ('r', 'v') AND c.relname LIKE :p ORDER BY 1"),
                              {"p": f"{dataset}%"}).scalars().all()
         return {n: conn.execute(sa.text(f'SELECT count(*) FROM published."{n}"')).scalar() for n in names}
 
@@ -83,8 +83,7 @@ def test_an_approved_release_publishes_exactly_its_staged_candidate(engine):
     dataset = new_dataset(engine)
     waiting = new_release(engine, dataset)
     to_awaiting_approval(engine, waiting)
-    with engine.begin() as conn, pytest.raises(PolicyError, match="only an approved release is published"):
-        conn.execute(sa.text("SELECT governance.publish_release(:r)"), {"r": waiting})
+    refused(engine, "SELECT governance.publish_release(:r)", "only an approved release is published", r=waiting)
     rid = approved_release(engine, dataset, "trajectories")
     refused(engine, "DELETE FROM staging.candidate_points WHERE release_id = :r",
             "staged candidate is deleted only once it has ended", r=rid)
@@ -135,8 +134,9 @@ GIVE_BACK = ("INSERT INTO governance.budget_ledger (dataset, release_id, mechani
 
 
 def test_a_forged_give_back_cannot_reopen_an_exhausted_cap(engine, bare_dataset):
-    """As the pipeline: a give-back row on another release's reservation, in this dataset and with a larger unit
-    figure than that charge, would take the spent epsilon below the cap; refused, and the cap stays exhausted."""
+    """As the pipeline: a give-back row on another dataset's failed release (its charge's epsilon, a larger unit
+    figure) would take this dataset's spent epsilon below its cap; refused, as is the same row in that release's
+    own dataset (the unit figure is not its charge's), and the cap stays exhausted."""
     spent = new_release(engine, bare_dataset)
     charge(engine, spent, bare_dataset, 5.5)  # bare_dataset's whole cap
     other_dataset = new_dataset(engine)
@@ -144,7 +144,8 @@ def test_a_forged_give_back_cannot_reopen_an_exhausted_cap(engine, bare_dataset)
     charge(engine, other, other_dataset, 1.0)  # its mechanism never ran
     with engine.begin() as conn:
         governance.transition(conn, other, "failed", "test: planned and failed")
-    refused(engine, GIVE_BACK, "cannot give its budget back", d=bare_dataset, r=other, e=-1.0, ue=-5.5)
+    refused(engine, GIVE_BACK, f"release {other} is of dataset '{other_dataset}': its ledger rows cannot be in "
+                               f"dataset '{bare_dataset}'", d=bare_dataset, r=other, e=-1.0, ue=-5.5)
     refused(engine, GIVE_BACK, "cannot give its budget back", d=other_dataset, r=other, e=-1.0, ue=-5.5)
     late = new_release(engine, bare_dataset)
     with pytest.raises(PolicyError, match="has only 0 of its cap 5.5 left"):
