@@ -268,7 +268,8 @@ END $$;
 -- 3. Status moves and their evidence: validated needs the validation's result; audited the audit's results (or,
 -- when nothing could be measured, an empty candidate or a gate that blocked: such a release ends blocked);
 -- awaiting_approval a staged candidate and its audit results; published the table only governance.publish_release
--- can create; withdrawn a withdrawal (only governance.withdraw_release records one).
+-- can create; withdrawn a withdrawal (only governance.withdraw_release records one). The staged shape, once
+-- recorded, stays: publication and withdrawal read from it which tables a release has.
 CREATE OR REPLACE FUNCTION governance.enforce_release_rules() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path = governance, pg_temp AS $$
 DECLARE
@@ -291,6 +292,10 @@ BEGIN
     IF OLD.mechanism_started_at IS NOT NULL AND NEW.mechanism_started_at IS DISTINCT FROM OLD.mechanism_started_at
     THEN  -- the budget it reserved is spent from then on (sql/013): never given back
         RAISE EXCEPTION 'release %: the time its mechanism started cannot change', OLD.release_id
+            USING ERRCODE = 'TP001';
+    END IF;
+    IF OLD.summary ? 'shape' AND NEW.summary -> 'shape' IS DISTINCT FROM OLD.summary -> 'shape' THEN
+        RAISE EXCEPTION 'release %: the shape of its staged candidate cannot change', OLD.release_id
             USING ERRCODE = 'TP001';
     END IF;
     IF NEW.status IS DISTINCT FROM OLD.status THEN

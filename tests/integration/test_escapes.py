@@ -77,9 +77,9 @@ def test_the_pipeline_cannot_publish_raw_data(engine):
 
 
 def test_an_approved_release_publishes_exactly_its_staged_candidate(engine):
-    """As the pipeline: once the release is protected its staged candidate cannot gain or lose rows, so the
-    publisher copies what the steward reviewed (the tiny candidate: 3 points of 2 trajectories), nothing else;
-    and the function publishes only an approved release."""
+    """As the pipeline: once the release is protected its staged candidate cannot gain or lose rows, nor change
+    its shape, so the publisher copies what the steward reviewed (the tiny candidate: 3 points of 2 trajectories),
+    nothing else; and the function publishes only an approved release."""
     dataset = new_dataset(engine)
     waiting = new_release(engine, dataset)
     to_awaiting_approval(engine, waiting)
@@ -90,6 +90,8 @@ def test_an_approved_release_publishes_exactly_its_staged_candidate(engine):
     refused(engine, "INSERT INTO staging.candidate_points (release_id, traj_id, seq, t, geom) SELECT :r,"
                     " 1000 + row_number() OVER (), 0, t, geom FROM raw.points LIMIT 5",
             "staged candidate is fixed once it is protected", r=rid)
+    refused(engine, "UPDATE governance.releases SET summary = summary || CAST(:s AS jsonb) WHERE release_id = :r",
+            "the shape of its staged candidate cannot change", s='{"shape": "fragments"}', r=rid)
     publish.publish(engine, rid, None)
     assert published_relations(engine, f"{dataset}__r{rid}") == {f"{dataset}__r{rid}": 3,
                                                                  f"{dataset}__r{rid}_traj": 2}
