@@ -50,7 +50,6 @@ import sys
 import threading
 import time
 import traceback
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -209,13 +208,17 @@ LOG_MARKS = {"planned": re.compile(r"release (\d+) planned"), "snapshot": re.com
 
 
 def flow_run_state(flow_run_id: str) -> str | None:
-    """The Prefect state type of a flow run, read from the server's REST API."""
-    url = f"{config.prefect_api_url().rstrip('/')}/flow_runs/{flow_run_id}"
+    """The Prefect state type of a flow run, read from the server's API (with its authentication string)."""
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            return (json.load(resp).get("state") or {}).get("type")
-    except OSError:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(flow_run_id).state
+    except (OSError, httpx.HTTPError, ObjectNotFound):
         return None
+    return state.type.value if state else None
 
 
 def release_status(release_id: int) -> dict:
