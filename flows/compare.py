@@ -80,7 +80,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
     first = planned[0].spec
     try:
         with release_slot(db_engine(), first.dataset, first.queue_timeout_s, say=print), \
-                dask_client(first.dask_address) as client:
+                dask_client() as client:
             recover_interrupted(first.dataset, running=rids[0])
             clean = ingest_and_validate(client, first, rids[0])
             transaction(lambda conn: [compare.share_validation(conn, rids[0], r) for r in rids[1:]],

@@ -86,7 +86,7 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
            policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
-                dask_client(spec.dask_address) as client:
+                dask_client() as client:
             recover_interrupted(spec.dataset, running=release_id)
             # the validated partitions go straight into protect, unnamed: let go once it returns
             raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
