@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import ssl
 import uuid
 
 import httpx
@@ -89,14 +90,37 @@ def listening_ports(pid: int) -> set[int]:
     return ports
 
 
-def foreign_clients_run_code(ports: set[int]) -> list[str]:
+class Stranger(Security):
+    """Another local client's TLS settings, whatever this process's Dask configuration holds: it does not check
+    the scheduler's certificate and presents ``certificate`` (a certificate and key of its own) or none; without
+    ``tls`` it speaks plain TCP."""
+
+    def __init__(self, tls: bool, certificate: Security | None = None) -> None:
+        super().__init__(require_encryption=tls, tls_ca_file=None, tls_client_cert=None, tls_client_key=None)
+        self.extra_conn_args = {"tls": tls, "certificate": certificate}
+
+    def get_connection_args(self, role):
+        context = None
+        if self.extra_conn_args["tls"]:
+            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            own = self.extra_conn_args["certificate"]
+            if own is not None:
+                context.load_cert_chain(own.tls_client_cert, own.tls_client_key)
+        return {"ssl_context": context, "require_encryption": self.extra_conn_args["tls"], "extra_conn_args": {}}
+
+
+def foreign_clients_run_code(ports: set[int], tmp_path) -> list[str]:
     """Connect to each port as another local client would (plain TCP; TLS with no certificate; TLS with a
     certificate of its own) and try to run code there; returns the ways that worked."""
-    ways = {"tcp": None, "tls, no certificate": None, "tls, own certificate": Security.temporary()}
+    from tasks.dask_cluster import tls_files
+
+    ways = {"tcp": Stranger(tls=False), "tls, no certificate": Stranger(tls=True),
+            "tls, own certificate": Stranger(tls=True, certificate=tls_files(tmp_path / "stranger"))}
     worked = []
     for port in sorted(ports):
         for way, security in ways.items():
-            scheme = "tcp" if way == "tcp" else "tls"
+            scheme = "tls" if security.require_encryption else "tcp"
             with contextlib.suppress(Exception), \
                     Client(f"{scheme}://127.0.0.1:{port}", timeout="5s", security=security) as client:
                 client.run(lambda: 1)
@@ -109,7 +133,7 @@ def test_a_running_release_dask_cluster_runs_no_code_for_another_client(engine, 
     """A release on a cluster of its own (no TRAJPUB_DASK_ADDRESS) and the session's shared cluster (which the
     tests' flows use as the operator's scheduler): no client without the cluster's certificates runs code on
     either scheduler or any of their workers."""
-    assert foreign_clients_run_code({int(warm_dask.rsplit(":", 1)[1])}) == []
+    assert foreign_clients_run_code({int(warm_dask.rsplit(":", 1)[1])}, tmp_path) == []
     run = start_release(base_spec(loaded_tdrive("ownca"), approval_timeout_s=5), tmp_path,
                         environment={"TRAJPUB_DASK_ADDRESS": ""})
     try:
@@ -117,7 +141,7 @@ def test_a_running_release_dask_cluster_runs_no_code_for_another_client(engine, 
         ports = wait_until(lambda: listening_ports(run.proc.pid), 120, "the release's Dask cluster to listen")
         assert release_status(engine, run.release_id) in ("planned", "validated", "protected"), \
             "the cluster was probed after the release's computation"
-        assert foreign_clients_run_code(ports) == []
+        assert foreign_clients_run_code(ports, tmp_path) == []
         assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) in ("awaiting_approval", "blocked")
     finally:
         if run.proc.poll() is None:
