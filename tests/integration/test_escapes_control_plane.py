@@ -110,13 +110,20 @@ class Stranger(Security):
         return {"ssl_context": context, "require_encryption": self.extra_conn_args["tls"], "extra_conn_args": {}}
 
 
+def own_certificate(directory) -> Security:
+    """A certificate and key the stranger made for itself (files, as ``ssl`` loads them)."""
+    made = Security.temporary()
+    directory.mkdir(exist_ok=True)
+    (directory / "cert.pem").write_text(made.tls_client_cert)
+    (directory / "key.pem").write_text(made.tls_client_key)
+    return Security(tls_client_cert=str(directory / "cert.pem"), tls_client_key=str(directory / "key.pem"))
+
+
 def foreign_clients_run_code(ports: set[int], tmp_path) -> list[str]:
     """Connect to each port as another local client would (plain TCP; TLS with no certificate; TLS with a
     certificate of its own) and try to run code there; returns the ways that worked."""
-    from tasks.dask_cluster import tls_files
-
     ways = {"tcp": Stranger(tls=False), "tls, no certificate": Stranger(tls=True),
-            "tls, own certificate": Stranger(tls=True, certificate=tls_files(tmp_path / "stranger"))}
+            "tls, own certificate": Stranger(tls=True, certificate=own_certificate(tmp_path / "stranger"))}
     worked = []
     for port in sorted(ports):
         for way, security in ways.items():
@@ -129,13 +136,13 @@ def foreign_clients_run_code(ports: set[int], tmp_path) -> list[str]:
 
 
 def test_a_running_release_dask_cluster_runs_no_code_for_another_client(engine, loaded_tdrive, tmp_path,
-                                                                         warm_dask):
+                                                                         warm_dask, monkeypatch):
     """A release on a cluster of its own (no TRAJPUB_DASK_ADDRESS) and the session's shared cluster (which the
     tests' flows use as the operator's scheduler): no client without the cluster's certificates runs code on
     either scheduler or any of their workers."""
     assert foreign_clients_run_code({int(warm_dask.rsplit(":", 1)[1])}, tmp_path) == []
-    run = start_release(base_spec(loaded_tdrive("ownca"), approval_timeout_s=5), tmp_path,
-                        environment={"TRAJPUB_DASK_ADDRESS": ""})
+    monkeypatch.setenv("TRAJPUB_DASK_ADDRESS", "")  # the release starts a cluster of its own
+    run = start_release(base_spec(loaded_tdrive("ownca"), approval_timeout_s=5), tmp_path)
     try:
         wait_until(lambda: run.release_id, 300, "the release to be planned")
         ports = wait_until(lambda: listening_ports(run.proc.pid), 120, "the release's Dask cluster to listen")
