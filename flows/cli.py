@@ -340,6 +340,10 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
 
     spec, _ = parse_spec(data)
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    from tasks import governance
+
+    with _engine().connect() as conn:
+        governance.check_requester(conn, spec.requested_by)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
     outcome = release_flow(spec=spec)
@@ -360,10 +364,12 @@ def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> Non
     data = read_spec_file(spec_file)
     if dask_address:
         data["dask_address"] = dask_address
-    from tasks import compare, policies
+    from tasks import compare, governance, policies
 
     _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
     policies.check(planned[0].spec)
+    with _engine().connect() as conn:
+        governance.check_requester(conn, planned[0].spec.requested_by)
     planned = compare.resolve(_engine(), planned)  # the public inputs each candidate names
     with _engine().begin() as conn:
         bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
@@ -520,6 +526,21 @@ def steward_add(login: str) -> None:
     from flows import services
 
     click.echo(services.add_steward(login))
+
+
+@main.group()
+def requester() -> None:
+    """The people who may ask for releases besides the stewards (a release's requested_by)."""
+
+
+@requester.command("add")
+@click.argument("name")
+def requester_add(name: str) -> None:
+    """Register NAME (ASCII letters, digits, '_', '.', '-'; kept in lower case) as a person who may be a release's
+    requested_by. Runs as the database superuser, like `steward add`."""
+    from flows import services
+
+    click.echo(services.add_requester(name))
 
 
 @steward.command("code")
