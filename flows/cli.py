@@ -646,13 +646,15 @@ def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
 @main.command()
 @click.option("--anchor", type=click.Path(path_type=Path), help="The heads of the last clean check (default: "
               ".trajpub/chain-anchor.json); keep a copy where the database's owner cannot write.")
-def verify(anchor: Path | None) -> None:
+@click.option("--new-anchor", is_flag=True, help="Start a new anchor when there is none (the first check of "
+              "chains that have rows): a chain rewritten before this check cannot be found.")
+def verify(anchor: Path | None, new_anchor: bool) -> None:
     """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
     edited or inserted behind the database's back, or which chain was rewritten since the last check."""
     from tasks import chains
 
     with _engine().begin() as conn:
-        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE)
+        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor)
     if problems:
         for p in problems:
             click.secho(f"TAMPERED: {p}", fg="red", err=True)
