@@ -137,6 +137,7 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
                     state = client.read_flow_run(rel["flow_run_id"]).state
                 detail = (f"flow run state {state.type.value}" + (f": {state.message}" if state.message else "")
                           if state else "")
+                rel["orphaned_run"] = state is not None and not state.is_final()
             except (ObjectNotFound, httpx.HTTPError) as exc:  # the server does not know it: recover anyway
                 detail = f"flow run state unknown ({type(exc).__name__})"
             governance.mark_interrupted(conn, rel, detail)
@@ -146,7 +147,26 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
             print(f"staging purged for ended releases past their retention: {purged}")
         return found
 
-    return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]
+    found = transaction(sweep, "recover interrupted releases", say=print)
+    for rel in found:
+        if rel.get("orphaned_run"):
+            crash_flow_run(rel["flow_run_id"], f"the flow process of release {rel['release_id']} ended while "
+                                               f"'{rel['status']}'; `trajpub recover` marked the release failed")
+    return [r["release_id"] for r in found]
+
+
+def crash_flow_run(flow_run_id, message: str) -> None:
+    """Put the Prefect flow run of a process that is gone in the Crashed state, as Prefect does for a process it
+    saw die (the UI and the API otherwise show it running for ever); a server that does not answer is left as it
+    is: the release's record in governance is what counts."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+    except (ObjectNotFound, httpx.HTTPError) as exc:
+        print(f"flow run {flow_run_id} could not be marked crashed in Prefect ({type(exc).__name__})")
 
 
 def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
