@@ -119,6 +119,18 @@ MAX_HEADER_CHARS = 65_536
 """A header line names a few columns: a longer first line is no header (a file without one, or not the format)."""
 
 
+def _first_line(text: str) -> tuple[int, str] | None:
+    """The first non-blank line of ``text`` and its number (None when every line is blank)."""
+    start, number = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return number, text[start:end].rstrip("\r")
+        start, number = end + 1, number + 1
+    return None
+
+
 def _header_fields(line: str, sep: str, where: str) -> list[str]:
     """The column names of a header line; one sentence (``where``: file and line) for a line that is no header."""
     if len(line) > MAX_HEADER_CHARS:
@@ -598,17 +610,16 @@ class GeoLife(SourceFormat):
         files = self.files(path)
         if path.is_dir() or path.suffix.lower() == ".plt":
             return self._parse_plt(path, files)
-        lines = _split_lines(_read_text(path)[:65536]).to_pylist()
-        number = next((k for k, ln in enumerate(lines, 1) if ln.strip()), None)
-        if number is None:
+        found_first = _first_line(_read_text(path))
+        if found_first is None:
             raise InputError("the source has no data rows", _where(path))
-        first = lines[number - 1]
+        number, first = found_first
         sep = ";" if first.count(";") > first.count(",") else ","
         found = _header_fields(first, sep, _where(path, number))
         roles = self.MPD if set(self.MPD.values()) <= set(found) else self.SKMOB
         if not set(roles.values()) <= set(found):
             raise InputError("the header matches no GeoLife layout: expected lat,lng,datetime,uid or "
-                             f"X;Y;...;tracker;t; found {', '.join(found)}", _where(path, 1))
+                             f"X;Y;...;tracker;t; found {', '.join(found)[:200]}", _where(path, number))
         table, _ = _read_table(files, path, sep=sep, names=None, header=True)
         _require_rows(table, path)
         fmt = ISO8601 if roles is self.MPD else "%Y-%m-%d %H:%M:%S"
