@@ -187,11 +187,9 @@ def _refuse_empty(parsed: formats.ParsedSource, shown: str) -> None:
     would be planned, charged and audited for nothing): the error says why the records were rejected."""
     if parsed.rejects.empty:
         raise InputError("the source holds no records; nothing was loaded, no dataset created", f"file {shown}")
-    reasons = parsed.rejects["reason"].astype(str).value_counts()
-    first = parsed.rejects.loc[parsed.rejects["reason"].astype(str) == reasons.index[0], "source_line"].min()
-    raise InputError(f"none of the {parsed.n_read} records is a point ({reasons.iloc[0]} of them: "
-                     f"{reasons.index[0][:120]}); nothing was loaded, no dataset created",
-                     f"file {shown}, line {first}")
+    first = parsed.rejects.sort_values("source_line", kind="stable").iloc[0]
+    raise InputError(f"none of the {parsed.n_read} records is a point (the first: {str(first['reason'])[:120]}); "
+                     "nothing was loaded, no dataset created", f"file {shown}, line {first['source_line']}")
 
 
 def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, options: dict | None = None,
