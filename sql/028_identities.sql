@@ -1,4 +1,4 @@
--- Identities (docs/design.md, "Roles"; trajpub/identity.py has the same rule): who asked for a release and who
+-- Identities (docs/design.md, "Identities"; trajpub/identity.py has the same rule): who asked for a release and who
 -- decided on it are compared in a canonical form, NFKC then lower case, and that form may hold only ASCII letters,
 -- digits, '_', '.' and '-', starting with a letter, at most 63 characters. Lookalikes of a name either become the
 -- name (fullwidth letters) or are refused (zero-width and other invisible characters, spaces, controls,

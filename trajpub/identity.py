@@ -1,4 +1,4 @@
-"""Who asks for a release and who decides on it: the identities four-eyes compares (docs/design.md, "Roles").
+"""Who asks for a release and who decides on it: the identities four-eyes compares (docs/design.md, "Identities").
 
 An identity (a steward's login, a registered requester, a release's ``requested_by``) is compared in its
 canonical form: the name in Unicode normalisation form NFKC (UAX #15), then lower-cased; and the NFKC form may

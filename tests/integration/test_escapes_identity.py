@@ -1,4 +1,4 @@
-"""Four-eyes by lookalike names, tried as the roles that would try it (docs/design.md, "Roles"): a steward login
+"""Four-eyes by lookalike names, tried as the roles that would try it (docs/design.md, "Identities"): a steward login
 that only looks different from the requester's name, a requester's name that only looks different from a
 steward's login, and a requested_by that is not a person at all. Each is refused by the database, whatever the
 client, and by the command line before a flow run exists."""
