@@ -47,7 +47,8 @@ def _read_anchor(anchor_file) -> dict | None:
     return anchor
 
 
-def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE, new_anchor: bool = False) -> tuple[list[str], dict[str, int]]:
+def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE,
+           new_anchor: bool = False) -> tuple[list[str], dict[str, int]]:
     """(problems, rows per chain). Each problem is one sentence naming the table and row. With no problem, the
     chains' heads are written to ``anchor_file`` for the next check. Refuses (TrajpubError) chains that have rows
     when ``anchor_file`` is missing, unless ``new_anchor``: the file of the last check was lost or removed, and
