@@ -155,3 +155,21 @@ def test_a_registered_requester_is_recorded_canonically(engine, dataset):
     assert out.returncode == 1 and "U+200B ZERO WIDTH SPACE" in out.stderr, out.stderr
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM governance.requesters WHERE name LIKE 'eve%'")).scalar() == 0
+
+
+def test_the_database_and_python_agree_on_every_identity(engine):
+    """One rule in two places (trajpub/identity.py, governance.identity_key): the same canonical form or the same
+    refusal, for the lookalikes and for compatibility characters NFKC folds."""
+    from trajpub.errors import ParameterError
+    from trajpub.identity import canonical_identity
+
+    names = [*LOOKALIKES.values(), "alice", "Demo-Engineer.2", "\u212aelvin", "\ufb01sh", "stra\u00dfe", "9lives",
+             "a" * 63, "a" * 64, "", "x y", "\u0131stanbul", "\u0130stanbul", "caf\u00e9", "cafe\u0301"]
+    with engine.connect() as conn:
+        for name in names:
+            try:
+                expected = canonical_identity(name)
+            except ParameterError:
+                expected = None
+            assert conn.execute(sa.text("SELECT governance.identity_key(:n)"), {"n": name}).scalar() == expected, \
+                ascii(name)
