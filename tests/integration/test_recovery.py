@@ -141,9 +141,14 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
     assert published_tables(engine, dataset) == set()
     assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("approved", None)]
+    (flow_run_id,), = q(engine, "SELECT flow_run_id FROM governance.releases WHERE release_id = :r",
+                        r=run.release_id)
+    assert flow_run_state(flow_run_id).type.value == "RUNNING"
     out = cli("recover", "--dataset", dataset)
     assert out.returncode == 0, out.stderr
     assert f"release {run.release_id} was approved but not published; now published" in out.stdout
+    state = flow_run_state(flow_run_id)
+    assert state.type.value == "CRASHED" and "`trajpub recover` published the release" in state.message
     assert published_tables(engine, dataset) == {f"{dataset}__r{run.release_id}",
                                                  f"{dataset}__r{run.release_id}_traj"}
 
