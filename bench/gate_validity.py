@@ -1,0 +1,276 @@
+"""The gate's validity (docs/design.md, "Audits and the gate"): how often the default gate policy passes each
+candidate over repeated draws, on the T-Drive sample, with the positive controls that it must block.
+
+Candidates: ObjTrace ε 1, 2, 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
+of their example specs (``flows/specs/*.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
+``tests/controls`` (ObjTrace ε 5 with 2, 5, 10, 20 % of the input's trajectory records copied in, and every
+record replayed as synthetic). Mixzone's example reads Helsinki's roads: here it runs with the same parameters on
+the synthetic central-Beijing street grid of :func:`bench.table4.central_beijing_network`, with the bbox and
+preparation of the T-Drive W4M example.
+
+One draw = what one release of the candidate does, in process, through the production functions: the sample
+cleaned by the flow's validation rules (:func:`bench.tdrive.load_clean`), prepared by the spec
+(:func:`tasks.prepare.prepare_partition`), the mechanism by the Dask runner (:func:`tasks.protect.run`) on two
+partitions of whole objects, timestamps coarsened (:func:`tasks.check_output.coarsen_times`), then the audit and
+the gate (:func:`tasks.audit.run`) with the default policy in the dataset's time zone. Each draw has its own
+seed (``--seed`` + draw number) for the mechanism and the audit's utility; nothing is tuned on the sample.
+
+    .venv/bin/python -m bench.gate_validity [--draws 20] [--only objtrace_e5,copy_5] [--workers 2]
+
+Outputs: ``bench/gate_validity/results.json`` (every draw; a re-run of some candidates replaces theirs) and the
+tables of ``bench/GATE_VALIDITY_RESULTS.md`` (between its markers; the text around them is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from distributed import Client
+
+from audits.gate import GatePolicy
+from bench.fgs_pufferfish import machine
+from bench.table4 import central_beijing_network
+from bench.tdrive import TZ, load_clean
+from tasks import check_output
+from tasks.audit import RAW_COLUMNS
+from tasks.audit import run as audit
+from tasks.dask_cluster import local_cluster
+from tasks.prepare import prepare_partition
+from tasks.protect import mechanism
+from tasks.protect import run as run_mechanism
+from tests.controls.mechanism import CopyControl, Replay
+from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.spec import ReleaseSpec, example_spec_file, read_spec_file
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "gate_validity"
+RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
+BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
+SPECS = ROOT.parent / "flows" / "specs"
+NETWORK_NAME = "synthetic central Beijing"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row: ``key`` (for ``--only``), a label, the mechanism (registered name or a test-only instance), the
+    example spec whose params and preparation it uses, params over the spec's, and whether it must be blocked
+    in every draw (a positive control)."""
+
+    key: str
+    label: str
+    mechanism: str | Mechanism
+    spec: Path
+    params: dict = field(default_factory=dict)
+    control: bool = False
+
+    def mech(self) -> Mechanism:
+        return mechanism(self.mechanism) if isinstance(self.mechanism, str) else self.mechanism
+
+    def release_spec(self) -> ReleaseSpec:
+        """The example spec with the candidate's mechanism and params (Mixzone: the T-Drive W4M example's
+        bbox and preparation, Mixzone's params)."""
+        spec = read_spec_file(self.spec)
+        if self.mechanism == "mixzone":
+            base = read_spec_file(example_spec_file("w4m"))
+            spec = {**base, "mechanism": "mixzone", "params": spec["params"]}
+        return ReleaseSpec.from_dict({**spec, "mechanism": self.mech().name,
+                                      "params": {**spec.get("params", {}), **self.params}})
+
+
+def _objtrace(key: str, label: str, epsilon: float) -> Candidate:
+    return Candidate(key, label, "objtrace", example_spec_file("objtrace"), {"epsilon": epsilon})
+
+
+def _copy(percent: float) -> Candidate:
+    return Candidate(f"copy_{percent:g}", f"copy control {percent:g}% (ObjTrace eps 5 + copies)", CopyControl(),
+                     example_spec_file("objtrace"), {"copy_percent": percent}, control=True)
+
+
+CANDIDATES = [
+    _objtrace("objtrace_e1", "ObjTrace eps 1 per taxi", 1.0),
+    _objtrace("objtrace_e2", "ObjTrace eps 2 per taxi", 2.0),
+    _objtrace("objtrace_e5", "ObjTrace eps 5 per taxi (demo)", 5.0),
+    Candidate("adatrace", "AdaTrace (example)", "adatrace", example_spec_file("adatrace")),
+    Candidate("dpt", "DPT (example)", "dpt", example_spec_file("dpt")),
+    Candidate("prefix_tree", "prefix tree (example)", "prefix_tree", example_spec_file("prefix_tree")),
+    *(_copy(p) for p in (2, 5, 10, 20)),
+    Candidate("replay", "replay control (every record as synthetic)", Replay(), example_spec_file("objtrace"),
+              control=True),
+    Candidate("glove", "GLOVE (example)", "glove", example_spec_file("glove")),
+    Candidate("w4m", "W4M (example)", "w4m", example_spec_file("w4m")),
+    Candidate("mixzone", "Mixzone (example params, synthetic Beijing streets)", "mixzone",
+              example_spec_file("mixzone"), {"road_network": NETWORK_NAME}),
+]
+
+
+def inputs_and_params(candidate: Candidate, spec: ReleaseSpec) -> tuple[PublicInputs, Any]:
+    """The public inputs and the mechanism's parameters, resolved as the flow's public-inputs step does (Mixzone:
+    the synthetic street grid in memory instead of a network read from PostGIS)."""
+    mech = candidate.mech()
+    params = mech.parse_params(dict(spec.params))
+    if mech.public_inputs(params).get("road_network") == NETWORK_NAME:
+        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic")
+    else:
+        inputs = PublicInputs(spec.grid)
+    return inputs, mech.resolved(params, inputs)
+
+
+def prepared_parts(clean: pd.DataFrame, spec: ReleaseSpec, cap: int | None) -> list[pd.DataFrame]:
+    """The clean sample prepared by ``spec`` (the flow's prepare function), in two partitions of whole objects."""
+    half = pd.factorize(clean["object_id"])[0] % 2
+    return [prepare_partition(clean[half == p].reset_index(drop=True), p, spec.prepare, spec.grid, cap)
+            for p in (0, 1)]
+
+
+def worker_cpu_s(client: Client) -> float:
+    return float(sum(client.run(time.process_time).values()))
+
+
+def one_draw(client: Client, candidate: Candidate, spec: ReleaseSpec, inputs: PublicInputs, params: Any,
+             parts: list[pd.DataFrame], policy: GatePolicy, seed: int) -> dict:
+    """One release of the candidate (mechanism, output coarsening, audit, gate) and what the bench records of
+    it."""
+    mech = candidate.mech()
+    cpu0, began = worker_cpu_s(client) + time.process_time(), time.perf_counter()
+    futures = client.scatter(parts, hash=False)
+    released = run_mechanism(mech, client, futures, inputs, params, np.random.default_rng(seed))
+    released = check_output.coarsen_times(released, spec.time_precision_s)
+    client.cancel(futures)
+    mechanism_s = time.perf_counter() - began
+    raw = pd.concat(parts, ignore_index=True)[RAW_COLUMNS]
+    outcome = audit(client, raw, released, policy, seed, bbox=spec.grid.bbox)
+    attacks = {}
+    for resolution, r in outcome.by_resolution:
+        entry = {k: v for k, v in r.to_dict().items() if k != "evidence"}
+        attacks.setdefault(r.attack, {})[f"{resolution:g}"] = entry
+    return {"seed": seed, "blocked": outcome.decision.blocked, "privacy": outcome.decision.privacy,
+            "utility": outcome.decision.utility, "reasons": outcome.decision.reasons, "attacks": attacks,
+            "failures": outcome.failures, "not_applicable": outcome.not_applicable,
+            "released_records": released.metadata.get("released_records"),
+            "mechanism_s": mechanism_s, "draw_s": time.perf_counter() - began,
+            "cpu_s": worker_cpu_s(client) + time.process_time() - cpu0,
+            "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
+
+
+def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
+                  seed: int) -> dict:
+    spec = candidate.release_spec()
+    inputs, params = inputs_and_params(candidate, spec)
+    parts = prepared_parts(clean, spec, candidate.mech().max_records_per_object(params))
+    results = []
+    for d in range(draws):
+        results.append(one_draw(client, candidate, spec, inputs, params, parts, policy, seed + d))
+        last = results[-1]
+        print(f"{candidate.key} draw {d}: {'blocked' if last['blocked'] else 'passed'} "
+              f"({last['draw_s']:.1f} s wall, {last['cpu_s']:.1f} s CPU)", flush=True)
+    return {"key": candidate.key, "label": candidate.label, "mechanism": spec.mechanism, "params": spec.params,
+            "spec": str(candidate.spec.relative_to(ROOT.parent)), "control": candidate.control, "draws": results}
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def worst(draw: dict, attack: str) -> dict:
+    """The attack's result of largest risk over its resolutions in one draw."""
+    return max(draw["attacks"][attack].values(), key=lambda r: r["risk"])
+
+
+def tables(results: dict) -> str:
+    m = results["machine"]
+    lines = [(f"Run: `{results['command']}` at commit {results['commit']}, {m['date'][:16]} UTC, {m['nproc']} cores "
+             f"({m['cpu']}), {m['ram_gb']} GB, a machine shared with other work (load average per draw in the "
+             f"JSON); {results['workers']} Dask worker(s). Draws per candidate: "
+             f"{', '.join(sorted({str(len(c['draws'])) for c in results['candidates']}))}."), "",
+             "### Verdicts over the draws", "",
+             ("| candidate | draws | passed | privacy passed | utility passed | must block | wall s / draw | "
+             "CPU s / draw |"), "|---|---|---|---|---|---|---|---|"]
+    for c in results["candidates"]:
+        d = c["draws"]
+        n = len(d)
+        lines.append(f"| {c['label']} | {n} | {sum(not x['blocked'] for x in d)} | "
+                     f"{sum(x['privacy'] == 'passed' for x in d)} | {sum(x['utility'] != 'blocked' for x in d)} | "
+                     f"{'yes' if c['control'] else ''} | {np.mean([x['draw_s'] for x in d]):.1f} | "
+                     f"{np.mean([x['cpu_s'] for x in d]):.1f} |")
+    lines += ["", ("### Each attack's worst risk over the policy's resolutions (mean over draws, [min, max]), and "
+                  "its interval in the draw of largest risk"), "",
+              ("| candidate | attack | success rate mean | baseline mean | risk mean [min, max] | "
+              "risk 95% CI (worst draw) |"), "|---|---|---|---|---|---|"]
+    for c in results["candidates"]:
+        names = sorted({a for x in c["draws"] for a in x["attacks"]})
+        for a in names:
+            rs = [worst(x, a) for x in c["draws"] if a in x["attacks"]]
+            top = max(rs, key=lambda r: r["risk"])
+            risks = [r["risk"] for r in rs]
+            lines.append(f"| {c['label']} | {a} | {np.mean([r['success_rate'] for r in rs]):.3f} | "
+                         f"{np.mean([r['baseline'] for r in rs]):.4f} | {np.mean(risks):.3f} "
+                         f"[{min(risks):.3f}, {max(risks):.3f}] | [{top['risk_ci_low']:.3f}, "
+                         f"{top['risk_ci_high']:.3f}] |")
+    lines += ["", "### Why draws were blocked (first reason of each blocked draw, counted)", "",
+              "| candidate | reason (attack or metric) | draws |", "|---|---|---|"]
+    for c in results["candidates"]:
+        counts: dict[str, int] = {}
+        for x in c["draws"]:
+            if x["blocked"]:
+                for reason in x["reasons"]:
+                    head = reason.split(":")[0].split(" = ")[0]
+                    counts[head] = counts.get(head, 0) + 1
+        for head, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            lines.append(f"| {c['label']} | {head} | {n} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(results: dict) -> None:
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else (
+        "# The gate's validity: pass rates over repeated draws\n\n" + BEGIN + "\n" + END + "\n")
+    before, rest = text.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    RESULTS_MD.write_text(before + BEGIN + "\n" + tables(results) + END + after)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--only", default="", help="comma-separated candidate keys (default: all): "
+                        + ", ".join(c.key for c in CANDIDATES))
+    parser.add_argument("--seed", type=int, default=0, help="draw d uses seed + d")
+    parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (the flow uses 2)")
+    args = parser.parse_args(argv)
+    only = {x for x in args.only.split(",") if x}
+    unknown = only - {c.key for c in CANDIDATES}
+    if unknown:
+        parser.error(f"unknown candidate(s) {', '.join(sorted(unknown))}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                            check=True).stdout.strip()
+    OUT.mkdir(exist_ok=True)
+    path = OUT / "results.json"
+    previous = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
+    clean, _ = load_clean()
+    policy = GatePolicy.default().in_timezone(TZ)
+    command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
+    results = {"machine": machine(), "commit": commit, "command": command.strip(), "workers": args.workers,
+               "policy": policy.to_dict()}
+    with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
+        for candidate in CANDIDATES:
+            if only and candidate.key not in only:
+                continue
+            previous[candidate.key] = {**run_candidate(client, candidate, clean, policy, args.draws, args.seed),
+                                       "commit": commit, "command": results["command"]}
+            order = [c.key for c in CANDIDATES]
+            results["candidates"] = sorted(previous.values(), key=lambda c: order.index(c["key"]))
+            path.write_text(json.dumps(results, indent=1, default=str))
+    write_report(results)
+
+
+if __name__ == "__main__":
+    main()
