@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from audits.controls import ControlPolicy
 from audits.registry import ATTACKS, RELEASE_KINDS, build_attack
 from audits.result import AttackResult
 from audits.utility import UTILITY_MEANING, UTILITY_METRICS, UTILITY_SCORES
@@ -47,6 +48,8 @@ class GatePolicy:
     ``resolutions_m``: the grid cell sizes (metres) the adversary tries: every attack that reads grid cells
     (:data:`audits.registry.GRID_ATTACKS`) runs at each, on a grid over the release's bbox independent of the
     mechanism's grid, and the gate takes its worst risk; empty: the release's own grid only.
+    ``controls``: the control objects of releases without owners (:class:`audits.controls.ControlPolicy`: the
+    share held out of a synthetic release's input, and when members against controls are too few to measure).
     ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
     ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails or is not applicable
     where the policy says block, any listed utility metric is beyond its limit or is missing, or no attack
@@ -78,6 +81,7 @@ class GatePolicy:
     version: int = 1
     decision: str = "block_if_any"
     resolutions_m: tuple[float, ...] = ()
+    controls: ControlPolicy = field(default_factory=ControlPolicy)
 
     def __post_init__(self) -> None:
         if not self.max_risk:
@@ -121,6 +125,8 @@ class GatePolicy:
         if not (isinstance(self.resolutions_m, tuple) and all(_is_number(r) and r > 0 for r in self.resolutions_m)):
             raise ParameterError(f"resolutions_m must be a list of positive cell sizes in metres, got "
                                  f"{self.resolutions_m!r}", "gate policy: resolutions_m")
+        if not isinstance(self.controls, ControlPolicy):
+            raise ParameterError(f"expected a ControlPolicy, got {self.controls!r}", "gate policy: controls")
         for name in ("max_risk", "attack_params", "when_not_applicable"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "utility",
@@ -154,7 +160,8 @@ class GatePolicy:
         """Read the YAML layout above; unknown keys raise."""
         if not isinstance(policy, Mapping):
             raise ParameterError(f"a gate policy must be a mapping, got {type(policy).__name__}", where)
-        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s", "resolutions_m"}, where)
+        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s", "resolutions_m", "controls"},
+                     where)
         attacks = policy.get("attacks")
         if not isinstance(attacks, Mapping):
             raise ParameterError(f"expected a mapping of name -> {{max_risk: value}}, got {attacks!r}",
@@ -176,7 +183,8 @@ class GatePolicy:
                    when_not_applicable=not_applicable,
                    timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
                    decision=policy.get("decision", "block_if_any"),
-                   resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r)
+                   resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r,
+                   controls=ControlPolicy.from_dict(policy.get("controls", {}), f"{where}: controls"))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatePolicy:
@@ -200,7 +208,7 @@ class GatePolicy:
             if name in self.when_not_applicable:
                 attacks[name]["when_not_applicable"] = self.when_not_applicable[name]
         return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
-                "resolutions_m": list(self.resolutions_m), "attacks": attacks,
+                "resolutions_m": list(self.resolutions_m), "controls": self.controls.to_dict(), "attacks": attacks,
                 "utility": {kind: {name: {limit.bound: limit.value} for name, limit in limits.items()}
                             for kind, limits in self.utility.items()}}
 

@@ -89,8 +89,9 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
             raw = pd.concat(client.gather(client.map(lambda df: df[["lon", "lat"]], clean)), ignore_index=True)
             # the mechanisms run concurrently (Prefect's thread pool, each on the shared Dask cluster); audits follow
             # in the order the candidates were listed, their attacks in parallel on the cluster
-            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean)
-                         for p, rid in zip(planned, rids, strict=True)]
+            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean,
+                                                    policy.policy.controls)
+                         for p, rid, policy in zip(planned, rids, policies, strict=True)]
             released = []
             for p, rid, policy, future in zip(planned, rids, policies, protected, strict=True):
                 result = audit_candidate(client, p, rid, policy, future)

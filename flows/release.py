@@ -95,7 +95,7 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
             recover_interrupted(spec.dataset, running=release_id)
             # the validated partitions go straight into protect, unnamed: let go once it returns
             raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
-                                              ingest_and_validate(client, spec, release_id))
+                                              ingest_and_validate(client, spec, release_id), policy.policy.controls)
             if result.released_nothing:
                 return nothing_released(spec, release_id)
             passed = audit_and_gate(client, spec, release_id, policy, raw, result)
