@@ -342,8 +342,7 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
-    outcome = release_flow(spec=spec)
-    click.echo(json.dumps(outcome))
+    click.echo(json.dumps(_unless_blocked(lambda: release_flow(spec=spec))))
 
 
 @release.command("compare")
@@ -374,7 +373,21 @@ def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> Non
         raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
     from flows.compare import compare_flow
     _tracebacks_to_the_log_only()
-    click.echo(json.dumps(compare_flow(spec=data)))
+    click.echo(json.dumps(_unless_blocked(lambda: compare_flow(spec=data))))
+
+
+def _unless_blocked(run) -> dict:
+    """The outcome of ``run`` (a flow called as a function); a run that ends ``Blocked`` prints its outcome,
+    then its reason in one sentence on stderr, and exits with :attr:`ReleaseBlocked.EXIT_CODE` (3), so that a
+    script tells it from a release that reached the steward (0) and from an error or a refusal (1)."""
+    from trajpub.errors import ReleaseBlocked
+
+    try:
+        return run()
+    except ReleaseBlocked as exc:
+        click.echo(json.dumps(exc.outcome))
+        click.secho(f"blocked: {exc}", fg="red", err=True)
+        sys.exit(ReleaseBlocked.EXIT_CODE)
 
 
 @release.command("pick")
