@@ -40,7 +40,8 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> tuple
     z2n = z * z / n
     centre = (p + z2n / 2) / (1 + z2n)
     halfwidth = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
-    return max(0.0, centre - halfwidth), min(1.0, centre + halfwidth)
+    # the interval holds p in exact arithmetic; in floating point p = 1 gave an upper end of 1 - 2e-16
+    return max(0.0, min(p, centre - halfwidth)), min(1.0, max(p, centre + halfwidth))
 
 
 def baseline_corrected_risk(rate: float, baseline: float) -> float:

@@ -24,7 +24,7 @@ from distributed import wait as wait_futures
 from audits import utility
 from audits.attack import NotApplicable
 from audits.controls import MEMBER_COLUMN, ControlPolicy, TooFewObjects, hold_out
-from audits.gate import GateDecision, GatePolicy, evaluate_gate
+from audits.gate import GateDecision, GatePolicy, evaluate_gate, verdict, worst_per_attack
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
 from trajpub.candidate import CandidateRelease, Shape
@@ -324,15 +324,6 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     return out, failures, not_applicable
 
 
-def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackResult]:
-    """Each attack's result of largest risk over its resolutions (the gate decides on the worst case)."""
-    worst: dict[str, AttackResult] = {}
-    for _, r in results:
-        if r.attack not in worst or r.risk > worst[r.attack].risk:
-            worst[r.attack] = r
-    return list(worst.values())
-
-
 def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease, policy: GatePolicy,
         seed: int | None = None, *, bbox: tuple[float, float, float, float]) -> AuditOutcome:
     """The policy's attacks (the dataset's registered policy: :func:`tasks.policies.resolve`) that apply to the
@@ -350,7 +341,7 @@ def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease,
     utility_f = client.submit(measure_utility, raw_f, candidate_f, release_f, seed, bbox, pure=False)
     by_resolution, failures, not_applicable = run_at_resolutions(client, policy, attack_raw, release_f,
                                                                  release_kind, bbox)
-    results = worst_per_attack(by_resolution)
+    results = worst_per_attack(policy, by_resolution)
     try:
         measured = utility_f.result()
     except InputError as exc:  # e.g. an empty release: no figure, so every floor of the policy blocks
@@ -368,11 +359,12 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
         threshold = outcome.decision.per_attack[r.attack]["threshold"]
         conn.execute(sa.text(
             "INSERT INTO governance.audit_results (release_id, attack, resolution_m, success_rate, ci_low, ci_high,"
-            " baseline, risk, threshold, passed, evidence) VALUES (:rel, :a, :res, :s, :lo, :hi, :b, :risk, :th,"
-            " :ok, CAST(:ev AS jsonb))"),
+            " baseline, risk, risk_ci_low, risk_ci_high, threshold, passed, verdict, evidence) VALUES (:rel, :a,"
+            " :res, :s, :lo, :hi, :b, :risk, :rlo, :rhi, :th, :ok, :verdict, CAST(:ev AS jsonb))"),
             {"rel": release_id, "a": r.attack, "res": resolution, "s": r.success_rate, "lo": r.ci_low,
-             "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "th": threshold,
-             "ok": threshold is None or r.risk <= threshold, "ev": json.dumps(r.to_dict())})
+             "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "rlo": r.risk_ci_low, "rhi": r.risk_ci_high,
+             "th": threshold, "ok": outcome.policy.passes(r),
+             "verdict": None if threshold is None else verdict(r, threshold), "ev": json.dumps(r.to_dict())})
     unmeasured = [(name, "failed", error, False) for name, error in outcome.failures.items()]
     unmeasured += [(name, "not applicable", why, outcome.policy.not_applicable_rule(name) == "pass")
                    for name, why in outcome.not_applicable.items()]

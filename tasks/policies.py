@@ -109,8 +109,11 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
     of the floor's attacks must stay, with a ceiling no higher, the same parameters, on at least the same release
     kinds, and blocking a release it cannot measure where the floor blocks one; the same control share, and no
     fewer objects or wider intervals before "too few objects to measure"; the adversary's resolutions must
-    all stay; each utility limit of each release kind likewise must stay and be no looser."""
+    all stay; a floor that decides on the upper confidence bound may not be replaced by one that decides on the
+    point estimate; each utility limit of each release kind likewise must stay and be no looser."""
     out = []
+    if (candidate.decide_on, floor.decide_on) == ("point", "upper_bound"):
+        out.append("it decides on the point estimate of each risk, where the floor decides on its upper bound")
     for name, limit in floor.max_risk.items():
         if name not in candidate.max_risk:
             out.append(f"it drops attack {name}")

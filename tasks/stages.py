@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from audits.controls import PROTOCOL, ControlPolicy
+from audits.gate import GateDecision
 from tasks import (
     audit,
     check_output,
@@ -175,9 +176,9 @@ def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: 
 
 @task(cache_policy=NO_CACHE, retries=0)
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, raw: Future,
-                   result: CandidateRelease) -> bool:
+                   result: CandidateRelease) -> GateDecision:
     """Run the gate policy's attacks and utility metrics on the staged candidate, record them with the gate's
-    decision and the review report; True when the gate passes.
+    decision and the review report; returns the decision (``blocked``, with its ``reasons``).
 
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
@@ -201,11 +202,12 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
                 "record the report artifact", say=print)
     print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
     for r in outcome.results:
+        said = outcome.decision.per_attack[r.attack].get("verdict", "not gated")
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
-              f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
+              f"baseline {r.baseline:.4f}, risk {r.risk:.3f} [{r.risk_ci_low:.3f}, {r.risk_ci_high:.3f}]: {said}")
     for name, error in outcome.failures.items():
         print(f"audit: {name}: FAILED ({error})")
     for name, why in outcome.not_applicable.items():
         rule = outcome.policy.not_applicable_rule(name)
         print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
-    return not outcome.decision.blocked
+    return outcome.decision
