@@ -35,20 +35,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from distributed import Client
+from distributed import Client, Future
+from distributed import wait as wait_futures
 
 from audits.gate import GatePolicy
 from bench.fgs_pufferfish import machine
 from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
-from tasks import check_output
-from tasks.audit import RAW_COLUMNS
-from tasks.audit import run as audit
+from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
 from tasks.prepare import prepare_partition
 from tasks.protect import mechanism
 from tasks.protect import run as run_mechanism
 from tests.controls.mechanism import CopyControl, Replay
+from trajpub.candidate import CandidateRelease, Shape
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec, example_spec_file, read_spec_file
 
@@ -72,6 +72,8 @@ class Candidate:
     spec: Path
     params: dict = field(default_factory=dict)
     control: bool = False
+    spec_params: bool = True
+    """False: the example spec's params are not the mechanism's (the replay control takes none)."""
 
     def mech(self) -> Mechanism:
         return mechanism(self.mechanism) if isinstance(self.mechanism, str) else self.mechanism
@@ -83,8 +85,8 @@ class Candidate:
         if self.mechanism == "mixzone":
             base = read_spec_file(example_spec_file("w4m"))
             spec = {**base, "mechanism": "mixzone", "params": spec["params"]}
-        return ReleaseSpec.from_dict({**spec, "mechanism": self.mech().name,
-                                      "params": {**spec.get("params", {}), **self.params}})
+        base = spec.get("params", {}) if self.spec_params else {}
+        return ReleaseSpec.from_dict({**spec, "mechanism": self.mech().name, "params": {**base, **self.params}})
 
 
 def _objtrace(key: str, label: str, epsilon: float) -> Candidate:
@@ -105,7 +107,7 @@ CANDIDATES = [
     Candidate("prefix_tree", "prefix tree (example)", "prefix_tree", example_spec_file("prefix_tree")),
     *(_copy(p) for p in (2, 5, 10, 20)),
     Candidate("replay", "replay control (every record as synthetic)", Replay(), example_spec_file("objtrace"),
-              control=True),
+              control=True, spec_params=False),
     Candidate("glove", "GLOVE (example)", "glove", example_spec_file("glove")),
     Candidate("w4m", "W4M (example)", "w4m", example_spec_file("w4m")),
     Candidate("mixzone", "Mixzone (example params, synthetic Beijing streets)", "mixzone",
@@ -136,40 +138,96 @@ def worker_cpu_s(client: Client) -> float:
     return float(sum(client.run(time.process_time).values()))
 
 
-def one_draw(client: Client, candidate: Candidate, spec: ReleaseSpec, inputs: PublicInputs, params: Any,
-             parts: list[pd.DataFrame], policy: GatePolicy, seed: int) -> dict:
-    """One release of the candidate (mechanism, output coarsening, audit, gate) and what the bench records of
-    it."""
-    mech = candidate.mech()
+@dataclass(frozen=True)
+class Setup:
+    """What every draw of a candidate shares: its spec, public inputs, parsed params and prepared partitions."""
+
+    candidate: Candidate
+    spec: ReleaseSpec
+    inputs: PublicInputs
+    params: Any
+    parts: list[pd.DataFrame]
+
+    @classmethod
+    def of(cls, candidate: Candidate, clean: pd.DataFrame) -> Setup:
+        spec = candidate.release_spec()
+        inputs, params = inputs_and_params(candidate, spec)
+        return cls(candidate, spec, inputs, params,
+                   prepared_parts(clean, spec, candidate.mech().max_records_per_object(params)))
+
+
+
+@dataclass(frozen=True)
+class Released:
+    """One release of a candidate: the candidate release, the auditor's raw frame on the cluster (with the
+    ``member`` column of a synthetic release), the number of control objects held out (None: not synthetic)."""
+
+    candidate: CandidateRelease
+    raw: Future
+    n_controls: int | None
+    mechanism_s: float
+
+
+def release(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> Released:
+    """The candidate released as the flow's protect stage makes it (:func:`tasks.stages.prepare_and_protect`):
+    a synthetic release's control objects (the policy's share, by object) held out of the mechanism's input,
+    the mechanism on the Dask runner, the output's timestamps coarsened."""
+    mech = setup.candidate.mech()
+    began = time.perf_counter()
+    prepared = client.scatter(setup.parts, hash=False)
+    rng = np.random.default_rng(seed)
+    held_out = None
+    if mech.shape is Shape.SYNTHETIC:
+        held_out = audit.hold_out_controls(client, prepared, policy.controls.share, rng.spawn(1)[0])
+    released = run_mechanism(mech, client, prepared if held_out is None else audit.without(client, prepared, held_out),
+                             setup.inputs, setup.params, rng)
+    released = check_output.coarsen_times(released, setup.spec.time_precision_s)
+    raw = audit.raw_on_cluster(client, prepared, held_out)
+    wait_futures(raw)  # the partitions are let go when this returns (the raw frame stays)
+    return Released(released, raw, None if held_out is None else len(held_out), time.perf_counter() - began)
+
+
+def one_draw(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> dict:
+    """One release (:func:`release`), its audit and gate (:func:`tasks.audit.run`), and what the bench records."""
     cpu0, began = worker_cpu_s(client) + time.process_time(), time.perf_counter()
-    futures = client.scatter(parts, hash=False)
-    released = run_mechanism(mech, client, futures, inputs, params, np.random.default_rng(seed))
-    released = check_output.coarsen_times(released, spec.time_precision_s)
-    client.cancel(futures)
-    mechanism_s = time.perf_counter() - began
-    raw = pd.concat(parts, ignore_index=True)[RAW_COLUMNS]
-    outcome = audit(client, raw, released, policy, seed, bbox=spec.grid.bbox)
+    released = release(client, setup, policy, seed)
+    outcome = audit.run(client, released.raw, released.candidate, policy, seed, bbox=setup.spec.grid.bbox)
     attacks = {}
     for resolution, r in outcome.by_resolution:
-        entry = {k: v for k, v in r.to_dict().items() if k != "evidence"}
+        entry = {k: v for k, v in r.to_dict().items() if k not in ("evidence", "controls")}
+        if r.controls is not None:
+            entry["controls"] = {k: v for k, v in r.controls.to_dict().items()
+                                 if k in ("statistic", "n_members", "n_controls", "member_value", "control_value",
+                                          "difference_ci")}
         attacks.setdefault(r.attack, {})[f"{resolution:g}"] = entry
     return {"seed": seed, "blocked": outcome.decision.blocked, "privacy": outcome.decision.privacy,
             "utility": outcome.decision.utility, "reasons": outcome.decision.reasons, "attacks": attacks,
+            "verdicts": {name: e.get("verdict", e["status"]) for name, e in outcome.decision.per_attack.items()},
             "failures": outcome.failures, "not_applicable": outcome.not_applicable,
-            "released_records": released.metadata.get("released_records"),
-            "mechanism_s": mechanism_s, "draw_s": time.perf_counter() - began,
+            "n_controls": released.n_controls,
+            "released_records": released.candidate.metadata.get("released_records"),
+            "mechanism_s": released.mechanism_s, "draw_s": time.perf_counter() - began,
             "cpu_s": worker_cpu_s(client) + time.process_time() - cpu0,
             "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
 
 
+def candidate(key: str) -> Candidate:
+    [found] = [c for c in CANDIDATES if c.key == key]
+    return found
+
+
+def default_policy() -> GatePolicy:
+    """The default gate policy in the sample's time zone (the flow applies the dataset's)."""
+    return GatePolicy.default().in_timezone(TZ)
+
+
 def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
                   seed: int) -> dict:
-    spec = candidate.release_spec()
-    inputs, params = inputs_and_params(candidate, spec)
-    parts = prepared_parts(clean, spec, candidate.mech().max_records_per_object(params))
+    setup = Setup.of(candidate, clean)
+    spec = setup.spec
     results = []
     for d in range(draws):
-        results.append(one_draw(client, candidate, spec, inputs, params, parts, policy, seed + d))
+        results.append(one_draw(client, setup, policy, seed + d))
         last = results[-1]
         print(f"{candidate.key} draw {d}: {'blocked' if last['blocked'] else 'passed'} "
               f"({last['draw_s']:.1f} s wall, {last['cpu_s']:.1f} s CPU)", flush=True)
@@ -256,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     path = OUT / "results.json"
     previous = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
     clean, _ = load_clean()
-    policy = GatePolicy.default().in_timezone(TZ)
+    policy = default_policy()
     command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
     results = {"machine": machine(), "commit": commit, "command": command.strip(), "workers": args.workers,
                "policy": policy.to_dict()}
