@@ -180,18 +180,18 @@ class ClosestRecord(Attack[ClosestRecordParams]):
         reproduced = closest <= limit
         m, c = reproduced.reindex(members), reproduced.reindex(controls)
         comparison = MemberControl.rates(float(m.sum()), len(m), float(c.sum()), len(c), self.params.confidence)
-        auc = MemberControl.scores(-closest.reindex(members).to_numpy(), -closest.reindex(controls).to_numpy(),
-                                   self.params.confidence)
+        auc = (MemberControl.scores(-closest.reindex(members).to_numpy(), -closest.reindex(controls).to_numpy(),
+                                    self.params.confidence) if min(len(members), len(controls)) >= 2 else None)
         dcr = to_release.groupby(owner.to_numpy()).min()
         evidence: dict[str, Any] = {
             "score": ("distance to the release / distance to the closest other raw object" if calibrated
                       else "distance to the closest released trajectory (m)"),
             "reproduced_when_at_most": limit,
             "resampled_points": RESAMPLED_POINTS,
-            "auc": auc.member_value,
-            "auc_ci": list(auc.member_ci),
-            "advantage": 2 * auc.member_value - 1,
-            "advantage_ci": list(auc.difference_ci),
+            "auc": auc and auc.member_value,
+            "auc_ci": auc and list(auc.member_ci),
+            "advantage": auc and 2 * auc.member_value - 1,
+            "advantage_ci": auc and list(auc.difference_ci),
             "median_dcr_m_members": float(dcr.reindex(members).median()),
             "median_dcr_m_controls": float(dcr.reindex(controls).median()),
             "members_within_1m": int((dcr.reindex(members) <= 1.0).sum()),

@@ -99,6 +99,16 @@ class MemberControl:
     def baseline(self) -> float:
         return self.control_value
 
+    @property
+    def risk_ci_width(self) -> float:
+        """The width of the risk's interval before it is clipped to [0, 1] (clipping would hide uncertainty
+        below 0): the difference's interval over ``1 - control`` (infinite when every control succeeds), or the
+        advantage's."""
+        low, high = self.difference_ci
+        if self.statistic == "auc":
+            return high - low
+        return math.inf if self.control_value == 1 else (high - low) / (1 - self.control_value)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for key in ("member_ci", "difference_ci", "risk_ci"):
@@ -115,8 +125,8 @@ class ControlPolicy:
         entropy at every release (the spec's seed in test mode only); the published release is made from the
         others.
     min_objects: fewer members or controls than this and the attack says "too few objects to measure".
-    max_risk_ci_width: a risk interval wider than this says the same: the comparison cannot tell a release that
-        copies from one that does not.
+    max_risk_ci_width: a risk interval wider than this (:attr:`MemberControl.risk_ci_width`) says the same: the
+        comparison cannot tell a release that copies from one that does not.
     """
 
     share: float = 0.3
@@ -153,10 +163,9 @@ class ControlPolicy:
         if fewest < self.min_objects:
             return (f"too few objects to measure: {comparison.n_members} members and {comparison.n_controls} "
                     f"controls, the policy needs at least {self.min_objects} of each")
-        low, high = comparison.risk_ci
-        if high - low > self.max_risk_ci_width:
-            return (f"too few objects to measure: the risk's {comparison.confidence:.0%} interval "
-                    f"[{low:.2f}, {high:.2f}] is wider than the policy's {self.max_risk_ci_width:g} "
+        if comparison.risk_ci_width > self.max_risk_ci_width:
+            return (f"too few objects to measure: the risk's {comparison.confidence:.0%} interval is "
+                    f"{comparison.risk_ci_width:.2f} wide, more than the policy's {self.max_risk_ci_width:g} "
                     f"({comparison.n_members} members, {comparison.n_controls} controls)")
         return None
 

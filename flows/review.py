@@ -40,7 +40,10 @@ def review_markdown(review: Review) -> str:
     budget = review.budget
     lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
     lines += [f"- {line}" for line in budget[2:]]
-    lines += ["", "## Linkage attacks", "", f"Gated by policy **{review.policy_label}**.", "",
+    lines += ["", "## Linkage attacks", "", f"Gated by policy **{review.policy_label}**.", ""]
+    if words := report.controls_words(s):
+        lines += [words, ""]
+    lines += [
               ("Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate "
                "takes the worst."), "", report.DECIDE_ON_WORDS[review.decide_on], "",
               "| attack | cells | success | 95% CI | baseline | risk | risk 95% CI | threshold | verdict |",

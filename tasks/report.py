@@ -226,6 +226,24 @@ def _map_words(guarantee: dict) -> str:
             "not_dp": "not DP (heuristic)"}.get(m.get("rule"), "-")
 
 
+def controls_words(summary: dict) -> str | None:
+    """What the steward reads about the control objects of a release without owners (:mod:`audits.controls`):
+    the protocol, how many objects were held out (a raw count: governance and the review only, never lineage),
+    what the attack table's figures then mean, and what the ledger says about the controls. None without
+    controls."""
+    c = summary.get("controls")
+    if not c:
+        return None
+    total = c["n_members"] + c["n_controls"]
+    return (f"Members against controls (protocol '{c['protocol']}', Anonymeter's): {c['n_controls']} of the "
+            f"{total} objects ({c['share']:.0%}, the policy's share) were drawn at random, by object, and held out "
+            f"of the mechanism's input; the release was made from the other {c['n_members']}. Every attack on it "
+            "scores the members against these controls: success is the members' rate, baseline the controls', "
+            "risk (members - controls) / (1 - controls). The mechanism never read the controls' data, so this "
+            "release spent none of their privacy; the ledger still charges the dataset's unit, a bound that holds "
+            "for every object. The audit reads the controls as it reads every raw object.")
+
+
 def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | None,
            fragments: pd.DataFrame | None, every: int = 1) -> str:
     """The page of the review record, with plots of the audit's frames: ``raw`` points (every ``every``-th raw
@@ -272,6 +290,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         (f"<p>Gated by policy <b>{html.escape(review.policy_label)}</b>. Grid-based attacks "
          "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst. "
          f"{html.escape(DECIDE_ON_WORDS[review.decide_on])}</p>"),
+        f"<p>{html.escape(words)}</p>" if (words := controls_words(review.summary)) else "",
         html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "risk 95% CI", "threshold",
                     "verdict"], attack_rows),
         "<h2>Utility</h2>",
