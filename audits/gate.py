@@ -2,9 +2,10 @@
 
 docs/design.md, "Audits and the gate": the gate runs the attacks a real adversary would run on the candidate
 release and blocks it when a policy threshold is crossed, by default when the upper end of a risk's confidence
-interval is (a verdict that holds from one draw of the release to the next, not a coin flip at the threshold). Thresholds apply to the baseline-corrected risk of
-:class:`audits.result.AttackResult` (comparable across mechanisms, unlike their privacy parameters: Jin et al.,
-TKDE 2023, Sec. 5.3), and optionally to utility errors (a release too distorted to be worth publishing).
+interval is (a verdict that holds from one draw of the release to the next, not a coin flip at the threshold).
+Thresholds apply to the baseline-corrected risk of :class:`audits.result.AttackResult` (comparable across
+mechanisms, unlike their privacy parameters: Jin et al., TKDE 2023, Sec. 5.3), and optionally to utility errors (a
+release too distorted to be worth publishing).
 """
 
 from __future__ import annotations
@@ -268,9 +269,9 @@ class GateDecision:
 
     ``per_attack[name]["status"]`` is ``"passed"``, ``"blocked"`` (the policy's ``decide_on`` applied; a measured
     attack also has its three-way ``"verdict"``, :func:`verdict`, and its ``"risk_ci"``), ``"not gated"`` (a
-    result the policy sets no threshold for), ``"failed"`` (an error or a timeout: blocks), ``"not applicable"`` (with ``why`` and the
-    policy's ``when_not_applicable``, which says whether it blocks) or ``"not run"`` (a threshold without a
-    result); ``per_utility[name]["status"]`` is
+    result the policy sets no threshold for), ``"failed"`` (an error or a timeout: blocks), ``"not applicable"``
+    (with ``why`` and the policy's ``when_not_applicable``, which says whether it blocks) or ``"not run"`` (a
+    threshold without a result); ``per_utility[name]["status"]`` is
     ``"passed"``, ``"blocked"``, ``"missing"`` (listed by the policy, not computed: blocks) or ``"not gated"``.
     ``privacy`` and ``utility`` are the two verdicts the review shows side by side: ``"passed"`` or
     ``"blocked"`` (``utility`` is ``"not gated"`` when the policy sets no floor for the release's kind).

@@ -123,6 +123,20 @@ def wait_until(condition, timeout: float, what: str, poll_s: float = POLL_S):
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
+def final_state(flow_run_id: str):
+    """The Prefect state a flow run ended in (its type, its name, e.g. Blocked, and its message)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(uuid.UUID(str(flow_run_id))).state
+
+
+def flow_run_in(output: str) -> str:
+    """The id of the flow run a command's output names (Prefect's "View at .../flow-run/ID" line)."""
+    [found] = set(re.findall(r"/flow-run/([0-9a-f-]{36})", output))
+    return found
+
+
 def release_status(engine: sa.Engine, release_id: int | None) -> str | None:
     if release_id is None:
         return None

@@ -145,7 +145,12 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(cli
     assert rows["home_work"]["outcome"] == "not applicable" and rows["home_work"]["passed"] is (rule == "pass")
     assert rows["signature_linkage"]["outcome"] == "measured"
     verdict = "pass" if rule == "pass" else "BLOCK"
-    assert f"| home_work | - | not applicable: {outcome.not_applicable['home_work']} | | | | 0.3 | {verdict} |" in review
+    assert (f"| home_work | - | not applicable: {outcome.not_applicable['home_work']} | | | | | 0.300 | {verdict} |"
+            in review)
+    measured = rows["signature_linkage"]  # its risk interval and three-way verdict are stored and shown
+    assert measured["verdict"] == "blocked" and measured["risk_ci_low"] > 0.2
+    assert f"| {measured['risk']:.3f} | [{measured['risk_ci_low']:.3f}, {measured['risk_ci_high']:.3f}] | 0.200 | " \
+           "BLOCKED |" in review
 
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
