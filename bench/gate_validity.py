@@ -235,56 +235,57 @@ def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, pol
             "spec": str(candidate.spec.relative_to(ROOT.parent)), "control": candidate.control, "draws": results}
 
 
-def fmt(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
 def worst(draw: dict, attack: str) -> dict:
-    """The attack's result of largest risk over its resolutions in one draw."""
-    return max(draw["attacks"][attack].values(), key=lambda r: r["risk"])
+    """The attack's result the gate decides on in one draw: the resolution with the highest upper end of the
+    risk's interval (the default policy decides on the upper bound)."""
+    return max(draw["attacks"][attack].values(), key=lambda r: (r["risk_ci_high"], r["risk"]))
+
+
+def _range(values: list[float]) -> str:
+    return f"{np.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
 def tables(results: dict) -> str:
-    m = results["machine"]
-    lines = [(f"Run: `{results['command']}` at commit {results['commit']}, {m['date'][:16]} UTC, {m['nproc']} cores "
-             f"({m['cpu']}), {m['ram_gb']} GB, a machine shared with other work (load average per draw in the "
-             f"JSON); {results['workers']} Dask worker(s). Draws per candidate: "
-             f"{', '.join(sorted({str(len(c['draws'])) for c in results['candidates']}))}."), "",
-             "### Verdicts over the draws", "",
-             ("| candidate | draws | passed | privacy passed | utility passed | must block | wall s / draw | "
-             "CPU s / draw |"), "|---|---|---|---|---|---|---|---|"]
-    for c in results["candidates"]:
+    """The verdicts, every attack's figures, and what was run, from the results file."""
+    cands = results["candidates"]
+    lines = ["### Verdicts over the draws", "",
+             ("| candidate | draws | passed | privacy passed | utility passed | draws with an attack too close to "
+              "call | draws with too few objects | must block |"), "|---|---|---|---|---|---|---|---|"]
+    for c in cands:
         d = c["draws"]
-        n = len(d)
-        lines.append(f"| {c['label']} | {n} | {sum(not x['blocked'] for x in d)} | "
+        close = sum(any(v == "too close to call" for v in x["verdicts"].values()) for x in d)
+        few = sum(any("too few objects" in why for why in x["not_applicable"].values()) for x in d)
+        lines.append(f"| {c['label']} | {len(d)} | {sum(not x['blocked'] for x in d)} | "
                      f"{sum(x['privacy'] == 'passed' for x in d)} | {sum(x['utility'] != 'blocked' for x in d)} | "
-                     f"{'yes' if c['control'] else ''} | {np.mean([x['draw_s'] for x in d]):.1f} | "
-                     f"{np.mean([x['cpu_s'] for x in d]):.1f} |")
-    lines += ["", ("### Each attack's worst risk over the policy's resolutions (mean over draws, [min, max]), and "
-                  "its interval in the draw of largest risk"), "",
-              ("| candidate | attack | success rate mean | baseline mean | risk mean [min, max] | "
-              "risk 95% CI (worst draw) |"), "|---|---|---|---|---|---|"]
-    for c in results["candidates"]:
-        names = sorted({a for x in c["draws"] for a in x["attacks"]})
-        for a in names:
+                     f"{close} | {few} | {'yes' if c['control'] else ''} |")
+    lines += ["", ("### Each attack as the gate reads it: per draw, the resolution with the highest upper end of "
+                   "the risk's 95% interval; mean [min, max] over the draws"), "",
+              ("| candidate | attack | members (success rate) | controls (baseline) | risk | risk interval upper "
+               "end | verdicts |"), "|---|---|---|---|---|---|---|"]
+    for c in cands:
+        for a in sorted({a for x in c["draws"] for a in x["attacks"]}):
             rs = [worst(x, a) for x in c["draws"] if a in x["attacks"]]
-            top = max(rs, key=lambda r: r["risk"])
-            risks = [r["risk"] for r in rs]
-            lines.append(f"| {c['label']} | {a} | {np.mean([r['success_rate'] for r in rs]):.3f} | "
-                         f"{np.mean([r['baseline'] for r in rs]):.4f} | {np.mean(risks):.3f} "
-                         f"[{min(risks):.3f}, {max(risks):.3f}] | [{top['risk_ci_low']:.3f}, "
-                         f"{top['risk_ci_high']:.3f}] |")
-    lines += ["", "### Why draws were blocked (first reason of each blocked draw, counted)", "",
-              "| candidate | reason (attack or metric) | draws |", "|---|---|---|"]
-    for c in results["candidates"]:
-        counts: dict[str, int] = {}
-        for x in c["draws"]:
-            if x["blocked"]:
-                for reason in x["reasons"]:
-                    head = reason.split(":")[0].split(" = ")[0]
-                    counts[head] = counts.get(head, 0) + 1
-        for head, n in sorted(counts.items(), key=lambda kv: -kv[1]):
-            lines.append(f"| {c['label']} | {head} | {n} |")
+            counts: dict[str, int] = {}
+            for x in c["draws"]:
+                v = x["verdicts"].get(a, "not run")
+                counts[v] = counts.get(v, 0) + 1
+            lines.append(f"| {c['label']} | {a} | {_range([r['success_rate'] for r in rs])} | "
+                         f"{_range([r['baseline'] for r in rs])} | {_range([r['risk'] for r in rs])} | "
+                         f"{_range([r['risk_ci_high'] for r in rs])} | "
+                         + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())) + " |")
+    lines += ["", "### What was run", "",
+              ("| candidate | draws | seeds | command | commit | started (UTC) | CPU s / draw | wall s / draw | "
+              "load average (1 min) over the draws |"), "|---|---|---|---|---|---|---|---|---|"]
+    for c in cands:
+        d = c["draws"]
+        load = [float(x["loadavg"][0]) for x in d]
+        lines.append(f"| {c['label']} | {len(d)} | {d[0]['seed']}-{d[-1]['seed']} | `{c['command']}` | "
+                     f"{c['commit']} | {c['machine']['date'][:16]} | {np.mean([x['cpu_s'] for x in d]):.1f} | "
+                     f"{np.mean([x['draw_s'] for x in d]):.1f} | {min(load):.0f}-{max(load):.0f} |")
+    m = cands[0]["machine"] if cands else machine()
+    lines += ["", (f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, Python {m['python']}, shared with "
+                  "other engineers' jobs (hence the load average); the CPU seconds are the driver's and the Dask "
+                  "workers' process time.")]
     return "\n".join(lines) + "\n"
 
 
@@ -296,6 +297,17 @@ def write_report(results: dict) -> None:
     RESULTS_MD.write_text(before + BEGIN + "\n" + tables(results) + END + after)
 
 
+def save(path: Path, entry: dict) -> dict:
+    """The results file with ``entry`` (one candidate's draws) in place of that candidate's, read afresh: runs
+    of different candidates may share the file."""
+    found = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
+    found[entry["key"]] = entry
+    order = [c.key for c in CANDIDATES]
+    results = {"candidates": sorted(found.values(), key=lambda c: order.index(c["key"]))}
+    path.write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=20)
@@ -303,31 +315,31 @@ def main(argv: list[str] | None = None) -> None:
                         + ", ".join(c.key for c in CANDIDATES))
     parser.add_argument("--seed", type=int, default=0, help="draw d uses seed + d")
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (the flow uses 2)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
     args = parser.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
     unknown = only - {c.key for c in CANDIDATES}
     if unknown:
         parser.error(f"unknown candidate(s) {', '.join(sorted(unknown))}")
+    path = OUT / "results.json"
+    if args.report_only:
+        write_report(json.loads(path.read_text()))
+        return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                             check=True).stdout.strip()
     OUT.mkdir(exist_ok=True)
-    path = OUT / "results.json"
-    previous = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
     clean, _ = load_clean()
     policy = default_policy()
     command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
-    results = {"machine": machine(), "commit": commit, "command": command.strip(), "workers": args.workers,
-               "policy": policy.to_dict()}
     with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
         for candidate in CANDIDATES:
             if only and candidate.key not in only:
                 continue
-            previous[candidate.key] = {**run_candidate(client, candidate, clean, policy, args.draws, args.seed),
-                                       "commit": commit, "command": results["command"]}
-            order = [c.key for c in CANDIDATES]
-            results["candidates"] = sorted(previous.values(), key=lambda c: order.index(c["key"]))
-            path.write_text(json.dumps(results, indent=1, default=str))
-    write_report(results)
+            started = machine()
+            entry = run_candidate(client, candidate, clean, policy, args.draws, args.seed)
+            results = save(path, {**entry, "commit": commit, "command": command.strip(), "machine": started,
+                                  "workers": args.workers, "policy": policy.to_dict()})
+            write_report(results)
 
 
 if __name__ == "__main__":
