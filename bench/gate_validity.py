@@ -29,6 +29,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -222,17 +223,18 @@ def default_policy() -> GatePolicy:
 
 
 def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
-                  seed: int) -> dict:
+                  seed: int, save_draws: Callable[[dict], None]) -> None:
+    """``draws`` draws of the candidate; after each, ``save_draws`` gets the candidate's entry so far."""
     setup = Setup.of(candidate, clean)
-    spec = setup.spec
-    results = []
+    entry = {"key": candidate.key, "label": candidate.label, "mechanism": setup.spec.mechanism,
+             "params": setup.spec.params, "spec": str(candidate.spec.relative_to(ROOT.parent)),
+             "control": candidate.control, "draws": []}
     for d in range(draws):
-        results.append(one_draw(client, setup, policy, seed + d))
-        last = results[-1]
+        last = one_draw(client, setup, policy, seed + d)
+        entry["draws"].append(last)
+        save_draws(entry)
         print(f"{candidate.key} draw {d}: {'blocked' if last['blocked'] else 'passed'} "
               f"({last['draw_s']:.1f} s wall, {last['cpu_s']:.1f} s CPU)", flush=True)
-    return {"key": candidate.key, "label": candidate.label, "mechanism": spec.mechanism, "params": spec.params,
-            "spec": str(candidate.spec.relative_to(ROOT.parent)), "control": candidate.control, "draws": results}
 
 
 def worst(draw: dict, attack: str) -> dict:
@@ -335,12 +337,10 @@ def main(argv: list[str] | None = None) -> None:
         for candidate in CANDIDATES:
             if only and candidate.key not in only:
                 continue
-            started = machine()
-            entry = run_candidate(client, candidate, clean, policy, args.draws, args.seed)
-            results = save(path, {**entry, "commit": commit, "command": command.strip(), "machine": started,
-                                  "workers": args.workers, "policy": policy.to_dict()})
-            write_report(results)
-
+            run = {"commit": commit, "command": command.strip(), "machine": machine(), "workers": args.workers,
+                   "policy": policy.to_dict()}
+            run_candidate(client, candidate, clean, policy, args.draws, args.seed,
+                          lambda entry, run=run: write_report(save(path, {**entry, **run})))
 
 if __name__ == "__main__":
     main()
