@@ -2,7 +2,8 @@
 eps 5 per taxi (the demo's spec, ``flows/specs/tdrive_objtrace.yaml``) and on a copying release (the raw
 trajectories of a share of the members inserted into the same synthetic release), over several random hold-outs.
 
-``python -m bench.gate_controls [--half A|B|all] [--draws N] [--copy 0.1]``: ``A`` and ``B`` are two halves of the
+``python -m bench.gate_controls [--half A|B|all] [--draws N] [--copy 0.1]``, or ``--unrelated --draws 10`` for the
+small-population check (:func:`unrelated_halves`): ``A`` and ``B`` are two halves of the
 taxis (a fixed random split by taxi): thresholds are chosen on A and reported on B (docs/design.md, "Control
 objects"). Output: ``bench/gate_controls/<half>.json`` and one line per draw and attack on stdout.
 """
@@ -76,13 +77,55 @@ def measure(raw: pd.DataFrame, release: pd.DataFrame, policy: GatePolicy) -> lis
     return out
 
 
+def table(rows: list[dict], by: tuple[str, ...]) -> list[str]:
+    """One markdown line per group ``by`` (and attack, resolution): members' and controls' rates (mean over the
+    draws), the risk's range, the widest interval's upper end, and how many draws said "too few objects"."""
+    frame = pd.DataFrame(rows)
+    frame["risk_high"] = frame["risk_ci"].map(lambda ci: ci[1])
+    frame["too_few"] = frame["too_few"].notna()
+    lines = ["| " + "".join(f"{b} | " for b in by) + "attack | cells | draws | members | controls | "
+             "risk (min-max) | risk CI upper (max) | too few |", "|" + "---|" * (len(by) + 8)]
+    for key, g in frame.groupby([*by, "attack", "resolution_m"], sort=False):
+        *head, attack, size = key
+        lines.append("| " + "".join(f"{h} | " for h in head) + f"{attack} | {f'{size:g} m' if size else '-'} | "
+                     f"{len(g)} | {g['member'].mean():.3f} | {g['control'].mean():.3f} | "
+                     f"{g['risk'].min():.3f}-{g['risk'].max():.3f} | {g['risk_high'].max():.3f} | "
+                     f"{int(g['too_few'].sum())} |")
+    return lines
+
+
+def report() -> None:
+    """``bench/GATE_CONTROLS_RESULTS.md`` from the JSON files of the runs (A, B, all, unrelated)."""
+    out = ["# Members against controls on T-Drive (bench/gate_controls.py)", ""]
+    for half in ("A", "B", "all"):
+        path = ROOT / "gate_controls" / f"{half}.json"
+        if path.exists():
+            rows = json.loads(path.read_text())
+            out += [f"## Half {half}" if half != "all" else "## The whole shipped sample", "",
+                    *table(rows, ("release",)), ""]
+    path = ROOT / "gate_controls" / "unrelated.json"
+    if path.exists():
+        out += ["## Unrelated thirds of a 15-minute window", "", *table(json.loads(path.read_text()), ()), ""]
+    (ROOT / "GATE_CONTROLS_RESULTS.md").write_text("\n".join(out))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--half", default="A", choices=["A", "B", "all"])
     parser.add_argument("--draws", type=int, default=3)
     parser.add_argument("--copy", type=float, default=0.1)
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--unrelated", action="store_true", help="the small-population check instead")
+    parser.add_argument("--report", action="store_true", help="write GATE_CONTROLS_RESULTS.md from the runs")
     args = parser.parse_args()
+    if args.report:
+        report()
+        return
+    (ROOT / "gate_controls").mkdir(exist_ok=True)
+    if args.unrelated:
+        rows = unrelated_halves(args.draws)
+        (ROOT / "gate_controls" / "unrelated.json").write_text(json.dumps(rows, indent=1, default=str))
+        return
     policy = GatePolicy.default()
     raw = halves(prepare(load_clean()[0]))[args.half]
     rows = []
@@ -98,8 +141,32 @@ def main() -> None:
                 row = {"half": args.half, "seed": seed, "release": kind, **m}
                 rows.append(row)
                 print(json.dumps(row, default=str), flush=True)
-    (ROOT / "gate_controls").mkdir(exist_ok=True)
     (ROOT / "gate_controls" / f"{args.half}.json").write_text(json.dumps(rows, indent=1, default=str))
+
+
+def unrelated_halves(splits: int, minutes: int = 15) -> list[dict]:
+    """The small-population check (docs/design.md, "Control objects"): ``minutes`` of the fleet from 09:00
+    Beijing time on 2008-02-04, split at random into three thirds: ObjTrace eps 5 is released from one, and the
+    other two play members and controls although neither was in the input. Every risk should be ~0, and an interval
+    too wide to say so should read "too few objects to measure"."""
+    policy = GatePolicy.default()
+    raw = prepare(load_clean()[0])
+    start = pd.Timestamp("2008-02-04 01:00", tz="UTC")
+    window = raw[(raw["t"] >= start) & (raw["t"] < start + pd.Timedelta(minutes=minutes))]
+    window = window[window.groupby("traj_id")["seq"].transform("size") >= 2]
+    rows = []
+    for seed in range(1, splits + 1):
+        objects = np.random.default_rng(seed).permutation(window["object_id"].unique())
+        third = len(objects) // 3
+        source, members = objects[:third], objects[third:2 * third]
+        framed = window[~window["object_id"].isin(source)]
+        framed = framed.assign(**{MEMBER_COLUMN: framed["object_id"].isin(members)})
+        release = synthetic_release(window[window["object_id"].isin(source)], seed)
+        for m in measure(framed, release, policy):
+            row = {"window_min": minutes, "seed": seed, "n_source": third, **m}
+            rows.append(row)
+            print(json.dumps(row, default=str), flush=True)
+    return rows
 
 
 if __name__ == "__main__":
