@@ -24,6 +24,7 @@ from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 
 from audits.attack import Attack
+from audits.controls import MemberControl, members_and_controls
 from audits.result import MAX_EXAMPLES, AttackResult
 from audits.stats import baseline_corrected_risk
 from trajpub.errors import InputError, ParameterError
@@ -165,13 +166,15 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
     dilute the risk of real people. Baseline: a random guess, 1/N for N raw objects.
 
     ``synthetic`` mode (attack name ``signature_linkage_synthetic``): there are no owners, so the survey
-    uses a threshold: LA = the fraction of released records whose best-match similarity to any raw object
-    exceeds ``threshold`` (0.5); those records are the successes. This is a different quantity from the
-    truthful LA and must not be compared with it (docs/design.md, "Audits and the gate"). Baseline: the same
-    criterion for
-    a random guess, the mean over records of the fraction of raw objects more similar than the threshold;
-    it is close to 1/N when signatures are distinct, and tends to 1 when every record resembles every object
-    (then nothing about an individual is revealed and the risk is 0).
+    uses a threshold: a record more than ``threshold`` (0.5) cosine-similar to an object links to it. Counted
+    against the survey's share of linked records, that measures how much the release looks like the fleet
+    (records link to taxis that were never in the input as often as to those that were). We count per object,
+    members against held-out controls (:mod:`audits.controls`): an object is linked when some released record
+    is more than ``threshold`` similar to it; success = the share of members linked, baseline = the share of
+    controls linked, risk ``(members - controls) / (1 - controls)`` with Newcombe's interval. A release that
+    learns the population links members and controls alike (risk ~0); one that copies members links them more.
+    Signatures are built over members and controls together (the idf is the population's, the same for both).
+    A different quantity from the truthful LA; not to be compared with it (docs/design.md, "Audits and the gate").
 
     The Wilson interval assumes independent targets; the assignment's successes are not independent, so its
     interval is indicative.
@@ -183,7 +186,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
 
     @property
     def raw_columns(self) -> tuple[str, ...]:
-        return ("object_id", "lon", "lat")
+        """A synthetic release is measured on members against controls (the ``member`` column)."""
+        return ("object_id", "lon", "lat") + (("member",) if self.params.mode == "synthetic" else ())
 
     @property
     def release_columns(self) -> tuple[str, ...]:
@@ -191,10 +195,11 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return ("traj_id", "object_id", "lon", "lat") if self.params.mode == "truthful" else ("traj_id", "lon", "lat")
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-        signatures = build_signatures(raw, release, self.params)
         if self.params.mode == "truthful":
+            signatures = build_signatures(raw, release, self.params)
             return self._truthful(signatures, signatures.similarity(), _record_owners(release, signatures.records))
-        return self._synthetic(signatures)
+        members, controls = members_and_controls(raw, f"{self.name}: raw frame")
+        return self._synthetic(build_signatures(raw, release, self.params), members, controls)
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
         n_objects = len(sig.objects)
@@ -234,37 +239,40 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return AttackResult(attack=self.name, n_targets=len(targets), n_successes=variants[reported],
                             baseline=baseline, evidence=evidence, confidence=self.params.confidence)
 
-    def _synthetic(self, sig: Signatures) -> AttackResult:
-        """Per record: the best similarity, its object and the number of objects above the threshold, one
-        block of records at a time (only these per-record figures are kept)."""
-        n_records, n_objects = len(sig.records), len(sig.objects)
-        best, best_col, n_above = np.zeros(n_records), np.zeros(n_records, dtype=np.int64), np.zeros(n_records)
+    def _synthetic(self, sig: Signatures, members: pd.Index, controls: pd.Index) -> AttackResult:
+        """Per raw object: its best similarity to any released record (one block of records at a time; only the
+        per-object maximum and its record are kept); linked when above the threshold; members against controls."""
+        n_objects = len(sig.objects)
+        best, best_row = np.zeros(n_objects), np.full(n_objects, -1, dtype=np.int64)
         start = 0
         for sim in sig.similarity_blocks():
-            block = slice(start, start + sim.shape[0])
-            best[block] = sim.max(axis=1).toarray().ravel()
-            best_col[block] = np.asarray(sim.argmax(axis=1)).ravel()
-            rows = np.repeat(np.arange(sim.shape[0]), np.diff(sim.indptr))
-            n_above[block] = np.bincount(rows, weights=sim.data > self.params.threshold, minlength=sim.shape[0])
-            start = block.stop
-        linked = best > self.params.threshold
-        baseline = float(n_above.mean() / n_objects)
-        order = np.flatnonzero(linked)[np.argsort(-best[linked], kind="stable")][:MAX_EXAMPLES]
+            block_best = sim.max(axis=0).toarray().ravel()
+            better = block_best > best
+            best_row[better] = start + np.asarray(sim[:, better].argmax(axis=0)).ravel()
+            best[better] = block_best[better]
+            start += sim.shape[0]
+        by_object = pd.Series(best, index=pd.Index(sig.objects))
+        linked = by_object > self.params.threshold
+        m, c = linked.reindex(members), linked.reindex(controls)
+        comparison = MemberControl.rates(float(m.sum()), len(m), float(c.sum()), len(c), self.params.confidence)
+        in_members = pd.Index(sig.objects).isin(members)
+        order = np.flatnonzero(linked.to_numpy() & in_members)
+        order = order[np.argsort(-best[order], kind="stable")][:MAX_EXAMPLES]
         evidence = {
             "mode": "synthetic",
             "location": sig.location,
             "top_m": self.params.top_m,
             "threshold": self.params.threshold,
-            "n_objects": n_objects,
-            "n_records": n_records,
-            "baseline_kind": "random raw object more similar than the threshold",
+            "n_records": len(sig.records),
+            "baseline_kind": "the same criterion on controls: objects of the population the mechanism never saw",
             "best_similarity_quantiles": {
-                q: float(np.quantile(best, float(q))) for q in ("0.5", "0.9", "0.99", "1.0")},
-            "examples": [{"release_traj_id": _plain(sig.records[i]), "matched_object": str(sig.objects[best_col[i]]),
+                group: {q: float(np.quantile(values, float(q))) for q in ("0.5", "0.9", "1.0")}
+                for group, values in (("members", by_object.reindex(members)),
+                                      ("controls", by_object.reindex(controls)))},
+            "examples": [{"member": str(sig.objects[i]), "release_traj_id": _plain(sig.records[best_row[i]]),
                           "similarity": round(float(best[i]), 4)} for i in order],
         }
-        return AttackResult(attack=self.name, n_targets=n_records, n_successes=float(linked.sum()),
-                            baseline=baseline, evidence=evidence, confidence=self.params.confidence)
+        return AttackResult.against_controls(self.name, comparison, evidence)
 
 
 def _location_keys(frame: pd.DataFrame, other: pd.DataFrame, params: SignatureLinkageParams,

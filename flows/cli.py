@@ -344,8 +344,7 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
         governance.check_requester(conn, spec.requested_by)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
-    outcome = release_flow(spec=spec)
-    click.echo(json.dumps(outcome))
+    click.echo(json.dumps(_unless_blocked(lambda: release_flow(spec=spec))))
 
 
 @release.command("compare")
@@ -375,7 +374,21 @@ def release_compare(spec_file: Path, yes: bool) -> None:
         raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
     from flows.compare import compare_flow
     _tracebacks_to_the_log_only()
-    click.echo(json.dumps(compare_flow(spec=data)))
+    click.echo(json.dumps(_unless_blocked(lambda: compare_flow(spec=data))))
+
+
+def _unless_blocked(run) -> dict:
+    """The outcome of ``run`` (a flow called as a function); a run that ends ``Blocked`` prints its outcome,
+    then its reason in one sentence on stderr, and exits with :attr:`ReleaseBlocked.EXIT_CODE` (3), so that a
+    script tells it from a release that reached the steward (0) and from an error or a refusal (1)."""
+    from trajpub.errors import ReleaseBlocked
+
+    try:
+        return run()
+    except ReleaseBlocked as exc:
+        click.echo(json.dumps(exc.outcome))
+        click.secho(f"blocked: {exc}", fg="red", err=True)
+        sys.exit(ReleaseBlocked.EXIT_CODE)
 
 
 @release.command("pick")
@@ -425,7 +438,7 @@ def release_list(dataset: str | None) -> None:
 def release_show(release_id: int) -> None:
     """Everything about one release: status history, validation, audits, approval, budget, lineage."""
     from tasks import lineage
-    from tasks.report import mechanism_rows
+    from tasks.report import DECIDE_ON_WORDS, mechanism_rows
     from tasks.review import read_review
     from trajpub.guarantee import empirical_bound_words
 
@@ -451,8 +464,9 @@ def release_show(release_id: int) -> None:
         click.echo(f"\nvalidation: {v['n_quarantined']} of {v['n_rows']} raw points quarantined")
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
                + _table([_audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
-                                                                 "baseline", "risk", "threshold", "passed",
-                                                                 "outcome", "error"]))
+                                                                 "baseline", "risk", "risk_ci", "threshold",
+                                                                 "verdict", "outcome", "error"]))
+    click.echo(f"  {DECIDE_ON_WORDS[review.decide_on]}")
     run = mechanism_rows(review.mechanism_run)
     if run:
         click.echo("\nmechanism run (steward only, never in lineage):\n"
@@ -471,14 +485,17 @@ def release_show(release_id: int) -> None:
 
 def _audit_row(a: dict) -> dict:
     """An audit row of the review record as ``release show`` lists it: figures rounded as a reader compares
-    them (4 digits, the baseline 5)."""
+    them (4 digits, the baseline 5), the verdict as the review words it (:func:`tasks.report.attack_verdict`)."""
+    from tasks.report import attack_verdict
+
     def rounded(key: str, digits: int = 4) -> str | None:
         return None if a[key] is None else f"{a[key]:.{digits}f}"
 
     return {"attack": a["attack"], "cells_m": a["resolution_m"], "success": rounded("success_rate"),
             "ci_low": rounded("ci_low"), "ci_high": rounded("ci_high"), "baseline": rounded("baseline", 5),
-            "risk": rounded("risk"), "threshold": a["threshold"], "passed": a["passed"], "outcome": a["outcome"],
-            "error": a["error"]}
+            "risk": rounded("risk"),
+            "risk_ci": None if a["risk_ci_low"] is None else f"[{a['risk_ci_low']:.4f}, {a['risk_ci_high']:.4f}]",
+            "threshold": a["threshold"], "verdict": attack_verdict(a), "outcome": a["outcome"], "error": a["error"]}
 
 
 @main.command("report")

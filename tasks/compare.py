@@ -168,8 +168,8 @@ def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:
     s = rel["summary"] or {}
     charge = governance.release_charge(conn, release_id)
     attacks = [dict(a) for a in conn.execute(sa.text(
-        "SELECT attack, resolution_m, risk, threshold, passed FROM governance.audit_results WHERE release_id = :r"
-        " AND error IS NULL"), {"r": release_id}).mappings()]
+        "SELECT attack, resolution_m, risk, risk_ci_low, risk_ci_high, threshold, verdict, passed"
+        " FROM governance.audit_results WHERE release_id = :r AND error IS NULL"), {"r": release_id}).mappings()]
     return {"release_id": release_id, "label": label,
             "mechanism": rel["mechanism"], "status": rel["status"], "failure": rel["failure_reason"],
             "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}),

@@ -21,6 +21,8 @@ from tests.integration.conftest import (
     TRAJPUB,
     base_spec,
     cli,
+    final_state,
+    flow_run_in,
     new_release,
     release_status,
     to_awaiting_approval,
@@ -209,3 +211,21 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
         assert [c["release_id"] for c in facet["candidates"]] == rids
     finally:
         kill_tree(proc)
+
+
+def test_a_comparison_with_no_candidate_to_recommend_ends_blocked(engine, loaded_tdrive, tmp_path):
+    """The prefix tree's one-cell records are under the synthetic utility floor (as above): alone in a comparison
+    there is nothing to pick. The comparison's flow run ends in a Failed state named Blocked and `release compare`
+    exits 3 with the reason in one sentence, not 0 as if a candidate awaited the steward."""
+    dataset = loaded_tdrive("cmpb")
+    candidates = [{"mechanism": "prefix_tree", "params": {"epsilon": 1.0, "height": 3, "max_records_per_object": 7}}]
+    out = cli("release", "compare", "--spec", write(comparison_spec(dataset, candidates), tmp_path), "--yes",
+              timeout=900)
+    assert out.returncode == 3, out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("blocked: comparison pytest_compare: none of the 1 candidates passed the gate"), last
+    assert '"status": "nothing to pick"' in out.stdout and "Traceback" not in out.stderr
+    state = final_state(flow_run_in(out.stderr))
+    assert (state.type.value, state.name) == ("FAILED", "Blocked") and state.message == last.removeprefix("blocked: ")
+    assert [r["status"] for r in q(engine, "SELECT status FROM governance.releases WHERE dataset = :d",
+                                    d=dataset)] == ["blocked"]

@@ -142,7 +142,7 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
     def releases():
         with engine.connect() as conn:
             rows = conn.execute(sa.text(
-                "SELECT release_id, status, window_start, window_end, requested_by FROM governance.releases"
+                "SELECT release_id, status, window_start, window_end, requested_by, flow_run_id FROM governance.releases"
                 " WHERE flow_run_id = ANY(CAST(:ids AS uuid[])) ORDER BY window_start"), {"ids": run_ids}).all()
         return rows if len(rows) == 2 and all(r.status in ("awaiting_approval", "failed", "blocked")
                                               for r in rows) else None
@@ -164,4 +164,11 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
         return states if all(s is not None and s.is_final() for s in states) else None
 
     states = wait_until(finished, 180, "both backfilled flow runs to finish after the rejection")
-    assert [s.type.value for s in states] == ["COMPLETED"] * 2
+    # a rejected release's run completed; a blocked one's ended in a Failed state named Blocked, with its reason
+    ended = dict(zip(run_ids, states, strict=True))
+    for r in rows:
+        state = ended[str(r.flow_run_id)]
+        expected = ("COMPLETED", "Completed") if r.status == "awaiting_approval" else ("FAILED", "Blocked")
+        assert (state.type.value, state.name) == expected, (r, state)
+        if r.status == "blocked":
+            assert state.message.startswith(f"release {r.release_id} is blocked by the audit gate: ")

@@ -182,45 +182,75 @@ def test_truthful_release_without_any_owner_is_refused():
 # --- synthetic mode -------------------------------------------------------------------------------------------
 
 
-def test_synthetic_copies_are_all_linked():
+def with_members(raw: pd.DataFrame, members) -> pd.DataFrame:
+    return raw.assign(member=raw["object_id"].isin(set(members)))
+
+
+def population(n_objects: int, n_types: int = 6, seed: int = 11) -> dict[str, list[int]]:
+    """A fleet of few kinds of route: each object makes 60 visits among the 15 cells of one of ``n_types`` route
+    types (out of 400 cells), so a record of a type resembles every object of that type."""
+    fixed = np.random.default_rng(5)  # the fleet's route types, the same for every draw of objects
+    types = [fixed.choice(400, 15, replace=False) for _ in range(n_types)]
+    rng = np.random.default_rng(seed)
+    return {f"o{i:03d}": rng.choice(types[rng.integers(n_types)], 60).tolist() for i in range(n_objects)}
+
+
+def test_synthetic_copies_of_members_link_members_not_controls():
     histories = random_histories(40)
-    raw = cell_frame(histories).drop(columns="cell")  # exercise the lon/lat grid
-    release = raw.drop(columns="object_id")
+    raw = with_members(cell_frame(histories).drop(columns="cell"), [f"o{i:03d}" for i in range(0, 40, 2)])
+    release = raw[raw["member"]].drop(columns=["object_id", "member"])  # exercise the lon/lat grid
     result = synthetic().evaluate(raw, release)
-    assert (result.attack, result.n_targets, result.success_rate) == (SYNTHETIC_NAME, 40, 1.0)
+    assert (result.attack, result.n_targets, result.success_rate) == (SYNTHETIC_NAME, 20, 1.0)
     assert result.evidence["location"] == "lon/lat grid of 0.001 degrees"
-    # Random signatures over 400 cells are far apart: a random raw object passes 0.5 only when it is the copy.
-    assert result.baseline == pytest.approx(1 / 40)
-    assert result.risk == 1.0
+    # Random signatures over 400 cells are far apart: no control is more than 0.5 similar to a member's copy.
+    assert (result.baseline, result.risk, result.controls.n_controls) == (0.0, 1.0, 20)
+    z2 = 1.959963984540054 ** 2  # Newcombe: 20/20 against 0/20, each Wilson end z^2 / (20 + z^2) from its rate
+    assert result.risk_ci_low == pytest.approx(1 - math.sqrt(2) * z2 / (20 + z2), abs=1e-12)
+    assert {e["member"] for e in result.evidence["examples"]} <= set(raw.loc[raw["member"], "object_id"])
+
+
+def test_synthetic_release_of_the_population_scores_members_like_controls():
+    """A release that learns the fleet (new objects of the same route types, none of the raw ones) links members
+    and controls alike: the survey's share of linked records (here every record) is no disclosure. The old
+    criterion (records more than 0.5 similar to some raw object, against a random object) scored it 1.0."""
+    raw = with_members(cell_frame(population(120)), [f"o{i:03d}" for i in range(0, 120, 3)])
+    release = cell_frame(population(200, seed=12)).drop(columns="object_id")
+    result = synthetic().evaluate(raw, release)
+    assert result.success_rate > 0.9 and result.baseline > 0.9  # everyone resembles the release
+    low, high = result.controls.difference_ci
+    assert low <= 0 <= high
+    assert result.risk_ci_low == 0.0
 
 
 def test_synthetic_release_in_a_disjoint_region_links_nobody():
-    raw = cell_frame(random_histories(40)).drop(columns="cell")
-    release = raw.drop(columns="object_id").assign(lon=raw["lon"] + 1.0)
+    raw = with_members(cell_frame(random_histories(40)).drop(columns="cell"), ["o000", "o001"])
+    release = raw.drop(columns=["object_id", "member"]).assign(lon=raw["lon"] + 1.0)
     result = synthetic().evaluate(raw, release)
-    assert (result.n_successes, result.success_rate, result.risk) == (0, 0.0, 0.0)
+    assert (result.n_successes, result.success_rate, result.baseline, result.risk) == (0, 0.0, 0.0, 0.0)
     assert result.evidence["examples"] == []
 
 
 def test_synthetic_threshold_is_strict():
-    # A record equal to B's history has similarity 1 with B; one equal to cell 3 alone has ln3/|B| = 0.938.
-    result = synthetic(threshold=0.95).evaluate(cell_frame(RAW_AB), RELEASE_AB)
-    assert result.n_successes == 1
+    # Record b visits cell 3 only: its similarity with B is ln3 / |B| = 0.938, with A 0.
+    release = cell_frame({"b": [3]})
+    raw = with_members(cell_frame(RAW_AB), ["B"])
+    assert synthetic(threshold=0.93).evaluate(raw, release).n_successes == 1
+    assert synthetic(threshold=0.95).evaluate(raw, release).n_successes == 0
 
 
 def test_synthetic_blocks_of_records_give_the_whole_matrix_result(monkeypatch):
-    """Records cut into blocks of 3 (the last one shorter) score exactly as in one block: best similarity, its
-    object, and the count above the threshold per record do not depend on the block boundaries."""
+    """Records cut into blocks of 3 (the last one shorter) score exactly as in one block: each object's best
+    similarity and its record do not depend on the block boundaries."""
     import audits.signature_linkage as sl
 
-    raw = cell_frame(random_histories(40))
+    raw = with_members(cell_frame(random_histories(40)), [f"o{i:03d}" for i in range(20)])
     rng = np.random.default_rng(3)
-    release = raw.drop(columns="object_id").assign(  # 4 in 5 points of each record moved to random cells
+    release = raw.drop(columns=["object_id", "member"]).assign(  # 4 in 5 points of each record moved at random
         cell=np.where(rng.random(len(raw)) < 0.2, raw["cell"], rng.integers(0, 400, len(raw))))
     whole = synthetic().evaluate(raw, release)
     monkeypatch.setattr(sl, "SIMILARITY_BLOCK_ENTRIES", 3 * 40)
     blocked = synthetic().evaluate(raw, release)
-    assert 0 < whole.n_successes < 40 and whole.baseline > 0
+    assert 0 < whole.n_successes < 20 and whole.baseline > 0
     assert blocked.to_dict() == whole.to_dict()
 
 
@@ -240,8 +270,10 @@ def test_missing_columns_and_empty_frames_are_refused():
     raw = cell_frame({"A": [1], "B": [2]})
     with pytest.raises(InputError, match="object_id"):
         truthful().evaluate(raw, raw.drop(columns="object_id"))
+    with pytest.raises(InputError, match="member"):
+        synthetic().evaluate(raw, raw)
     with pytest.raises(InputError, match="empty"):
-        synthetic().evaluate(raw, raw.iloc[:0])
+        synthetic().evaluate(with_members(raw, ["A"]), raw.iloc[:0])
 
 
 # --- real data: T-Drive, odd days vs even days of the same taxis (TrjLink's own evaluation split) -------------

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.gate import GatePolicy, evaluate_gate
+from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
 from mechanisms.mixzone import MixzoneParams
 from tasks import audit, check_output, lineage, protect
 from tasks.protect import REGISTRY, mechanism
@@ -92,7 +92,7 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
     raw_frame, release = audit.attack_frames(raw, candidate)
     by_resolution, failures, not_applicable = audit.run_at_resolutions(client, policy, raw_frame, release, kind,
                                                                        frames[1].bbox)
-    results = audit.worst_per_attack(by_resolution)
+    results = worst_per_attack(policy, by_resolution)
     # no utility figures: the privacy verdict counts
     decision = evaluate_gate(policy, results, kind, {}, failures, not_applicable)
     return decision.privacy == "blocked", {r.attack: r.risk for r in results} | failures
