@@ -9,13 +9,16 @@ similar object.
 
 Locations are the cells of a fine lon/lat grid (0.001 degrees, TrjLink's grid step; TrjLink snaps to road
 intersections, which needs a road network we do not assume), or the frame's ``cell`` column when both frames
-have one.
+have one. Besides the spatial signature (the locations visited), TrjLink builds a spatiotemporal one (location
+and hour of the day, ``signatures/Spatiotemporal.java``) and a sequential one (n-grams of consecutive locations,
+``signatures/Sequential.java``); ``signatures`` chooses which the adversary tries, and the attack reports the one
+that links the most (bench/EXTERNAL_ATTACKS_RESULTS.md measures where each matters).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -37,6 +40,10 @@ _TIE_TOLERANCE = 1e-12
 SIMILARITY_BLOCK_ENTRIES = 20_000_000
 _GRID_KEY_STRIDE = 2**31
 _GRID_KEY_OFFSET = 2**30
+SIGNATURE_KINDS = ("spatial", "spatiotemporal", "sequential")
+"""What a signature dimension is: a location; a (location, hour of the day) pair; a transition from one location
+to the next different one within a trajectory."""
+HOURS_PER_DAY = 24
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,9 @@ class SignatureLinkageParams:
     max_assignment_records: the largest number of released records for which the global one-to-one
         assignment (A4) is solved; it needs a dense records x objects matrix and cubic time. 0 disables it.
     confidence: the confidence level of the reported Wilson interval.
+    signatures: the signature kinds the adversary tries (:data:`SIGNATURE_KINDS`), each a separate linkage; the
+        one of largest risk is reported. ``spatiotemporal`` needs ``t`` in both frames, ``sequential`` needs
+        ``traj_id`` and ``seq`` (the order of the points) in both.
     """
 
     mode: Literal["truthful", "synthetic"] = "truthful"
@@ -66,9 +76,14 @@ class SignatureLinkageParams:
     threshold: float = 0.5
     max_assignment_records: int = 5000
     confidence: float = 0.95
+    signatures: tuple[str, ...] = ("spatial",)
 
     def __post_init__(self) -> None:
         where = "signature_linkage params"
+        if (not isinstance(self.signatures, tuple) or not self.signatures
+                or not set(self.signatures) <= set(SIGNATURE_KINDS) or len(set(self.signatures)) < len(self.signatures)):
+            raise ParameterError(f"signatures must be a non-empty list of distinct kinds among "
+                                 f"{', '.join(SIGNATURE_KINDS)}, got {self.signatures!r}", where)
         if self.mode not in ("truthful", "synthetic"):
             raise ParameterError(f"mode must be 'truthful' or 'synthetic', got {self.mode!r}", where)
         if not 1e-7 <= self.grid_deg <= 1:
@@ -101,6 +116,7 @@ class Signatures:
     raw: sparse.csr_matrix
     release: sparse.csr_matrix
     location: str
+    kind: str = "spatial"
 
     def similarity(self, records: slice = slice(None)) -> sparse.csr_matrix:
         """Cosine similarity, records (all, or the slice ``records``) x objects: a sparse product of unit vectors,
@@ -118,22 +134,29 @@ class Signatures:
             yield self.similarity(slice(start, start + step))
 
 
-def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams) -> Signatures:
-    """Spatial TF-IDF signatures, TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
+def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams,
+                     kind: str = "spatial") -> Signatures:
+    """TF-IDF signatures of one ``kind`` (:data:`SIGNATURE_KINDS`), TrjLink's ``fromCount2TFIDF`` and
+    ``cutSignature``.
 
-    With c(v,u) the number of points of u in location v and N the number of raw objects:
-    ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw objects
-    that visit v (computed on the raw side only, so released records are weighted by what the adversary
-    knows; a location no raw object visits gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
-    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive constant changes neither which
-    weights are the top m nor the final unit vector, so the tf denominator and the first normalisation cancel
-    and are not computed.
+    With c(v,u) the number of points of u in dimension v (a location; a location at an hour of the day; or the
+    transition into a location from the previous different one of the same trajectory) and N the number of raw
+    objects: ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw
+    objects that have v (computed on the raw side only, so released records are weighted by what the adversary
+    knows; a dimension no raw object has gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
+    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive
+    constant changes neither which weights are the top m nor the final unit vector, so the tf denominator and the
+    first normalisation cancel and are not computed.
     """
     raw_loc, raw_ok, location = _location_keys(raw, release, params, "raw")
     rel_loc, rel_ok, _ = _location_keys(release, raw, params, "release")
+    n_raw = len(raw)
+    codes, _ = pd.factorize(np.concatenate([raw_loc, rel_loc]))  # one location vocabulary, dense codes
+    raw_key, raw_ok = _dimension_keys(raw, codes[:n_raw], raw_ok, kind, ("object_id", "traj_id"))
+    rel_key, rel_ok = _dimension_keys(release, codes[n_raw:], rel_ok, kind, ("traj_id",))
     objects, raw_rows = _factorize(raw["object_id"].astype(str))
     records, rel_rows = _factorize(release["traj_id"])
-    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_loc[raw_ok], rel_loc[rel_ok]]))
+    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_key[raw_ok], rel_key[rel_ok]]))
     n_raw_points = int(raw_ok.sum())
     counts_raw = _count_matrix(raw_rows[raw_ok], loc_codes[:n_raw_points], len(objects), len(vocabulary))
     counts_rel = _count_matrix(rel_rows[rel_ok], loc_codes[n_raw_points:], len(records), len(vocabulary))
@@ -145,7 +168,36 @@ def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: Signature
         raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), params.top_m)),
         release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), params.top_m)),
         location=location,
+        kind=kind,
     )
+
+
+def _dimension_keys(frame: pd.DataFrame, loc: np.ndarray, ok: np.ndarray, kind: str,
+                    trajectory: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The signature dimension of every point (``loc``: dense location codes) and the mask of points that have
+    one. ``spatiotemporal``: location x 24 + hour of the day (UTC; any whole-hour offset cuts the day into the same
+    hours), no dimension without a time. ``sequential``: the pair (previous location, location) for a point whose
+    location differs from the one of the point before it in the same trajectory (``trajectory`` columns, ordered
+    by ``seq``), TrjLink's 2-gram without its repeats."""
+    if kind == "spatial":
+        return loc, ok
+    if kind == "spatiotemporal":
+        hour = pd.to_datetime(frame["t"], utc=True).dt.hour
+        has_time = hour.notna().to_numpy()
+        return loc * HOURS_PER_DAY + hour.fillna(0).to_numpy(dtype=np.int64), ok & has_time
+    order = np.lexsort([frame["seq"].to_numpy(), *(pd.factorize(frame[c])[0] for c in reversed(trajectory))])
+    group = np.zeros(len(frame), dtype=np.int64)
+    for c in trajectory:
+        group = group * (len(frame) + 1) + pd.factorize(frame[c])[0]
+    g, here, usable = group[order], loc[order], ok[order]
+    follows = np.zeros(len(frame), dtype=bool)
+    follows[1:] = (g[1:] == g[:-1]) & usable[1:] & usable[:-1] & (here[1:] != here[:-1])
+    previous = np.zeros(len(frame), dtype=np.int64)
+    previous[1:] = here[:-1]
+    key, has_key = np.empty_like(loc), np.empty_like(ok)
+    key[order] = previous * (int(loc.max(initial=0)) + 1) + here
+    has_key[order] = follows
+    return key, has_key
 
 
 class SignatureLinkage(Attack[SignatureLinkageParams]):
@@ -182,19 +234,36 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return TRUTHFUL_NAME if self.params.mode == "truthful" else SYNTHETIC_NAME
 
     @property
+    def _signature_columns(self) -> tuple[str, ...]:
+        kinds = self.params.signatures
+        return (("t",) if "spatiotemporal" in kinds else ()) + (("seq",) if "sequential" in kinds else ())
+
+    @property
     def raw_columns(self) -> tuple[str, ...]:
-        return ("object_id", "lon", "lat")
+        trajectory = ("traj_id",) if "sequential" in self.params.signatures else ()
+        return ("object_id", *trajectory, "lon", "lat", *self._signature_columns)
 
     @property
     def release_columns(self) -> tuple[str, ...]:
         """A truthful release also needs ``object_id``: the owner the auditor keeps privately."""
-        return ("traj_id", "object_id", "lon", "lat") if self.params.mode == "truthful" else ("traj_id", "lon", "lat")
+        owner = ("object_id",) if self.params.mode == "truthful" else ()
+        return ("traj_id", *owner, "lon", "lat", *self._signature_columns)
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-        signatures = build_signatures(raw, release, self.params)
-        if self.params.mode == "truthful":
-            return self._truthful(signatures, signatures.similarity(), _record_owners(release, signatures.records))
-        return self._synthetic(signatures)
+        """One linkage per signature kind; the one of largest risk (the first of them on a tie) is reported, with
+        every kind's figures in its evidence."""
+        results = []
+        for kind in self.params.signatures:
+            signatures = build_signatures(raw, release, self.params, kind)
+            if self.params.mode == "truthful":
+                results.append(self._truthful(signatures, signatures.similarity(),
+                                              _record_owners(release, signatures.records)))
+            else:
+                results.append(self._synthetic(signatures))
+        reported = max(results, key=lambda r: r.risk)
+        by_signature = {r.evidence["signature"]: {"n_successes": r.n_successes, "success_rate": r.success_rate,
+                                                  "risk": r.risk} for r in results}
+        return replace(reported, evidence={**reported.evidence, "by_signature": by_signature})
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
         n_objects = len(sig.objects)
@@ -205,8 +274,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
                              f"{self.name}: release frame")
         sim, owner_col = sim[targets], owner_col[targets]
         owner_sim = np.asarray(sim[np.arange(len(targets)), owner_col]).ravel()
-        above, tied = _rank_counts(sim, owner_sim, n_objects)
-        acc = {k: float(_expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
+        above, tied = owner_rank_counts(sim, owner_sim, n_objects)
+        acc = {k: float(expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
         baseline = 1 / n_objects
         variants = {"argmax": acc[1]}
         assignment: dict[str, Any] = {"applicable": False}
@@ -220,6 +289,7 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         reported = max(variants, key=lambda v: baseline_corrected_risk(variants[v] / len(targets), baseline))
         evidence = {
             "mode": "truthful",
+            "signature": sig.kind,
             "location": sig.location,
             "top_m": self.params.top_m,
             "n_objects": n_objects,
@@ -252,6 +322,7 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         order = np.flatnonzero(linked)[np.argsort(-best[linked], kind="stable")][:MAX_EXAMPLES]
         evidence = {
             "mode": "synthetic",
+            "signature": sig.kind,
             "location": sig.location,
             "top_m": self.params.top_m,
             "threshold": self.params.threshold,
@@ -337,7 +408,7 @@ def _record_owners(release: pd.DataFrame, records: np.ndarray) -> np.ndarray:
     return owners["first"].reindex(records).astype(str).to_numpy()
 
 
-def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
+def owner_rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row: objects strictly more similar than the owner, and objects tied with it (the owner included).
 
     Objects not stored in a row have similarity 0; they tie with an owner of similarity 0.
@@ -352,7 +423,7 @@ def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) 
     return above, tied
 
 
-def _expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
+def expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
     """P(owner among the k first) when ties are ordered uniformly at random: clip((k - above) / tied, 0, 1)."""
     return np.clip((k - above) / tied, 0.0, 1.0)
 
