@@ -151,9 +151,9 @@ def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: Signature
     raw_loc, raw_ok, location = _location_keys(raw, release, params, "raw")
     rel_loc, rel_ok, _ = _location_keys(release, raw, params, "release")
     n_raw = len(raw)
-    codes, _ = pd.factorize(np.concatenate([raw_loc, rel_loc]))  # one location vocabulary, dense codes
-    raw_key, raw_ok = _dimension_keys(raw, codes[:n_raw], raw_ok, kind, ("object_id", "traj_id"))
-    rel_key, rel_ok = _dimension_keys(release, codes[n_raw:], rel_ok, kind, ("traj_id",))
+    codes, locations = pd.factorize(np.concatenate([raw_loc, rel_loc]))  # one location vocabulary, dense codes
+    raw_key, raw_ok = _dimension_keys(raw, codes[:n_raw], raw_ok, kind, ("object_id", "traj_id"), len(locations))
+    rel_key, rel_ok = _dimension_keys(release, codes[n_raw:], rel_ok, kind, ("traj_id",), len(locations))
     objects, raw_rows = _factorize(raw["object_id"].astype(str))
     records, rel_rows = _factorize(release["traj_id"])
     loc_codes, vocabulary = pd.factorize(np.concatenate([raw_key[raw_ok], rel_key[rel_ok]]))
@@ -173,9 +173,9 @@ def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: Signature
 
 
 def _dimension_keys(frame: pd.DataFrame, loc: np.ndarray, ok: np.ndarray, kind: str,
-                    trajectory: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The signature dimension of every point (``loc``: dense location codes) and the mask of points that have
-    one. ``spatiotemporal``: location x 24 + hour of the day (UTC; any whole-hour offset cuts the day into the same
+                    trajectory: tuple[str, ...], n_locations: int) -> tuple[np.ndarray, np.ndarray]:
+    """The signature dimension of every point (``loc``: codes < ``n_locations`` of the vocabulary both frames
+    share) and the mask of points that have one. ``spatiotemporal``: location x 24 + hour of the day (UTC; any whole-hour offset cuts the day into the same
     hours), no dimension without a time. ``sequential``: the pair (previous location, location) for a point whose
     location differs from the one of the point before it in the same trajectory (``trajectory`` columns, ordered
     by ``seq``), TrjLink's 2-gram without its repeats."""
@@ -195,7 +195,7 @@ def _dimension_keys(frame: pd.DataFrame, loc: np.ndarray, ok: np.ndarray, kind: 
     previous = np.zeros(len(frame), dtype=np.int64)
     previous[1:] = here[:-1]
     key, has_key = np.empty_like(loc), np.empty_like(ok)
-    key[order] = previous * (int(loc.max(initial=0)) + 1) + here
+    key[order] = previous * n_locations + here
     has_key[order] = follows
     return key, has_key
 

@@ -293,50 +293,74 @@ def fmt(x, digits: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
+def worst(ours: dict, attack: str) -> dict | None:
+    """The attack's result of largest risk over the resolutions (the gate's figure)."""
+    found = [r for r in ours["results"] if r["attack"] == attack]
+    return max(found, key=lambda r: r["risk"]) if found else None
+
+
+def a1_cell(r: dict | None) -> str:
+    if r is None:
+        return "n/a"
+    return (f"{r['success_rate']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] risk {r['risk']:.3f} "
+            f"({r['signature']}, {r['variant']}, {r['resolution_m']:g} m)")
+
+
 def tables(results: dict) -> str:
     m = results["machine"]
+    policies = sorted({k for e in results["releases"].values() for k in e["ours"]}, key=len)
     lines = [(f"Run: `{results['command']}` at commit {results['commit']}, TrjLink {results['trjlink_commit']}, "
               f"{results['java']}; {m['date'][:16]} UTC, {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, "
-              "shared machine; 2 Dask workers."), "",
-             "### Acc@1 of TrjLink's best signature beside our A1 at its worst resolution", "",
-             ("| release | targets / objects | TrjLink best (signature/reduction) | TrjLink Acc@1 [95% CI] | risk | "
-              "ours: A1 Acc@1 | A1 reported [95% CI] | A1 risk | known_points risk | ap_attack risk |"),
-             "|---|---|---|---|---|---|---|---|---|---|"]
+              "shared machine (load average above 20 during the runs); 2 Dask workers."), "",
+             "### TrjLink's best signature beside our A1 (worst resolution, as the gate decides)", "",
+             "A1 columns: success rate [95% Wilson interval] and risk, with the signature kind, the variant (arg-max "
+             "or one-to-one assignment) and the resolution that gave the largest risk. "
+             + " ".join(f"**A1 ({k})**: the default policy's A1 trying the signature kinds {k}." for k in policies),
+             "",
+             "| release | targets / objects | TrjLink best (signature:reduction) Acc@1 [95% CI], risk | "
+             + " | ".join(f"A1 ({k})" for k in policies) + " | known_points risk | ap_attack risk |",
+             "|---|---|---|" + "---|" * len(policies) + "---|---|"]
     for name, e in results["releases"].items():
         best = max(e["trjlink"]["runs"].values(), key=lambda r: r["acc1"])
-        worst = {}
-        for r in e["ours"]["results"]:
-            if r["attack"] not in worst or r["risk"] > worst[r["attack"]]["risk"]:
-                worst[r["attack"]] = r
-        a1 = worst.get("signature_linkage", {})
+        last = e["ours"][policies[-1]] if policies[-1] in e["ours"] else next(iter(e["ours"].values()))
+        kp, ap = worst(last, "known_points"), worst(last, "ap_attack")
         lines.append(
-            f"| {name} | {e['target_records']} / {e['objects']} | {best['signature']}:{best['reduction']} | "
-            f"{best['acc1']:.3f} [{best['ci'][0]:.3f}, {best['ci'][1]:.3f}] | {best['risk']:.3f} | "
-            f"{fmt(a1.get('acc1'))} at {fmt(a1.get('resolution_m'), 0)} m | {fmt(a1.get('success_rate'))} "
-            f"[{fmt(a1.get('ci', [None])[0])}, {fmt(a1.get('ci', [None, None])[1])}] ({a1.get('variant')}) | "
-            f"{fmt(a1.get('risk'))} | {fmt(worst.get('known_points', {}).get('risk'))} | "
-            f"{fmt(worst.get('ap_attack', {}).get('risk'))} |")
-    lines += ["", "### TrjLink, every signature (Acc@1; linking seconds in the JVM)", "",
-              "| release | " + " | ".join(f"{s}:{r}" for s in SIGNATURES for r in REDUCTIONS) + " |",
-              "|---|" + "---|" * (len(SIGNATURES) * len(REDUCTIONS))]
+            f"| {name} | {e['target_records']} / {e['objects']} | {best['signature']}:{best['reduction']} "
+            f"{best['acc1']:.3f} [{best['ci'][0]:.3f}, {best['ci'][1]:.3f}], {best['risk']:.3f} | "
+            + " | ".join(a1_cell(worst(e["ours"][k], "signature_linkage")) if k in e["ours"] else "not run"
+                         for k in policies)
+            + f" | {fmt(kp and kp['risk'])} | {fmt(ap and ap['risk'])} |")
+    runs = [f"{s}:{r}" for s, r in RUNS]
+    lines += ["", "### TrjLink, every signature: Acc@1 (seconds of signature building and linking in the JVM)", "",
+              "| release | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
     for name, e in results["releases"].items():
         lines.append(f"| {name} | " + " | ".join(
-            f"{e['trjlink']['runs'][f'{s}:{r}']['acc1']:.3f} ({e['trjlink']['runs'][f'{s}:{r}']['linking_s']:.1f} s)"
-            for s in SIGNATURES for r in REDUCTIONS) + " |")
-    lines += ["", "### Ours, every attack and resolution (success rate, risk)", "",
-              "| release | attack | resolution m | success [95% CI] | risk |", "|---|---|---|---|---|"]
+            f"{e['trjlink']['runs'][r]['acc1']:.3f} ({e['trjlink']['runs'][r]['linking_s']:.0f} s)" for r in runs)
+            + " |")
+    kinds = policies[-1].split(",")
+    lines += ["", f"### Ours, every attack and resolution (A1 with the signature kinds {policies[-1]})", "",
+              "| release | attack | resolution m | success [95% CI] | risk | "
+              + " | ".join(f"A1 {k} success / risk" for k in kinds) + " |",
+              "|---|---|---|---|---|" + "---|" * len(kinds)]
     for name, e in results["releases"].items():
-        for r in sorted(e["ours"]["results"], key=lambda r: (r["attack"], r["resolution_m"])):
+        ours = e["ours"][policies[-1]] if policies[-1] in e["ours"] else next(iter(e["ours"].values()))
+        for r in sorted(ours["results"], key=lambda r: (r["attack"], r["resolution_m"])):
+            by = r.get("by_signature") or {}
             lines.append(f"| {name} | {r['attack']} | {r['resolution_m']:g} | {r['success_rate']:.3f} "
-                         f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['risk']:.3f} |")
-        for attack, why in e["ours"]["failures"].items():
-            lines.append(f"| {name} | {attack} | | **not measured**: {why} | |")
-    lines += ["", "### Run times (s)", "", "| release | mechanism | TrjLink, 8 linkings in one JVM | ours, 3 attacks x 4 resolutions |",
-              "|---|---|---|---|"]
+                         f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['risk']:.3f} | " + " | ".join(
+                             f"{by[k]['success_rate']:.3f} / {by[k]['risk']:.3f}" if k in by else ""
+                             for k in kinds) + " |")
+        for attack, why in ours["failures"].items():
+            lines.append(f"| {name} | {attack} | | **not measured**: {why} | |" + " |" * len(kinds))
+    lines += ["", "### Run times (wall seconds)", "",
+              "| release | mechanism (its adapter on 2 workers) | TrjLink (one JVM, all signatures) | "
+              + " | ".join(f"ours, A1 ({k}) + known_points + ap_attack at 4 resolutions" for k in policies) + " |",
+              "|---|---|---|" + "---|" * len(policies)]
     for name, e in results["releases"].items():
-        lines.append(f"| {name} | {e['protect_s']:.1f} | {e['trjlink']['process_s']:.1f} | {e['ours']['wall_s']:.1f} |")
+        lines.append(f"| {name} | {e['protect_s']:.1f} | {e['trjlink']['process_s']:.1f} | "
+                     + " | ".join(fmt(e["ours"].get(k, {}).get("wall_s"), 1) for k in policies) + " |")
     example = next(iter(results["releases"].values()))["trjlink"]["command"]
-    lines += ["", f"TrjLink command (the first release's): `{example}`"]
+    lines += ["", f"TrjLink command (the first release's; paths under the repository): `{example}`"]
     return "\n".join(lines) + "\n"
 
 

@@ -278,6 +278,19 @@ def test_sequential_signature_links_the_order_of_visits():
     assert result.risk == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("kind", ["spatiotemporal", "sequential"])
+def test_every_signature_kind_links_the_raw_data_published_as_it_is(kind):
+    """The raw data published as it is but for one object, the last, whose places nobody else visits: each record is
+    its object's only trajectory, so every kind links all. The two frames' dimensions must share one vocabulary
+    although the release lacks some of the raw data's locations."""
+    histories = {**random_histories(40), "zzz": [900, 901, 902, 903]}
+    hours = {k: i % 24 for i, k in enumerate(histories)}
+    raw = at_hours(cell_frame(histories), hours)
+    release = raw[raw["object_id"] != "zzz"]
+    result = truthful(signatures=(kind,)).evaluate(raw, release)
+    assert result.success_rate == pytest.approx(1.0)
+
+
 def test_sequential_signature_skips_repeats_and_never_joins_two_trajectories():
     """Repeated cells add no transition, and the last cell of one trajectory does not lead to the first of the
     next: A's two trajectories 1-1-2 and 3-4 give (1,2) and (3,4); B's single one 1-2-3-4 gives (1,2), (2,3),
