@@ -57,7 +57,8 @@ class SignatureLinkageParams:
     grid_deg: side of the lon/lat grid cells that serve as locations (TrjLink's grid step, 0.001 degrees).
     use_cell_column: use the ``cell`` column as the location when both frames have one.
     top_m: the number of highest-weighted locations kept in a signature (TrjLink's ``reduction = 10``);
-        ``None`` keeps the full signature.
+        ``None`` keeps the full signature (TrjLink's ``reduction = 0``). A list tries each, with each signature
+        kind, and the largest risk is reported.
     top_k: the k of the Acc@k values reported (truthful mode); Acc@1 is the survey's LA.
     threshold: similarity above which a synthetic record counts as linked (the survey's 0.5).
     max_assignment_records: the largest number of released records for which the global one-to-one
@@ -71,7 +72,7 @@ class SignatureLinkageParams:
     mode: Literal["truthful", "synthetic"] = "truthful"
     grid_deg: float = 0.001
     use_cell_column: bool = True
-    top_m: int | None = 10
+    top_m: int | None | tuple[int | None, ...] = 10
     top_k: tuple[int, ...] = (1, 5)
     threshold: float = 0.5
     max_assignment_records: int = 5000
@@ -80,16 +81,22 @@ class SignatureLinkageParams:
 
     def __post_init__(self) -> None:
         where = "signature_linkage params"
-        if (not isinstance(self.signatures, tuple) or not self.signatures
-                or not set(self.signatures) <= set(SIGNATURE_KINDS) or len(set(self.signatures)) < len(self.signatures)):
-            raise ParameterError(f"signatures must be a non-empty list of distinct kinds among "
-                                 f"{', '.join(SIGNATURE_KINDS)}, got {self.signatures!r}", where)
         if self.mode not in ("truthful", "synthetic"):
             raise ParameterError(f"mode must be 'truthful' or 'synthetic', got {self.mode!r}", where)
         if not 1e-7 <= self.grid_deg <= 1:
             raise ParameterError(f"grid_deg must be in [1e-7, 1] degrees, got {self.grid_deg}", where)
-        if self.top_m is not None and not (isinstance(self.top_m, int) and self.top_m >= 1):
-            raise ParameterError(f"top_m must be a positive integer or None, got {self.top_m!r}", where)
+        for name in ("signatures", "top_m"):  # a YAML list
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if (not isinstance(self.signatures, tuple) or not self.signatures
+                or not set(self.signatures) <= set(SIGNATURE_KINDS) or len(set(self.signatures)) < len(self.signatures)):
+            raise ParameterError(f"signatures must be a non-empty list of distinct kinds among "
+                                 f"{', '.join(SIGNATURE_KINDS)}, got {self.signatures!r}", where)
+        if (not self.reductions or len(set(self.reductions)) < len(self.reductions)
+                or not all(m is None or (isinstance(m, int) and not isinstance(m, bool) and m >= 1)
+                           for m in self.reductions)):
+            raise ParameterError(f"top_m must be a positive integer, None, or a non-empty list of distinct ones, "
+                                 f"got {self.top_m!r}", where)
         if not self.top_k or not all(isinstance(k, int) and k >= 1 for k in self.top_k):
             raise ParameterError(f"top_k must be a non-empty tuple of positive integers, got {self.top_k!r}",
                                  where)
@@ -101,6 +108,12 @@ class SignatureLinkageParams:
                 where)
         if not 0 < self.confidence < 1:
             raise ParameterError(f"confidence must be in (0, 1), got {self.confidence}", where)
+
+
+    @property
+    def reductions(self) -> tuple[int | None, ...]:
+        """The values of ``top_m`` to try."""
+        return self.top_m if isinstance(self.top_m, tuple) else (self.top_m,)
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,7 @@ class Signatures:
     release: sparse.csr_matrix
     location: str
     kind: str = "spatial"
+    top_m: int | None = 10
 
     def similarity(self, records: slice = slice(None)) -> sparse.csr_matrix:
         """Cosine similarity, records (all, or the slice ``records``) x objects: a sparse product of unit vectors,
@@ -135,9 +149,9 @@ class Signatures:
 
 
 def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams,
-                     kind: str = "spatial") -> Signatures:
-    """TF-IDF signatures of one ``kind`` (:data:`SIGNATURE_KINDS`), TrjLink's ``fromCount2TFIDF`` and
-    ``cutSignature``.
+                     kind: str = "spatial", top_m: int | None | str = "first") -> Signatures:
+    """TF-IDF signatures of one ``kind`` (:data:`SIGNATURE_KINDS`) cut to ``top_m`` (``"first"``: the first of
+    ``params.reductions``), TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
 
     With c(v,u) the number of points of u in dimension v (a location; a location at an hour of the day; or the
     transition into a location from the previous different one of the same trajectory) and N the number of raw
@@ -162,13 +176,15 @@ def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: Signature
     counts_rel = _count_matrix(rel_rows[rel_ok], loc_codes[n_raw_points:], len(records), len(vocabulary))
     df = np.bincount(counts_raw.indices, minlength=len(vocabulary))
     idf = np.log((len(objects) + 1) / np.maximum(df, 1))
+    m = params.reductions[0] if top_m == "first" else top_m
     return Signatures(
         objects=objects,
         records=records,
-        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), params.top_m)),
-        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), params.top_m)),
+        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), m)),
+        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), m)),
         location=location,
         kind=kind,
+        top_m=m,
     )
 
 
@@ -250,19 +266,23 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return ("traj_id", *owner, "lon", "lat", *self._signature_columns)
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-        """One linkage per signature kind; the one of largest risk (the first of them on a tie) is reported, with
-        every kind's figures in its evidence."""
+        """One linkage per signature kind and ``top_m``; the one of largest risk (the first of them on a tie) is
+        reported, with every one's figures in its evidence (keys ``kind`` or ``kind/top_m``)."""
         results = []
         for kind in self.params.signatures:
-            signatures = build_signatures(raw, release, self.params, kind)
-            if self.params.mode == "truthful":
-                results.append(self._truthful(signatures, signatures.similarity(),
-                                              _record_owners(release, signatures.records)))
-            else:
-                results.append(self._synthetic(signatures))
+            for m in self.params.reductions:
+                signatures = build_signatures(raw, release, self.params, kind, m)
+                if self.params.mode == "truthful":
+                    results.append(self._truthful(signatures, signatures.similarity(),
+                                                  _record_owners(release, signatures.records)))
+                else:
+                    results.append(self._synthetic(signatures))
+        several = len(self.params.reductions) > 1
         reported = max(results, key=lambda r: r.risk)
-        by_signature = {r.evidence["signature"]: {"n_successes": r.n_successes, "success_rate": r.success_rate,
-                                                  "risk": r.risk} for r in results}
+        by_signature = {(f"{r.evidence['signature']}/{r.evidence['top_m'] or 'all'}" if several
+                         else r.evidence["signature"]): {"n_successes": r.n_successes,
+                                                         "success_rate": r.success_rate, "risk": r.risk}
+                        for r in results}
         return replace(reported, evidence={**reported.evidence, "by_signature": by_signature})
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
@@ -291,7 +311,7 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
             "mode": "truthful",
             "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "n_objects": n_objects,
             "n_records": len(sig.records),
             "n_records_without_owner": len(sig.records) - len(targets),
@@ -324,7 +344,7 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
             "mode": "synthetic",
             "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "threshold": self.params.threshold,
             "n_objects": n_objects,
             "n_records": n_records,

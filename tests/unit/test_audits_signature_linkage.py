@@ -306,6 +306,27 @@ def test_sequential_signature_skips_repeats_and_never_joins_two_trajectories():
     assert sim["B"] == pytest.approx(idf_shared / math.sqrt(2 * idf_shared**2 + idf_b**2))
 
 
+def test_a_list_of_top_m_tries_the_full_signature_too():
+    """A and B share a heavy place 1 and differ by one light place each: cut to its heaviest location, every
+    signature is place 1 (a tie, no better than guessing); the full signatures (TrjLink's reduction 0) tell them
+    apart. Records in the reverse order of their owners, as above."""
+    raw = cell_frame({"A": [1, 1, 1, 2], "B": [1, 1, 1, 3]})
+    release = cell_frame({"r0": [1, 1, 1, 3], "r1": [1, 1, 1, 2]}, owners={"r0": "B", "r1": "A"})
+    assert truthful(top_m=1).evaluate(raw, release).risk == pytest.approx(0.0, abs=1e-12)
+    result = truthful(top_m=(1, None)).evaluate(raw, release)
+    assert result.risk == pytest.approx(1.0)
+    assert result.evidence["top_m"] is None
+    assert set(result.evidence["by_signature"]) == {"spatial/1", "spatial/all"}
+
+
+def test_policy_lists_become_the_attack_parameters():
+    from audits.registry import build_attack
+    attack = build_attack(TRUTHFUL_NAME, {"signatures": ["spatial", "sequential"], "top_m": [10, None]})
+    assert attack.params.signatures == ("spatial", "sequential")
+    assert attack.params.reductions == (10, None)
+    assert "seq" in attack.raw_columns and "traj_id" in attack.raw_columns
+
+
 def test_signature_kinds_need_their_columns():
     raw, release = same_places_other_hours()
     with pytest.raises(InputError, match=r"missing column\(s\) t "):
@@ -320,7 +341,8 @@ def test_signature_kinds_need_their_columns():
 @pytest.mark.parametrize("kwargs", [
     {"mode": "fuzzy"}, {"grid_deg": 0.0}, {"top_m": 0}, {"top_k": ()}, {"top_k": (0,)}, {"threshold": 1.0},
     {"max_assignment_records": -1}, {"confidence": 1.0}, {"signatures": ()}, {"signatures": ("temporal",)},
-    {"signatures": ("spatial", "spatial")}, {"signatures": "spatial"},
+    {"signatures": ("spatial", "spatial")}, {"signatures": "spatial"}, {"top_m": ()}, {"top_m": (10, 10)},
+    {"top_m": (10, 0)}, {"top_m": True},
 ])
 def test_bad_parameters_are_refused(kwargs):
     with pytest.raises(ParameterError):
