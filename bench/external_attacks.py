@@ -60,7 +60,7 @@ from scipy import sparse
 
 from audits.gate import GatePolicy
 from audits.result import AttackResult
-from audits.signature_linkage import expected_in_top, owner_rank_counts
+from audits.signature_linkage import SIGNATURE_KINDS, expected_in_top, owner_rank_counts
 from bench.fgs_pufferfish import machine
 from bench.table4 import Model, partitions, protect
 from bench.tdrive import TZ, load_clean
@@ -169,10 +169,11 @@ def write_trjlink_folder(frame: pd.DataFrame, key: str, folder: Path) -> pd.Inde
     return keys
 
 
-def trjlink_command(nodes: Path, max_id: int, query: Path, data: Path, out_prefix: Path) -> list[str]:
-    runs = ",".join(f"{signature}:{reduction}" for signature, reduction in RUNS)
+def trjlink_command(nodes: Path, max_id: int, query: Path, data: Path, out_prefix: Path,
+                    runs: tuple[tuple[str, int], ...]) -> list[str]:
+    listed = ",".join(f"{signature}:{reduction}" for signature, reduction in runs)
     return ["java", JAVA_HEAP, "-Duser.timezone=UTC", "-cp", f"{CLASSES}:{JAR}", "TrjLinkDriver", str(nodes),
-            str(max_id), str(query), str(data), runs, str(GRAM_LEN), str(TIME_WINDOW_H), str(ST_GRID_NUM),
+            str(max_id), str(query), str(data), listed, str(GRAM_LEN), str(TIME_WINDOW_H), str(ST_GRID_NUM),
             str(out_prefix)]
 
 
@@ -192,8 +193,9 @@ def trjlink_accuracy(pairs: pd.DataFrame, owners: np.ndarray, n_objects: int, na
                         evidence={"records_linked_to_nobody": int((np.diff(sim.indptr) == 0).sum())})
 
 
-def run_trjlink(background: pd.DataFrame, frame: pd.DataFrame, name: str, bbox: tuple) -> dict:
-    """TrjLink's four signatures at each reduction on (release records -> raw objects), in one JVM."""
+def run_trjlink(background: pd.DataFrame, frame: pd.DataFrame, name: str, bbox: tuple,
+                runs: tuple[tuple[str, int], ...]) -> dict:
+    """TrjLink's signatures at their reductions (``runs``) on (release records -> raw objects), in one JVM."""
     work = OUT / name
     objects = write_trjlink_folder(background, "object_id", work / "data")
     records = write_trjlink_folder(frame, "traj_id", work / "query")
@@ -202,13 +204,13 @@ def run_trjlink(background: pd.DataFrame, frame: pd.DataFrame, name: str, bbox: 
     owner_of = frame.groupby("traj_id")["object_id"].first().astype(str)
     number = pd.Series(np.arange(1, len(objects) + 1), index=objects.astype(str))
     owners = owner_of.reindex(records).map(number).fillna(0).astype(int).to_numpy()
-    cmd = trjlink_command(nodes, max_id, work / "query", work / "data", work / "pairs")
+    cmd = trjlink_command(nodes, max_id, work / "query", work / "data", work / "pairs", runs)
     started = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     out: dict = {"process_s": time.perf_counter() - started, "command": " ".join(str(c) for c in cmd), "runs": {}}
     said = {(key, run): value for key, run, value in (x.split() for x in proc.stdout.splitlines()
                                                       if x.startswith("TRJLINK_"))}
-    for signature, reduction in RUNS:
+    for signature, reduction in runs:
         run = f"{signature}:{reduction}"
         pairs = pd.read_csv(work / f"pairs_{signature}_{reduction}.csv")
         r = trjlink_accuracy(pairs, owners, len(objects), f"trjlink_{signature}")
@@ -240,14 +242,9 @@ def run_ours(client: Client, background: pd.DataFrame, frame: pd.DataFrame, bbox
             "attack": r.attack, "resolution_m": resolution, "n_targets": r.n_targets,
             "success_rate": r.success_rate, "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk,
             "acc1": r.evidence.get("acc_at_k", {}).get("1"), "variant": r.evidence.get("reported_variant"),
-            "signature": r.evidence.get("signature"), "by_signature": r.evidence.get("by_signature")})
+            "signature": r.evidence.get("signature"), "top_m": r.evidence.get("top_m"),
+            "by_signature": r.evidence.get("by_signature")})
     return out
-
-
-def signature_kinds() -> str:
-    """The signature kinds the default policy's A1 tries, as results are keyed."""
-    params = GatePolicy.default().attack_params.get("signature_linkage", {})
-    return ",".join(params.get("signatures", ("spatial",)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -256,6 +253,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reuse", action="store_true", help="audit the releases kept by an earlier run")
     parser.add_argument("--skip-trjlink", action="store_true", help="keep TrjLink's results of an earlier run")
+    parser.add_argument("--no-temporal", action="store_true",
+                        help="leave out TrjLink's temporal signature (its EMD is the slow part: minutes per release)")
     args = parser.parse_args(argv)
     names = [n for n in SPECS if not args.only or n in args.only.split(",")]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -276,10 +275,12 @@ def main(argv: list[str] | None = None) -> None:
             background, frame = attack_frames(raw, candidate)
             print(f"{name}: {frame['traj_id'].nunique()} target records of {background['object_id'].nunique()} "
                   f"objects", flush=True)
-            entry = results["releases"].setdefault(name, {"ours": {}})
+            entry = results["releases"].setdefault(name, {})
             if not args.skip_trjlink:
-                entry["trjlink"] = run_trjlink(background, frame, name, spec.bbox)
-            entry["ours"][signature_kinds()] = run_ours(client, background, frame, spec.bbox)
+                runs = tuple(r for r in RUNS if not (args.no_temporal and r[0] == "temporal"))
+                entry["trjlink"] = run_trjlink(background, frame, name, spec.bbox, runs)
+            entry["ours"] = run_ours(client, background, frame, spec.bbox)
+            entry["a1_params"] = gate_policy().attack_params.get("signature_linkage", {})
             entry.update({
                 "spec": SPECS[name], "params": model(name).params, "shape": candidate.shape.name,
                 "protect_s": protect_s, "objects": int(background["object_id"].nunique()),
@@ -299,68 +300,68 @@ def worst(ours: dict, attack: str) -> dict | None:
     return max(found, key=lambda r: r["risk"]) if found else None
 
 
-def a1_cell(r: dict | None) -> str:
-    if r is None:
-        return "n/a"
-    return (f"{r['success_rate']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] risk {r['risk']:.3f} "
-            f"({r['signature']}, {r['variant']}, {r['resolution_m']:g} m)")
+BEFORE = "spatial/10"
+"""A1 as the default policy ran it before it learnt TrjLink's signatures (version 4): spatial, top 10."""
+
+
+def a1_before(ours: dict) -> dict:
+    """The version-4 A1 at its worst resolution, from the per-signature figures of the same run."""
+    found = [(r["resolution_m"], r["by_signature"][BEFORE]) for r in ours["results"]
+             if r["attack"] == "signature_linkage"]
+    resolution, figures = max(found, key=lambda x: x[1]["risk"])
+    return {**figures, "resolution_m": resolution}
 
 
 def tables(results: dict) -> str:
     m = results["machine"]
-    policies = sorted({k for e in results["releases"].values() for k in e["ours"]}, key=len)
-    lines = [(f"Run: `{results['command']}` at commit {results['commit']}, TrjLink {results['trjlink_commit']}, "
-              f"{results['java']}; {m['date'][:16]} UTC, {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, "
-              "shared machine (load average above 20 during the runs); 2 Dask workers."), "",
-             "### TrjLink's best signature beside our A1 (worst resolution, as the gate decides)", "",
-             "A1 columns: success rate [95% Wilson interval] and risk, with the signature kind, the variant (arg-max "
-             "or one-to-one assignment) and the resolution that gave the largest risk. "
-             + " ".join(f"**A1 ({k})**: the default policy's A1 trying the signature kinds {k}." for k in policies),
-             "",
-             "| release | targets / objects | TrjLink best (signature:reduction) Acc@1 [95% CI], risk | "
-             + " | ".join(f"A1 ({k})" for k in policies) + " | known_points risk | ap_attack risk |",
-             "|---|---|---|" + "---|" * len(policies) + "---|---|"]
+    lines = [(f"Run: `{results['command']}` (last invocation) at commit {results['commit']}, TrjLink "
+              f"{results['trjlink_commit']}, {results['java']}; {m['date'][:16]} UTC, {m['nproc']} cores "
+              f"({m['cpu']}), {m['ram_gb']} GB, shared machine (load average 25-37 during the runs); 2 Dask workers."),
+             "", "### TrjLink's best signature beside our A1 (worst resolution, as the gate decides)", "",
+             ("| release | targets / objects | TrjLink best: signature:reduction, Acc@1 [95% CI], risk | A1 before "
+             "(spatial top 10): success, risk, resolution | A1 now (default policy): success [95% CI], risk, "
+             "signature/top_m, variant, resolution | known_points risk | ap_attack risk |"),
+             "|---|---|---|---|---|---|---|"]
     for name, e in results["releases"].items():
         best = max(e["trjlink"]["runs"].values(), key=lambda r: r["acc1"])
-        last = e["ours"][policies[-1]] if policies[-1] in e["ours"] else next(iter(e["ours"].values()))
-        kp, ap = worst(last, "known_points"), worst(last, "ap_attack")
+        a1, before = worst(e["ours"], "signature_linkage"), a1_before(e["ours"])
+        kp, ap = worst(e["ours"], "known_points"), worst(e["ours"], "ap_attack")
         lines.append(
-            f"| {name} | {e['target_records']} / {e['objects']} | {best['signature']}:{best['reduction']} "
+            f"| {name} | {e['target_records']} / {e['objects']} | {best['signature']}:{best['reduction']}, "
             f"{best['acc1']:.3f} [{best['ci'][0]:.3f}, {best['ci'][1]:.3f}], {best['risk']:.3f} | "
-            + " | ".join(a1_cell(worst(e["ours"][k], "signature_linkage")) if k in e["ours"] else "not run"
-                         for k in policies)
-            + f" | {fmt(kp and kp['risk'])} | {fmt(ap and ap['risk'])} |")
+            f"{before['success_rate']:.3f}, {before['risk']:.3f}, {before['resolution_m']:g} m | "
+            f"{a1['success_rate']:.3f} [{a1['ci'][0]:.3f}, {a1['ci'][1]:.3f}], {a1['risk']:.3f}, "
+            f"{a1['signature']}/{a1['top_m'] or 'all'}, {a1['variant']}, {a1['resolution_m']:g} m | "
+            f"{fmt(kp and kp['risk'])} | {fmt(ap and ap['risk'])} |")
     runs = [f"{s}:{r}" for s, r in RUNS]
     lines += ["", "### TrjLink, every signature: Acc@1 (seconds of signature building and linking in the JVM)", "",
               "| release | " + " | ".join(runs) + " |", "|---|" + "---|" * len(runs)]
     for name, e in results["releases"].items():
+        done = e["trjlink"]["runs"]
         lines.append(f"| {name} | " + " | ".join(
-            f"{e['trjlink']['runs'][r]['acc1']:.3f} ({e['trjlink']['runs'][r]['linking_s']:.0f} s)" for r in runs)
+            f"{done[r]['acc1']:.3f} ({done[r]['linking_s']:.0f} s)" if r in done else "not run" for r in runs)
             + " |")
-    kinds = policies[-1].split(",")
-    lines += ["", f"### Ours, every attack and resolution (A1 with the signature kinds {policies[-1]})", "",
-              "| release | attack | resolution m | success [95% CI] | risk | "
-              + " | ".join(f"A1 {k} success / risk" for k in kinds) + " |",
-              "|---|---|---|---|---|" + "---|" * len(kinds)]
+    keys = [f"{k}/{t}" for k in SIGNATURE_KINDS for t in ("10", "all")]
+    lines += ["", "### Ours, every attack and resolution; A1 by signature kind / top_m (success rate, risk)", "",
+              "| release | attack | resolution m | success [95% CI] | risk | " + " | ".join(keys) + " |",
+              "|---|---|---|---|---|" + "---|" * len(keys)]
     for name, e in results["releases"].items():
-        ours = e["ours"][policies[-1]] if policies[-1] in e["ours"] else next(iter(e["ours"].values()))
-        for r in sorted(ours["results"], key=lambda r: (r["attack"], r["resolution_m"])):
+        for r in sorted(e["ours"]["results"], key=lambda r: (r["attack"], r["resolution_m"])):
             by = r.get("by_signature") or {}
             lines.append(f"| {name} | {r['attack']} | {r['resolution_m']:g} | {r['success_rate']:.3f} "
                          f"[{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] | {r['risk']:.3f} | " + " | ".join(
-                             f"{by[k]['success_rate']:.3f} / {by[k]['risk']:.3f}" if k in by else ""
-                             for k in kinds) + " |")
-        for attack, why in ours["failures"].items():
-            lines.append(f"| {name} | {attack} | | **not measured**: {why} | |" + " |" * len(kinds))
+                             f"{by[k]['success_rate']:.3f}, {by[k]['risk']:.3f}" if k in by else ""
+                             for k in keys) + " |")
+        for attack, why in e["ours"]["failures"].items():
+            lines.append(f"| {name} | {attack} | | **not measured**: {why} | |" + " |" * len(keys))
     lines += ["", "### Run times (wall seconds)", "",
-              "| release | mechanism (its adapter on 2 workers) | TrjLink (one JVM, all signatures) | "
-              + " | ".join(f"ours, A1 ({k}) + known_points + ap_attack at 4 resolutions" for k in policies) + " |",
-              "|---|---|---|" + "---|" * len(policies)]
+              ("| release | mechanism (its adapter, 2 workers) | TrjLink (one JVM, every signature run) | ours (A1 "
+              "with 6 signatures, known_points, ap_attack; 4 resolutions) |"), "|---|---|---|---|"]
     for name, e in results["releases"].items():
         lines.append(f"| {name} | {e['protect_s']:.1f} | {e['trjlink']['process_s']:.1f} | "
-                     + " | ".join(fmt(e["ours"].get(k, {}).get("wall_s"), 1) for k in policies) + " |")
+                     f"{e['ours']['wall_s']:.1f} |")
     example = next(iter(results["releases"].values()))["trjlink"]["command"]
-    lines += ["", f"TrjLink command (the first release's; paths under the repository): `{example}`"]
+    lines += ["", f"TrjLink command (the first release's): `{example}`"]
     return "\n".join(lines) + "\n"
 
 
