@@ -242,8 +242,7 @@ def run_ours(client: Client, background: pd.DataFrame, frame: pd.DataFrame, bbox
             "attack": r.attack, "resolution_m": resolution, "n_targets": r.n_targets,
             "success_rate": r.success_rate, "ci": [r.ci_low, r.ci_high], "baseline": r.baseline, "risk": r.risk,
             "acc1": r.evidence.get("acc_at_k", {}).get("1"), "variant": r.evidence.get("reported_variant"),
-            "signature": r.evidence.get("signature"), "top_m": r.evidence.get("top_m"),
-            "by_signature": r.evidence.get("by_signature")})
+            "signature": r.evidence.get("signature"), "by_signature": r.evidence.get("by_signature")})
     return out
 
 
@@ -278,9 +277,12 @@ def main(argv: list[str] | None = None) -> None:
             entry = results["releases"].setdefault(name, {})
             if not args.skip_trjlink:
                 runs = tuple(r for r in RUNS if not (args.no_temporal and r[0] == "temporal"))
-                entry["trjlink"] = run_trjlink(background, frame, name, spec.bbox, runs)
+                entry["trjlink"] = {**run_trjlink(background, frame, name, spec.bbox, runs),
+                                    "run_date": results["machine"]["date"], "commit": ours_commit}
             entry["ours"] = run_ours(client, background, frame, spec.bbox)
             entry["a1_params"] = gate_policy().attack_params.get("signature_linkage", {})
+            entry["run"] = {"command": results["command"], "commit": ours_commit, "date": results["machine"]["date"],
+                            "trjlink_from": entry["trjlink"].get("run_date", results["machine"]["date"])}
             entry.update({
                 "spec": SPECS[name], "params": model(name).params, "shape": candidate.shape.name,
                 "protect_s": protect_s, "objects": int(background["object_id"].nunique()),
@@ -314,10 +316,16 @@ def a1_before(ours: dict) -> dict:
 
 def tables(results: dict) -> str:
     m = results["machine"]
-    lines = [(f"Run: `{results['command']}` (last invocation) at commit {results['commit']}, TrjLink "
-              f"{results['trjlink_commit']}, {results['java']}; {m['date'][:16]} UTC, {m['nproc']} cores "
-              f"({m['cpu']}), {m['ram_gb']} GB, shared machine (load average 25-37 during the runs); 2 Dask workers."),
-             "", "### TrjLink's best signature beside our A1 (worst resolution, as the gate decides)", "",
+    results = {**results, "releases": {n: results["releases"][n] for n in SPECS if n in results["releases"]}}
+    lines = [(f"TrjLink {results['trjlink_commit']}, {results['java']}; {m['nproc']} cores ({m['cpu']}), "
+              f"{m['ram_gb']} GB, a machine shared with other engineers (load average 25-37 during the runs); 2 Dask "
+              "workers. Runs (`python -m bench.external_attacks`; TrjLink's and ours at the commits and dates below):"),
+             ""]
+    for name, e in results["releases"].items():
+        run = e["run"]
+        lines.append(f"- {name}: TrjLink at {e['trjlink']['commit']}, {e['trjlink']['run_date'][:16]} UTC; ours "
+                     f"`{run['command']}` at {run['commit']}, {run['date'][:16]} UTC")
+    lines += ["", "### TrjLink's best signature beside our A1 (worst resolution, as the gate decides)", "",
              ("| release | targets / objects | TrjLink best: signature:reduction, Acc@1 [95% CI], risk | A1 before "
              "(spatial top 10): success, risk, resolution | A1 now (default policy): success [95% CI], risk, "
              "signature/top_m, variant, resolution | known_points risk | ap_attack risk |"),
@@ -331,7 +339,8 @@ def tables(results: dict) -> str:
             f"{best['acc1']:.3f} [{best['ci'][0]:.3f}, {best['ci'][1]:.3f}], {best['risk']:.3f} | "
             f"{before['success_rate']:.3f}, {before['risk']:.3f}, {before['resolution_m']:g} m | "
             f"{a1['success_rate']:.3f} [{a1['ci'][0]:.3f}, {a1['ci'][1]:.3f}], {a1['risk']:.3f}, "
-            f"{a1['signature']}/{a1['top_m'] or 'all'}, {a1['variant']}, {a1['resolution_m']:g} m | "
+            f"{max(a1['by_signature'], key=lambda k: a1['by_signature'][k]['risk'])}, {a1['variant']}, "
+            f"{a1['resolution_m']:g} m | "
             f"{fmt(kp and kp['risk'])} | {fmt(ap and ap['risk'])} |")
     runs = [f"{s}:{r}" for s, r in RUNS]
     lines += ["", "### TrjLink, every signature: Acc@1 (seconds of signature building and linking in the JVM)", "",
