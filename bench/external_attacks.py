@@ -281,8 +281,7 @@ def main(argv: list[str] | None = None) -> None:
                                     "run_date": results["machine"]["date"], "commit": ours_commit}
             entry["ours"] = run_ours(client, background, frame, spec.bbox)
             entry["a1_params"] = gate_policy().attack_params.get("signature_linkage", {})
-            entry["run"] = {"command": results["command"], "commit": ours_commit, "date": results["machine"]["date"],
-                            "trjlink_from": entry["trjlink"].get("run_date", results["machine"]["date"])}
+            entry["run"] = {"command": results["command"], "commit": ours_commit, "date": results["machine"]["date"]}
             entry.update({
                 "spec": SPECS[name], "params": model(name).params, "shape": candidate.shape.name,
                 "protect_s": protect_s, "objects": int(background["object_id"].nunique()),
