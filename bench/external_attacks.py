@@ -49,6 +49,7 @@ import json
 import pickle
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=True).stderr.splitlines()[0]
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"releases": {}}
     results.update({"machine": machine(), "trjlink_commit": commit, "commit": ours_commit, "java": java,
-                    "command": "python -m bench.external_attacks " + " ".join(argv or [])})
+                    "command": " ".join(["python -m bench.external_attacks", *(sys.argv[1:] if argv is None else argv)])})
     day = window(load_clean()[0], spec)
     with local_cluster(2, memory_limit="4GB") as cluster, Client(cluster) as client:
         for name in names:
