@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from audits.stats import baseline_corrected_risk, wilson_interval
@@ -114,6 +114,12 @@ class AttackResult:
         return cls(attack=attack, n_targets=comparison.n_members,
                    n_successes=comparison.member_value * comparison.n_members, baseline=comparison.control_value,
                    evidence=evidence, confidence=comparison.confidence, controls=comparison)
+
+    def with_evidence(self, evidence: dict[str, Any]) -> AttackResult:
+        """The same result with other evidence (its figures and interval unchanged)."""
+        if self.controls is not None:
+            return AttackResult.against_controls(self.attack, self.controls, evidence)
+        return replace(self, evidence=evidence)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values, for the audit table and the steward's report."""

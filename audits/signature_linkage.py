@@ -9,7 +9,10 @@ similar object.
 
 Locations are the cells of a fine lon/lat grid (0.001 degrees, TrjLink's grid step; TrjLink snaps to road
 intersections, which needs a road network we do not assume), or the frame's ``cell`` column when both frames
-have one.
+have one. Besides the spatial signature (the locations visited), TrjLink builds a spatiotemporal one (location
+and hour of the day, ``signatures/Spatiotemporal.java``) and a sequential one (n-grams of consecutive locations,
+``signatures/Sequential.java``); ``signatures`` chooses which the adversary tries, and the attack reports the one
+that links the most (bench/EXTERNAL_ATTACKS_RESULTS.md measures where each matters).
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ _TIE_TOLERANCE = 1e-12
 SIMILARITY_BLOCK_ENTRIES = 20_000_000
 _GRID_KEY_STRIDE = 2**31
 _GRID_KEY_OFFSET = 2**30
+SIGNATURE_KINDS = ("spatial", "spatiotemporal", "sequential")
+"""What a signature dimension is: a location; a (location, hour of the day) pair; a transition from one location
+to the next different one within a trajectory."""
+HOURS_PER_DAY = 24
 
 
 @dataclass(frozen=True)
@@ -51,22 +58,27 @@ class SignatureLinkageParams:
     grid_deg: side of the lon/lat grid cells that serve as locations (TrjLink's grid step, 0.001 degrees).
     use_cell_column: use the ``cell`` column as the location when both frames have one.
     top_m: the number of highest-weighted locations kept in a signature (TrjLink's ``reduction = 10``);
-        ``None`` keeps the full signature.
+        ``None`` keeps the full signature (TrjLink's ``reduction = 0``). A list tries each, with each signature
+        kind, and the largest risk is reported.
     top_k: the k of the Acc@k values reported (truthful mode); Acc@1 is the survey's LA.
     threshold: similarity above which a synthetic record counts as linked (the survey's 0.5).
     max_assignment_records: the largest number of released records for which the global one-to-one
         assignment (A4) is solved; it needs a dense records x objects matrix and cubic time. 0 disables it.
     confidence: the confidence level of the reported Wilson interval.
+    signatures: the signature kinds the adversary tries (:data:`SIGNATURE_KINDS`), each a separate linkage; the
+        one of largest risk is reported. ``spatiotemporal`` needs ``t`` in both frames, ``sequential`` needs
+        ``traj_id`` and ``seq`` (the order of the points) in both.
     """
 
     mode: Literal["truthful", "synthetic"] = "truthful"
     grid_deg: float = 0.001
     use_cell_column: bool = True
-    top_m: int | None = 10
+    top_m: int | None | tuple[int | None, ...] = 10
     top_k: tuple[int, ...] = (1, 5)
     threshold: float = 0.5
     max_assignment_records: int = 5000
     confidence: float = 0.95
+    signatures: tuple[str, ...] = ("spatial",)
 
     def __post_init__(self) -> None:
         where = "signature_linkage params"
@@ -74,8 +86,18 @@ class SignatureLinkageParams:
             raise ParameterError(f"mode must be 'truthful' or 'synthetic', got {self.mode!r}", where)
         if not 1e-7 <= self.grid_deg <= 1:
             raise ParameterError(f"grid_deg must be in [1e-7, 1] degrees, got {self.grid_deg}", where)
-        if self.top_m is not None and not (isinstance(self.top_m, int) and self.top_m >= 1):
-            raise ParameterError(f"top_m must be a positive integer or None, got {self.top_m!r}", where)
+        for name in ("signatures", "top_m"):  # a YAML list
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if (not isinstance(self.signatures, tuple) or not self.signatures
+                or not set(self.signatures) <= set(SIGNATURE_KINDS) or len(set(self.signatures)) < len(self.signatures)):
+            raise ParameterError(f"signatures must be a non-empty list of distinct kinds among "
+                                 f"{', '.join(SIGNATURE_KINDS)}, got {self.signatures!r}", where)
+        if (not self.reductions or len(set(self.reductions)) < len(self.reductions)
+                or not all(m is None or (isinstance(m, int) and not isinstance(m, bool) and m >= 1)
+                           for m in self.reductions)):
+            raise ParameterError(f"top_m must be a positive integer, None, or a non-empty list of distinct ones, "
+                                 f"got {self.top_m!r}", where)
         if not self.top_k or not all(isinstance(k, int) and k >= 1 for k in self.top_k):
             raise ParameterError(f"top_k must be a non-empty tuple of positive integers, got {self.top_k!r}",
                                  where)
@@ -87,6 +109,12 @@ class SignatureLinkageParams:
                 where)
         if not 0 < self.confidence < 1:
             raise ParameterError(f"confidence must be in (0, 1), got {self.confidence}", where)
+
+
+    @property
+    def reductions(self) -> tuple[int | None, ...]:
+        """The values of ``top_m`` to try."""
+        return self.top_m if isinstance(self.top_m, tuple) else (self.top_m,)
 
 
 @dataclass(frozen=True)
@@ -102,6 +130,8 @@ class Signatures:
     raw: sparse.csr_matrix
     release: sparse.csr_matrix
     location: str
+    kind: str = "spatial"
+    top_m: int | None = 10
 
     def similarity(self, records: slice = slice(None)) -> sparse.csr_matrix:
         """Cosine similarity, records (all, or the slice ``records``) x objects: a sparse product of unit vectors,
@@ -119,34 +149,72 @@ class Signatures:
             yield self.similarity(slice(start, start + step))
 
 
-def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams) -> Signatures:
-    """Spatial TF-IDF signatures, TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
+def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams,
+                     kind: str = "spatial", top_m: int | None | str = "first") -> Signatures:
+    """TF-IDF signatures of one ``kind`` (:data:`SIGNATURE_KINDS`) cut to ``top_m`` (``"first"``: the first of
+    ``params.reductions``), TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
 
-    With c(v,u) the number of points of u in location v and N the number of raw objects:
-    ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw objects
-    that visit v (computed on the raw side only, so released records are weighted by what the adversary
-    knows; a location no raw object visits gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
-    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive constant changes neither which
-    weights are the top m nor the final unit vector, so the tf denominator and the first normalisation cancel
-    and are not computed.
+    With c(v,u) the number of points of u in dimension v (a location; a location at an hour of the day; or the
+    transition into a location from the previous different one of the same trajectory) and N the number of raw
+    objects: ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw
+    objects that have v (computed on the raw side only, so released records are weighted by what the adversary
+    knows; a dimension no raw object has gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
+    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive
+    constant changes neither which weights are the top m nor the final unit vector, so the tf denominator and the
+    first normalisation cancel and are not computed.
     """
     raw_loc, raw_ok, location = _location_keys(raw, release, params, "raw")
     rel_loc, rel_ok, _ = _location_keys(release, raw, params, "release")
+    n_raw = len(raw)
+    codes, locations = pd.factorize(np.concatenate([raw_loc, rel_loc]))  # one location vocabulary, dense codes
+    raw_key, raw_ok = _dimension_keys(raw, codes[:n_raw], raw_ok, kind, ("object_id", "traj_id"), len(locations))
+    rel_key, rel_ok = _dimension_keys(release, codes[n_raw:], rel_ok, kind, ("traj_id",), len(locations))
     objects, raw_rows = _factorize(raw["object_id"].astype(str))
     records, rel_rows = _factorize(release["traj_id"])
-    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_loc[raw_ok], rel_loc[rel_ok]]))
+    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_key[raw_ok], rel_key[rel_ok]]))
     n_raw_points = int(raw_ok.sum())
     counts_raw = _count_matrix(raw_rows[raw_ok], loc_codes[:n_raw_points], len(objects), len(vocabulary))
     counts_rel = _count_matrix(rel_rows[rel_ok], loc_codes[n_raw_points:], len(records), len(vocabulary))
     df = np.bincount(counts_raw.indices, minlength=len(vocabulary))
     idf = np.log((len(objects) + 1) / np.maximum(df, 1))
+    m = params.reductions[0] if top_m == "first" else top_m
     return Signatures(
         objects=objects,
         records=records,
-        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), params.top_m)),
-        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), params.top_m)),
+        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), m)),
+        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), m)),
         location=location,
+        kind=kind,
+        top_m=m,
     )
+
+
+def _dimension_keys(frame: pd.DataFrame, loc: np.ndarray, ok: np.ndarray, kind: str,
+                    trajectory: tuple[str, ...], n_locations: int) -> tuple[np.ndarray, np.ndarray]:
+    """The signature dimension of every point (``loc``: codes < ``n_locations`` of the vocabulary both frames
+    share) and the mask of points that have one. ``spatiotemporal``: location x 24 + hour of the day (UTC; any whole-hour offset cuts the day into the same
+    hours), no dimension without a time. ``sequential``: the pair (previous location, location) for a point whose
+    location differs from the one of the point before it in the same trajectory (``trajectory`` columns, ordered
+    by ``seq``), TrjLink's 2-gram without its repeats."""
+    if kind == "spatial":
+        return loc, ok
+    if kind == "spatiotemporal":
+        hour = pd.to_datetime(frame["t"], utc=True).dt.hour
+        has_time = hour.notna().to_numpy()
+        return loc * HOURS_PER_DAY + hour.fillna(0).to_numpy(dtype=np.int64), ok & has_time
+    order = np.lexsort([frame["seq"].to_numpy(), *(pd.factorize(frame[c])[0] for c in reversed(trajectory))])
+    group = np.zeros(len(frame), dtype=np.int64)
+    for c in trajectory:
+        group = group * (len(frame) + 1) + pd.factorize(frame[c])[0]
+    g, here, usable = group[order], loc[order], ok[order]
+    follows = np.zeros(len(frame), dtype=bool)
+    follows[1:] = (g[1:] == g[:-1]) & usable[1:] & usable[:-1] & (here[1:] != here[:-1])
+    previous = np.zeros(len(frame), dtype=np.int64)
+    previous[1:] = here[:-1]
+    key, has_key = np.empty_like(loc), np.empty_like(ok)
+    key[order] = previous * n_locations + here
+    has_key[order] = follows
+    return key, has_key
 
 
 class SignatureLinkage(Attack[SignatureLinkageParams]):
@@ -185,21 +253,45 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return TRUTHFUL_NAME if self.params.mode == "truthful" else SYNTHETIC_NAME
 
     @property
+    def _signature_columns(self) -> tuple[str, ...]:
+        kinds = self.params.signatures
+        return (("t",) if "spatiotemporal" in kinds else ()) + (("seq",) if "sequential" in kinds else ())
+
+    @property
     def raw_columns(self) -> tuple[str, ...]:
         """A synthetic release is measured on members against controls (the ``member`` column)."""
-        return ("object_id", "lon", "lat") + (("member",) if self.params.mode == "synthetic" else ())
+        trajectory = ("traj_id",) if "sequential" in self.params.signatures else ()
+        member = ("member",) if self.params.mode == "synthetic" else ()
+        return ("object_id", *trajectory, "lon", "lat", *self._signature_columns, *member)
 
     @property
     def release_columns(self) -> tuple[str, ...]:
         """A truthful release also needs ``object_id``: the owner the auditor keeps privately."""
-        return ("traj_id", "object_id", "lon", "lat") if self.params.mode == "truthful" else ("traj_id", "lon", "lat")
+        owner = ("object_id",) if self.params.mode == "truthful" else ()
+        return ("traj_id", *owner, "lon", "lat", *self._signature_columns)
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-        if self.params.mode == "truthful":
-            signatures = build_signatures(raw, release, self.params)
-            return self._truthful(signatures, signatures.similarity(), _record_owners(release, signatures.records))
-        members, controls = members_and_controls(raw, f"{self.name}: raw frame")
-        return self._synthetic(build_signatures(raw, release, self.params), members, controls)
+        """One linkage per signature kind and ``top_m``; the one whose risk interval reaches highest (then the
+        largest risk; the first of them on a tie) is reported, as the gate decides on the interval, with every
+        one's figures in its evidence (keys ``kind`` or ``kind/top_m``)."""
+        if self.params.mode == "synthetic":
+            members, controls = members_and_controls(raw, f"{self.name}: raw frame")
+        results = []
+        for kind in self.params.signatures:
+            for m in self.params.reductions:
+                signatures = build_signatures(raw, release, self.params, kind, m)
+                if self.params.mode == "truthful":
+                    results.append(self._truthful(signatures, signatures.similarity(),
+                                                  _record_owners(release, signatures.records)))
+                else:
+                    results.append(self._synthetic(signatures, members, controls))
+        several = len(self.params.reductions) > 1
+        reported = max(results, key=lambda r: (r.risk_ci_high, r.risk))
+        by_signature = {(f"{r.evidence['signature']}/{r.evidence['top_m'] or 'all'}" if several
+                         else r.evidence["signature"]): {"n_successes": r.n_successes,
+                                                         "success_rate": r.success_rate, "risk": r.risk}
+                        for r in results}
+        return reported.with_evidence({**reported.evidence, "by_signature": by_signature})
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
         n_objects = len(sig.objects)
@@ -210,8 +302,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
                              f"{self.name}: release frame")
         sim, owner_col = sim[targets], owner_col[targets]
         owner_sim = np.asarray(sim[np.arange(len(targets)), owner_col]).ravel()
-        above, tied = _rank_counts(sim, owner_sim, n_objects)
-        acc = {k: float(_expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
+        above, tied = owner_rank_counts(sim, owner_sim, n_objects)
+        acc = {k: float(expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
         baseline = 1 / n_objects
         variants = {"argmax": acc[1]}
         assignment: dict[str, Any] = {"applicable": False}
@@ -225,8 +317,9 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         reported = max(variants, key=lambda v: baseline_corrected_risk(variants[v] / len(targets), baseline))
         evidence = {
             "mode": "truthful",
+            "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "n_objects": n_objects,
             "n_records": len(sig.records),
             "n_records_without_owner": len(sig.records) - len(targets),
@@ -260,8 +353,9 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         order = order[np.argsort(-best[order], kind="stable")][:MAX_EXAMPLES]
         evidence = {
             "mode": "synthetic",
+            "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "threshold": self.params.threshold,
             "n_records": len(sig.records),
             "baseline_kind": "the same criterion on controls: objects of the population the mechanism never saw",
@@ -345,7 +439,7 @@ def _record_owners(release: pd.DataFrame, records: np.ndarray) -> np.ndarray:
     return owners["first"].reindex(records).astype(str).to_numpy()
 
 
-def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
+def owner_rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row: objects strictly more similar than the owner, and objects tied with it (the owner included).
 
     Objects not stored in a row have similarity 0; they tie with an owner of similarity 0.
@@ -360,7 +454,7 @@ def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) 
     return above, tied
 
 
-def _expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
+def expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
     """P(owner among the k first) when ties are ordered uniformly at random: clip((k - above) / tied, 0, 1)."""
     return np.clip((k - above) / tied, 0.0, 1.0)
 
