@@ -39,7 +39,7 @@ UTILITY_METRICS = frozenset({
 })
 """The names under which the caller reports these error metrics to the gate (lower is better: a policy caps them
 with ``max``)."""
-UTILITY_SCORES = frozenset({"pattern_f1", "retained_share", "fragments"})
+UTILITY_SCORES = frozenset({"pattern_f1", "pattern_f1_city", "retained_share", "fragments"})
 """The names of the figures where higher is better (a policy sets a floor on them with ``min``)."""
 UTILITY_MEANING = {
     "density_jsd": "where the points are differs from the raw data: JSD of point counts per grid cell, max ln 2",
@@ -51,6 +51,8 @@ UTILITY_MEANING = {
     "circle_query_re": "range counts over circles answer worse than an empty release would (relative error > 1)",
     "ffp_error": "the raw data's frequent routes are missing (1 - F1 of the top-100 patterns)",
     "pattern_f1": "the release keeps too few of the raw data's 100 most frequent routes (F1)",
+    "pattern_f1_city": "at city resolution (~1.5 km cells) the release keeps too few of the raw data's 100 most "
+                       "frequent routes (F1): it is right only at coarse resolution",
     "information_loss": "raw points not reproduced within 100 m (share)",
     "point_error_m": "released records lie far from their own raw trajectories (mean Hausdorff distance, m)",
     "fragment_count_re_median": "released fragment counts are far from the exact counts (median relative error)",
@@ -716,6 +718,21 @@ TRAJECTORY_GRID_SIZE = 32
 TRAJECTORY_METRICS = ("density", "query", "trip", "length", "pattern_f1", "transition", "outside_bbox_share",
                       "start_hour_jsd", "duration_jsd")
 """The keys of :func:`trajectory_metrics` (pattern_f1: higher is better; every other: lower is better)."""
+
+
+CITY_CELL_M = 1500.0
+"""The cell side of city-resolution figures: a planner's question (a district, a few blocks), not 6 km."""
+
+
+def city_grid_size(raw: pd.DataFrame, cell_m: float = CITY_CELL_M, limit: int = 256) -> int:
+    """The number of cells per side of a grid over the raw data's bounding box (as :func:`raw_box_cells`)
+    whose cells are about ``cell_m`` on the longer side (at least 6, at most ``limit``): 128 for T-Drive's
+    Beijing box at 1.5 km."""
+    points = _frame(raw, "raw", ("lon", "lat"))
+    lon, lat = points["lon"].to_numpy(dtype=float), points["lat"].to_numpy(dtype=float)
+    k = EARTH_RADIUS_M * np.pi / 180
+    side = max((lon.max() - lon.min()) * k * np.cos(np.radians(lat.mean())), (lat.max() - lat.min()) * k)
+    return int(np.clip(round(side / cell_m), 6, limit))
 
 
 def transition_jsd(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = TRAJECTORY_GRID_SIZE) -> float:

@@ -21,12 +21,12 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
+from mechanisms.citytrace.params import HOURS, CityTraceParams
 from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.counting import displacement_key, length_bin, per_object_histogram
 from mechanisms.objtrace.geometry import Geometry
 from mechanisms.objtrace.quadtree import block_index
-from mechanisms.citytrace.params import HOURS, CityTraceParams
 
 _NO_JUMP = np.iinfo(np.int64).max // 2
 

@@ -44,6 +44,8 @@ class CityTraceParams:
         bin is open. Gives each synthetic move its own duration (stops, fast roads) at the record's pace.
     first_date, days: the public release window of the timestamps, days ``first_date .. first_date + days - 1``
         (UTC); the start day of a record comes from a noisy day histogram over these days.
+    max_speed_kmh: a released segment takes at least its length at this speed (a public plausibility bound on
+        the synthetic times, post-processing).
     direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
     prior_weight: κ >= 0: each block's noisy direction counts get κ times their Laplace scale added to every
         direction before they are normalised (where they are noise, the walk follows the density).
@@ -66,6 +68,7 @@ class CityTraceParams:
     step_edges: tuple[float, ...] = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 2, 3, 5, 8)
     first_date: str = "2008-02-02"
     days: int = 7
+    max_speed_kmh: float = 90.0
     direction_decay: float = 0.7
     prior_weight: float = 1.0
     snr: float = 2.0
@@ -85,6 +88,7 @@ class CityTraceParams:
         object.__setattr__(self, "pace_edges_s", _edges(self.pace_edges_s, "pace_edges_s", integers=False))
         object.__setattr__(self, "step_edges", _edges(self.step_edges, "step_edges", integers=False))
         _P.require_int(self.days, "days", 1)
+        _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
         _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
         _P.require_real(self.snr, "snr", 0, open_low=False)
