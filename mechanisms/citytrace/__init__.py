@@ -8,9 +8,10 @@ and the authors' code read, none copied):
   PrivTrace, Du et al., USENIX Security 2023, ``discretization/divide.py``: a level-1 grid subdivided where the
   noisy density is high). Here the point density is one noisy quadtree over 1 km cells, read top-down where
   the noisy counts clear the noise (:func:`mechanisms.objtrace.quadtree.estimate`), with its ε split
-  geometrically over the levels so the fine levels get more (Cormode et al., "Differentially Private Spatial
-  Decompositions", ICDE 2012, Sec. 4.2, ratio 2**(-1/3)): a uniform split spends most of ε on coarse levels
-  that hold little detail.
+  geometrically over the levels (Cormode et al., "Differentially Private Spatial Decompositions", ICDE 2012,
+  Sec. 4.2). Their leaf-heavy ratio 2**(-1/3) suits least-squares post-processing; with the top-down estimate the
+  coarse levels decide where any detail is read, and giving them more (ratio 1.59) measured better on the
+  tuning half, at 6 km and at 1.5 km.
 - First-order moves at the finest level the noise supports (PrivTrace's adaptive order idea, one level here:
   per object, its second-order counts drown in noise, as do first-order counts at 1 km): the 8 move directions
   are counted between blocks of 2**L fine cells (4 km by default), where a block's flow is readable, and steer

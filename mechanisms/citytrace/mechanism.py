@@ -34,7 +34,7 @@ def release_from_counts(counts, geometry: Geometry, grid: GridSpec, params: City
     """Noise, synthesis and points from the summed bounded counts (the driver's part)."""
     model = fit(counts, geometry, params, rng)
     synthetic = synthesize_from_model(model, rng)
-    return CityTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params.first_date, params.max_speed_kmh, rng))
+    return CityTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params, rng))
 
 
 def synthesize(points: pd.DataFrame, grid: GridSpec, params: CityTraceParams,
