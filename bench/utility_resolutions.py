@@ -134,7 +134,8 @@ COLUMNS = (*(f"{k}_{g}" for g in GRIDS for k in GRID_METRICS), "query", "length"
 
 def score() -> dict:
     """Every kept run (and the floor, seed 0) scored; the results and the table of ``UTILITY_RESULTS.md``."""
-    tune, raw = utility_data.taxi_halves(utility_data.tdrive_records())
+    tune, raw = (h.assign(seq=h.groupby("traj_id").cumcount())  # cleaned records are in traj_id, t order
+                 for h in utility_data.taxi_halves(utility_data.tdrive_records()))
     raw_speeds, _ = segment_speeds(raw, raw)
     rows = [{"label": FLOOR, "seed": 0, "wall_s": None, **metrics(raw, tune, 0)}]
     for meta_path in sorted(OUT.glob("*.json")):

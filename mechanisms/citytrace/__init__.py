@@ -17,11 +17,16 @@ and the authors' code read, none copied):
   are counted between blocks of 2**L fine cells (4 km by default), where a block's flow is readable, and steer
   the fine walk inside the block, whose next cell is otherwise chosen by the fine density (DPT, He et al.,
   PVLDB 2015: neighbour moves in a reference system, direction-weighted turns).
-- Plausible times (RetraSyn, Hu et al., 2024, releases per-timestamp statistics with an adaptive allocation; a
-  per-object bound lets us release one window-long model instead): a day of the public window, an hour per
-  start region, a pace per record and a time per move, each from a noisy histogram; a record lasts its pace
-  times its moves (so durations follow the data's) while its segments vary as the data's do; a public speed
-  bound stretches a segment that would be faster than a vehicle.
+- Noise-aware reading (RetraSyn, Hu et al., "Real-Time Trajectory Synthesis with Local Differential Privacy",
+  ICDE 2024, ``code/RetraSyn_b.py``: a fresh noisy transition estimate replaces the previous release only where
+  it differs by more than its noise variance, the "significant patterns"): a finer quadtree level or a block's
+  directions count only where they clear their noise; elsewhere the coarser estimate (or the density) stands.
+  RetraSyn's adaptive allocation over timestamps is not used: a per-object bound lets us release one model for
+  the whole window instead of a stream.
+- Plausible times: a day of the public window, an hour per start region, a pace per record and a time per
+  move, each from a noisy histogram; a record lasts its pace times its moves (so durations follow the data's)
+  while its moves differ as the data's do (stops, fast roads); a public speed bound stretches a segment that
+  would be faster than a vehicle (the step histogram's low bins otherwise give a few km-long moves in seconds).
 - Hyper-parameters (:mod:`.params` defaults) were chosen on the even half of the T-Drive sample's taxis
   (:func:`bench.utility_data.taxi_halves`); ``bench/UTILITY_RESULTS.md`` reports them on the odd half.
 

@@ -275,3 +275,14 @@ def test_the_datasets_zone_fills_in_only_where_the_policy_sets_none():
     assert local.max_risk == policy.max_risk and policy.in_timezone(None) is policy
     own = GatePolicy.from_dict({"attacks": {"home_work": {"max_risk": 0.3, "params": {"timezone": "UTC"}}}})
     assert own.in_timezone("Asia/Shanghai").attack_params["home_work"]["timezone"] == "UTC"
+
+
+def test_the_default_floor_blocks_a_release_right_only_at_coarse_resolution():
+    policy = GatePolicy.default()
+    figures = {"density_jsd": 0.1, "circle_query_re": 0.4, "trip_error": 0.1, "pattern_f1": 0.75,
+               "outside_bbox_share": 0.0}
+    coarse_only = evaluate_gate(policy, [], "synthetic", {**figures, "pattern_f1_city": 0.06})
+    assert coarse_only.per_utility["pattern_f1_city"]["status"] == "blocked"
+    assert any("at city resolution" in r for r in coarse_only.reasons)
+    fine = evaluate_gate(policy, [], "synthetic", {**figures, "pattern_f1_city": 0.4})
+    assert fine.per_utility["pattern_f1_city"]["status"] == "passed" and fine.utility == "passed"
