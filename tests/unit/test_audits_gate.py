@@ -277,12 +277,17 @@ def test_the_datasets_zone_fills_in_only_where_the_policy_sets_none():
     assert own.in_timezone("Asia/Shanghai").attack_params["home_work"]["timezone"] == "UTC"
 
 
-def test_the_default_floor_blocks_a_release_right_only_at_coarse_resolution():
-    policy = GatePolicy.default()
-    figures = {"density_jsd": 0.1, "circle_query_re": 0.4, "trip_error": 0.1, "pattern_f1": 0.75,
-               "outside_bbox_share": 0.0}
-    coarse_only = evaluate_gate(policy, [], "synthetic", {**figures, "pattern_f1_city": 0.06})
+def test_a_floor_at_city_resolution_blocks_a_release_right_only_at_coarse_resolution():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
+                                   "utility": {"synthetic": {"pattern_f1": {"min": 0.2},
+                                                             "pattern_f1_city": {"min": 0.12}}}})
+    coarse_only = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.7, "pattern_f1_city": 0.01})
     assert coarse_only.per_utility["pattern_f1_city"]["status"] == "blocked"
-    assert any("at city resolution" in r for r in coarse_only.reasons)
-    fine = evaluate_gate(policy, [], "synthetic", {**figures, "pattern_f1_city": 0.4})
-    assert fine.per_utility["pattern_f1_city"]["status"] == "passed" and fine.utility == "passed"
+    (reason,) = coarse_only.reasons
+    assert reason.startswith("utility pattern_f1_city = 0.01 is below the policy's min 0.12") and \
+        "at city resolution" in reason
+    fine = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.67, "pattern_f1_city": 0.29})
+    assert fine.utility == "passed"
+    # the default policy reports it without gating it (see its comment in audits/policies/default.yaml)
+    shown = evaluate_gate(GatePolicy.default(), [], "synthetic", {**ADATRACE_EPS_5, "pattern_f1_city": 0.01})
+    assert shown.per_utility["pattern_f1_city"] == {"value": 0.01, "status": "not gated"}
