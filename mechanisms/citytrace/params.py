@@ -49,6 +49,8 @@ class CityTraceParams:
         (UTC); the start day of a record comes from a noisy day histogram over these days.
     max_speed_kmh: a released segment takes at least its length at this speed (a public plausibility bound on
         the synthetic times, post-processing).
+    max_duration_s: a record lasts at most this long (its pace is lowered to fit): records are cut at gaps and
+        days by the preparation, so a pace and a length drawn independently must not make a week-long trip.
     direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
     prior_weight: κ >= 0: each block's noisy direction counts get κ times their Laplace scale added to every
         direction before they are normalised (where they are noise, the walk follows the density).
@@ -72,6 +74,7 @@ class CityTraceParams:
     first_date: str = "2008-02-02"
     days: int = 7
     max_speed_kmh: float = 90.0
+    max_duration_s: float = 86400.0
     direction_decay: float = 0.6
     prior_weight: float = 10.0
     snr: float = 2.0
@@ -92,6 +95,7 @@ class CityTraceParams:
         object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
         _P.require_int(self.days, "days", 1)
         _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
+        _P.require_real(self.max_duration_s, "max_duration_s", 0)
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
         _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
         _P.require_real(self.snr, "snr", 0, open_low=False)

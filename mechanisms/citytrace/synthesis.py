@@ -11,7 +11,7 @@ moves between blocks of 2**L cells, B(i) the block of cell i, b their Laplace sc
 vehicle can be, the block's directions which way traffic flows there (where they are noise, κ b flattens them).
 
 Times: a day from the noisy day histogram of the public window, an hour per start region and a pace (seconds
-per fine move) as ObjTrace; each move gets its own time, pace × m / mean(m) with m drawn from the noisy
+per fine move) as ObjTrace, lowered so that the record lasts at most ``max_duration_s``; each move gets its own time, pace × m / mean(m) with m drawn from the noisy
 histogram of moves' times relative to their record's pace (uniform within its bin), so a record lasts exactly
 its pace times its moves while its segments differ as the data's do (stops, fast roads).
 """
@@ -106,7 +106,7 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
     cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
-    pace_s = paces(model, n, rng)
+    pace_s = np.minimum(paces(model, n, rng), params.max_duration_s / np.maximum(n_moves, 1))
     start_s = start_days(model, n, rng) * 86400.0 + start_seconds(model, starts, rng)
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept, start_s, pace_s,
                      step_times(model, n_moves, pace_s, rng))

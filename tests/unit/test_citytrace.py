@@ -15,7 +15,13 @@ from mechanisms import citytrace
 from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
 from mechanisms.citytrace.model import NoisyModel
 from mechanisms.citytrace.points import to_points
-from mechanisms.citytrace.synthesis import Synthetic, direction_shares, move_weights, step_times
+from mechanisms.citytrace.synthesis import (
+    Synthetic,
+    direction_shares,
+    move_weights,
+    step_times,
+    synthesize_from_model,
+)
 from mechanisms.objtrace.quadtree import block_index
 from tasks import protect
 from tasks.adapters.citytrace import CityTrace
@@ -204,3 +210,21 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
     merged = parts[0].add(parts[1])
     for f in fields(CityTraceCounts):
         np.testing.assert_allclose(getattr(merged, f.name), getattr(whole, f.name), atol=1e-9)
+
+
+def test_a_long_record_at_a_slow_pace_is_sped_up_to_last_at_most_max_duration() -> None:
+    # every record drawn with 300 fine moves at the slowest pace (the open bin from 1,800 s per move): 150 h
+    params = citytrace.CityTraceParams(epsilon=1e4, cell_size_m=8000.0, quadtree_levels=1, n_synthetic=50,
+                                       max_duration_s=86400.0)
+    geometry = citytrace.geometry_of(GridSpec(BBOX, 8000.0), params)
+    _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
+    length, pace, day = np.zeros(len(params.length_edges)), np.zeros(len(params.pace_edges_s)), np.ones(params.days)
+    length[-1] = pace[-1] = 1e3
+    counts = CityTraceCounts(records=50.0, length=length, end=np.ones((2 * params.max_displacement + 1) ** 2),
+                             density=np.ones(geometry.model.n_cells), moves=np.ones(n_blocks * 8), day=day,
+                             hour=np.ones(geometry.region.n_cells * 24), pace=pace, step=np.ones(len(params.step_edges)))
+    model = citytrace.fit(counts, geometry, params, np.random.default_rng(2))
+    synth = synthesize_from_model(model, np.random.default_rng(3))
+    n_moves = np.diff(synth.offsets) - 1
+    assert (n_moves >= 300).all()
+    assert (synth.pace_s * n_moves <= 86400.0 + 1e-6).all() and synth.pace_s.max() < 1800.0
