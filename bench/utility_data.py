@@ -54,3 +54,11 @@ def geolife_records() -> pd.DataFrame:
     points = pd.DataFrame({"object_id": g["uid"].astype(str), "t": pd.to_datetime(g["datetime"], utc=True),
                            "lon": g["lng"], "lat": g["lat"]})
     return clean(points, GEOLIFE_BBOX)
+
+
+def taxi_halves(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The records split by object into two halves, (tuning, report): objects in sorted id order, the even
+    positions tune hyper-parameters, the odd ones are held out for reporting (a public, data-independent rule)."""
+    ids = pd.Series(sorted(records["object_id"].unique()))
+    tune = records["object_id"].isin(set(ids[0::2]))
+    return records[tune.to_numpy()].reset_index(drop=True), records[~tune.to_numpy()].reset_index(drop=True)

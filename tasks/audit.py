@@ -236,7 +236,7 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     locations drawn from the cells the raw data visits), the range-count error of 200 random circles (issue 13,
     sanity bound 1% of |D|), density, trip and length distribution divergences (JSD,
     natural log, max ln 2), diameter error, FFP error and pattern F1 (of the top-100 frequent patterns; F1 higher
-    is better), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
+    is better; on 6 x 6 cells, and at city resolution, ~1.5 km cells: :func:`audits.utility.city_grid_size`), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
     the Hausdorff point error of up to 200 records, the share of released points more than 1 km from their own
     raw trajectory and the released points of real records per raw point (retained share, higher is better; these
     three need records paired with their sources and are left out when none is). Fragment releases: the number
@@ -263,6 +263,7 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
         "diameter_error": utility.diameter_error(raw, release),
         "ffp_error": 1.0 - patterns["ffp"],
         "pattern_f1": patterns["ffp"],
+        "pattern_f1_city": utility.frequent_patterns(raw, release, utility.city_grid_size(raw), 2, 5, 100)["ffp"],
         "outside_bbox_share": utility.outside_bbox_share(release, bbox),
         "information_loss": utility.information_loss(raw, release, tolerance_m=100.0, tolerance_s=None,
                                                      match="owner" if release_kind == "truthful" else "any"),

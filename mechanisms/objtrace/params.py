@@ -26,14 +26,15 @@ SPATIAL_PARTS = ("density",)
 HOURS = 24
 
 
-def _edges(values: object, field: str, integers: bool) -> tuple:
-    """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers)."""
+def histogram_edges(values: object, field: str, integers: bool, scope: Scope = _P) -> tuple:
+    """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers); an error names
+    ``field`` in ``scope``."""
     kind = (int,) if integers else (int, float)
     edges = tuple(values) if isinstance(values, list | tuple) else ()
     ok = len(edges) >= 2 and all(isinstance(e, kind) and not isinstance(e, bool) and math.isfinite(e) for e in edges)
     if not (ok and edges[0] == 0 and all(b > a for a, b in itertools.pairwise(edges))):
         raise ParameterError(f"{field} must be at least two increasing {'integers' if integers else 'numbers'} "
-                             f"starting at 0, got {values!r}", _P.where(field))
+                             f"starting at 0, got {values!r}", scope.where(field))
     return edges if integers else tuple(float(e) for e in edges)
 
 
@@ -87,9 +88,9 @@ class ObjTraceParams:
         _P.require_real(self.region_size_m, "region_size_m", 0)
         _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
         _P.require_int(self.max_displacement, "max_displacement", 0)
-        object.__setattr__(self, "length_edges", _edges(self.length_edges, "length_edges", integers=True))
+        object.__setattr__(self, "length_edges", histogram_edges(self.length_edges, "length_edges", integers=True))
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-        object.__setattr__(self, "pace_edges_s", _edges(self.pace_edges_s, "pace_edges_s", integers=False))
+        object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", integers=False))
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
         _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
         _P.require_real(self.snr, "snr", 0, open_low=False)

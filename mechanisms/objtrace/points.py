@@ -46,20 +46,32 @@ def positions(cells: np.ndarray, offsets: np.ndarray, geometry: Geometry, grid: 
     return x, y, np.asarray(lon), np.asarray(lat)
 
 
+def point_layout(offsets: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The points of CSR records of model cells: ``(cells, traj, seq, point offsets)``, a record of one cell
+    written as two points in that cell."""
+    lengths = np.diff(offsets)
+    single = lengths == 1
+    reps = np.where(np.repeat(single, lengths), 2, 1)
+    n_points = np.where(single, 2, lengths)
+    traj = np.repeat(np.arange(len(lengths)), n_points)
+    point_offsets = np.r_[0, np.cumsum(n_points)]
+    seq = np.arange(int(point_offsets[-1])) - np.repeat(point_offsets[:-1], n_points)
+    return np.repeat(cells, reps), traj, seq, point_offsets
+
+
+def as_frame(traj: np.ndarray, seq: np.ndarray, t: pd.Series | pd.DatetimeIndex, x: np.ndarray, y: np.ndarray,
+             lon: np.ndarray, lat: np.ndarray, grid: GridSpec) -> pd.DataFrame:
+    """``traj_id, seq, cell, t, lon, lat, x, y`` (traj_id from 1)."""
+    return pd.DataFrame({
+        "traj_id": (traj + 1).astype(np.int64), "seq": seq.astype(np.int64),
+        "cell": np.asarray(grid.cell_of(x, y), dtype=np.int64), "t": t, "lon": lon, "lat": lat, "x": x, "y": y})
+
+
 def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_date: str,
               rng: np.random.Generator) -> pd.DataFrame:
     """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell."""
-    lengths = np.diff(synth.offsets)
-    single = lengths == 1
-    reps = np.where(np.repeat(single, lengths), 2, 1)
-    cells = np.repeat(synth.cells, reps)
-    n_points = np.where(single, 2, lengths)
-    traj = np.repeat(np.arange(len(lengths)), n_points)
-    seq = np.arange(len(cells)) - np.repeat(np.r_[0, np.cumsum(n_points)][:-1], n_points)
-    x, y, lon, lat = positions(cells, np.r_[0, np.cumsum(n_points)], geometry, grid, rng)
+    cells, traj, seq, point_offsets = point_layout(synth.offsets, synth.cells)
+    x, y, lon, lat = positions(cells, point_offsets, geometry, grid, rng)
     day = pd.Timestamp(reference_date, tz="UTC")
     seconds = synth.start_s[traj] + seq * synth.pace_s[traj]
-    return pd.DataFrame({
-        "traj_id": (traj + 1).astype(np.int64), "seq": seq.astype(np.int64),
-        "cell": np.asarray(grid.cell_of(x, y), dtype=np.int64),
-        "t": day + pd.to_timedelta(seconds, unit="s"), "lon": lon, "lat": lat, "x": x, "y": y})
+    return as_frame(traj, seq, day + pd.to_timedelta(seconds, unit="s"), x, y, lon, lat, grid)

@@ -73,18 +73,18 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     return (counts + prior) * (rho > 0) * model.geometry.usable[np.maximum(neighbour, 0)].reshape(n, N_DIRECTIONS)
 
 
-def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
+def walk(model: NoisyModel, weights: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
          rng: np.random.Generator) -> np.ndarray:
     """Cells (n, max(n_moves) + 1) of walks from ``starts`` that reach ``ends`` in exactly ``n_moves`` moves
     (the caller makes ``n_moves`` feasible: :func:`feasible_moves`); entries past a record's end are -1.
 
     A move is allowed when its cell is at Chebyshev distance <= r from the end, r the moves left after it (and
-    exactly 1 when r = 1: a walk cannot stay); among the allowed moves the weights of :func:`move_weights`
-    decide, or, when all of them are 0, every allowed move inside the grid is equally likely (direction-weighted).
+    exactly 1 when r = 1: a walk cannot stay); among the allowed moves the (n_cells, 8) ``weights`` decide
+    (:func:`move_weights`), or, when all of them are 0, every allowed move inside the grid is equally likely
+    (direction-weighted).
     """
     grid = model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
-    weights = move_weights(model)
     n, steps = len(starts), int(n_moves.max()) if len(n_moves) else 0
     cells = np.full((n, steps + 1), -1, dtype=np.int64)
     cells[:, 0] = starts
@@ -169,7 +169,7 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     starts = draw(density_weights(model) * model.geometry.usable, n, rng)
     ends = end_cells(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
-    cells = walk(model, starts, ends, n_moves, rng)
+    cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept,
                      start_seconds(model, starts, rng), paces(model, n, rng))

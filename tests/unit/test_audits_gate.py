@@ -284,3 +284,19 @@ def test_the_datasets_zone_fills_in_only_where_the_policy_sets_none():
     assert local.max_risk == policy.max_risk and policy.in_timezone(None) is policy
     own = GatePolicy.from_dict({"attacks": {"home_work": {"max_risk": 0.3, "params": {"timezone": "UTC"}}}})
     assert own.in_timezone("Asia/Shanghai").attack_params["home_work"]["timezone"] == "UTC"
+
+
+def test_a_floor_at_city_resolution_blocks_a_release_right_only_at_coarse_resolution():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
+                                   "utility": {"synthetic": {"pattern_f1": {"min": 0.2},
+                                                             "pattern_f1_city": {"min": 0.12}}}})
+    coarse_only = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.7, "pattern_f1_city": 0.01})
+    assert coarse_only.per_utility["pattern_f1_city"]["status"] == "blocked"
+    (reason,) = coarse_only.reasons
+    assert reason.startswith("utility pattern_f1_city = 0.01 is below the policy's min 0.12") and \
+        "at city resolution" in reason
+    fine = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.67, "pattern_f1_city": 0.29})
+    assert fine.utility == "passed"
+    # the default policy reports it without gating it (see its comment in audits/policies/default.yaml)
+    shown = evaluate_gate(GatePolicy.default(), [], "synthetic", {**ADATRACE_EPS_5, "pattern_f1_city": 0.01})
+    assert shown.per_utility["pattern_f1_city"] == {"value": 0.01, "status": "not gated"}

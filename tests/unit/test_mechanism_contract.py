@@ -38,6 +38,7 @@ PARAMS = {
     "w4m": {"k": 3, "delta_m": 500.0},
     "dummy": {},
     "objtrace": {"epsilon": 5.0, "cell_size_m": 4000},
+    "citytrace": {"epsilon": 5.0, "n_synthetic": 60},  # the noisy count of so few records (scale 120) may be 0
 }
 
 
