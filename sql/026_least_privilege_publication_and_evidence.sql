@@ -1,5 +1,5 @@
 -- Least privilege for publishing, ledger rows checked, evidence for status moves, and the stewards' rules held by
--- the database (docs/design.md, "Governance"; docs/operations.md, "Security model").
+-- the database (docs/design.md, "The release status machine"; docs/operations.md, "Security model").
 --  * Publication and withdrawal run only inside two SECURITY DEFINER functions owned by trajpub_publisher, a
 --    NOLOGIN role that no login is a member of: no login (the pipeline, stewards) creates, writes, drops or grants
 --    anything in `published`. governance.publish_release copies exactly the staged candidate of an approved
