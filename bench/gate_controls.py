@@ -95,7 +95,8 @@ What it shows:
 - ObjTrace eps 5 reproduces no member and no control (DCR within 100 m, or 10x closer to the release than to any
   other taxi): risk 0, upper end 0.02-0.04. The copying release: 10-11% of the members reproduced, 0-0.6% of the
   controls; risk 0.10-0.13, lower end above 0 in every draw: blocked at 0.05 in every draw. The DCR's AUC, which
-  the attack reports beside it, moved by ~0.005 for the same copy (half A, seed 1).
+  the attack reports beside it, was 0.505 for the same copy (advantage 0.01, interval up to 0.21; half A, seed 1,
+  measured while the attack was being designed).
 - Signature linkage per object scores ObjTrace's members like its controls at every resolution (risk 0-0.15),
   however many records resemble taxis (at 2 km 41-46% of members and controls alike on the whole sample; the
   record-level criterion the gate used before scored 0.168-0.208 across demo runs on this sample). It is a weak copy detector (0.02-0.25 for
