@@ -131,7 +131,7 @@ class ControlPolicy:
 
     share: float = 0.3
     min_objects: int = 30
-    max_risk_ci_width: float = 0.4
+    max_risk_ci_width: float = 0.6
 
     def __post_init__(self) -> None:
         where = "gate policy: controls"
