@@ -85,10 +85,10 @@ def test_the_default_gate_blocks_a_release_that_copies_members(dask_client, clea
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the default policy cannot measure signature_linkage_synthetic at 2 km on the sample: with 30% held out "
-    "(202 members, 86 controls) and ~45% of the controls linked at 2 km, the risk's interval is 0.43-0.47 wide, "
-    "over max_risk_ci_width 0.4, so every synthetic release of the sample is 'too few objects to measure' and "
-    "blocked (bench/GATE_VALIDITY_RESULTS.md); strict: this fails once the gate passes the demo"))
+    "the merged default gate passes ObjTrace eps 5 in 2 of 5 draws (bench/GATE_VALIDITY_RESULTS.md): at 2 km "
+    "37-48% of the 86 controls link, so the interval of (members - controls) / (1 - controls) reaches 0.23-0.38 "
+    "and A1-synthetic is too close to call, which decide_on: upper_bound blocks (seed 0: 0.114 [0, 0.326]); "
+    "strict: this fails once the gate passes the demo"))
 def test_the_default_gate_passes_objtrace_at_the_demo_epsilon(dask_client, clean, policy):
     """The negative control: ObjTrace ε 5 per taxi (flows/specs/tdrive_objtrace.yaml) learns the fleet, not its
     members; every attack and utility figure of the default policy, as the flow audits it (the bench's 20 draws
