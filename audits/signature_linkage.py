@@ -221,7 +221,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
     """The survey's linkage attack LA (A1), with the global-assignment strengthening (A4).
 
     Raw objects are grouped by ``object_id`` (each object's whole history is one signature, as in the survey's
-    experiments); released records by ``traj_id`` (each released trajectory is one record).
+    experiments); released records by ``traj_id`` (each released trajectory is one record). Everything below is
+    done once per signature kind and ``top_m`` of the parameters, and the result of largest risk is reported.
 
     ``truthful`` mode (attack name ``signature_linkage``): every released record whose ``object_id`` is a raw
     object is a target; it is linked to the arg-max raw object and the link succeeds if that is its owner
