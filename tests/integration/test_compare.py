@@ -28,7 +28,7 @@ from tests.integration.conftest import (
     to_awaiting_approval,
     wait_until,
 )
-from tests.integration.test_ui_approval import UI_URL, flow_run_state, form_property, kill_tree
+from tests.integration.test_ui_approval import flow_run_state, form_property, kill_tree, log_in
 from tests.lineage_schema import validate_event
 from trajpub.errors import PolicyError
 
@@ -177,7 +177,7 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
 
         with chromium_page() as page:
             page.set_viewport_size({"width": 1400, "height": 1000})
-            page.goto(f"{UI_URL}/runs/flow-run/{flow_run_id}")
+            log_in(page, f"/runs/flow-run/{flow_run_id}")
             page.get_by_role("button", name="Resume").click()
             dialog = page.get_by_role("dialog")
             expect(dialog.get_by_role("heading", name="Comparison pytest_compare: pick one candidate to publish")

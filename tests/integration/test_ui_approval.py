@@ -62,11 +62,13 @@ def form_property(dialog: Locator, label: str) -> Locator:
 
 
 def log_in(page: Page, path: str) -> None:
-    """Open ``path`` of the UI as a person would: the server's API needs its authentication string, so the UI
-    shows its login page first; the string (``trajpub server up`` wrote it to a file only the local user reads) is
-    typed there, and the UI goes on to ``path``."""
-    page.goto(f"{UI_URL}{path}")
+    """Open ``path`` of the UI as a person would: the server's API needs its authentication string, which the UI
+    asks for on its login page (where a page such as ``/runs`` sends a browser without it; a flow run's page shows
+    "Authentication failed" instead, so the test starts at the login page); the string (``trajpub server up``
+    wrote it to a file only the local user reads) is typed there, and the UI goes on to ``path``."""
+    page.goto(f"{UI_URL}/runs")
     expect(page).to_have_url(re.compile(r"/login\?redirect="), timeout=30_000)
+    page.goto(f"{UI_URL}/login?redirect={path}")
     page.get_by_placeholder("admin:pass").fill(config.local_prefect_auth())
     page.get_by_role("button", name="Login").click()
     expect(page).to_have_url(f"{UI_URL}{path}", timeout=30_000)
