@@ -40,6 +40,8 @@ PROTOCOL = "held_out"
 """The one protocol: controls are held out of the mechanism's input, so the published release never saw them."""
 
 MEMBER_COLUMN = "member"
+TOO_FEW = "too few objects to measure"
+"""How every :class:`TooFewObjects` reason begins."""
 
 
 class TooFewObjects(NotApplicable):
@@ -131,7 +133,7 @@ class ControlPolicy:
 
     share: float = 0.3
     min_objects: int = 30
-    max_risk_ci_width: float = 0.6
+    max_risk_ci_width: float = 0.4
 
     def __post_init__(self) -> None:
         where = "gate policy: controls"
@@ -161,10 +163,10 @@ class ControlPolicy:
         """Why ``comparison`` is too uncertain to gate on, or None."""
         fewest = min(comparison.n_members, comparison.n_controls)
         if fewest < self.min_objects:
-            return (f"too few objects to measure: {comparison.n_members} members and {comparison.n_controls} "
+            return (f"{TOO_FEW}: {comparison.n_members} members and {comparison.n_controls} "
                     f"controls, the policy needs at least {self.min_objects} of each")
         if comparison.risk_ci_width > self.max_risk_ci_width:
-            return (f"too few objects to measure: the risk's {comparison.confidence:.0%} interval is "
+            return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval is "
                     f"{comparison.risk_ci_width:.2f} wide, more than the policy's {self.max_risk_ci_width:g} "
                     f"({comparison.n_members} members, {comparison.n_controls} controls)")
         return None
@@ -181,7 +183,7 @@ def members_and_controls(raw: pd.DataFrame, where: str) -> tuple[pd.Index, pd.In
     is_member = flags["max"].astype(bool).to_numpy()
     members, controls = flags.index[is_member], flags.index[~is_member]
     if len(members) == 0 or len(controls) == 0:
-        raise TooFewObjects(f"too few objects to measure: {len(members)} members and {len(controls)} controls",
+        raise TooFewObjects(f"{TOO_FEW}: {len(members)} members and {len(controls)} controls",
                             where)
     return members, controls
 

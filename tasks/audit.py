@@ -23,7 +23,7 @@ from distributed import wait as wait_futures
 
 from audits import utility
 from audits.attack import NotApplicable
-from audits.controls import MEMBER_COLUMN, ControlPolicy, TooFewObjects, hold_out
+from audits.controls import MEMBER_COLUMN, TOO_FEW, ControlPolicy, TooFewObjects, hold_out
 from audits.gate import GateDecision, GatePolicy, evaluate_gate, verdict, worst_per_attack
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
@@ -126,11 +126,12 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
 
 
 def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, grid: GridSpec | None,
-            topic: str, controls: ControlPolicy) -> tuple[AttackResult | NotApplicable, float]:
+            topic: str, controls: ControlPolicy, max_risk: float | None) -> tuple[AttackResult | NotApplicable, float]:
     """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`), or its word
     that it cannot measure this release (an outcome, not an error: returned, so that the worker logs no failed
     task), and its running time in seconds. A comparison of members against controls too uncertain for the
-    policy's ``controls`` is such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
+    policy's ``controls`` is such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`),
+    unless its whole risk interval lies above the attack's ``max_risk``: a block measured, however wide.
     It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
         raw, release = at_resolution(raw, grid), at_resolution(release, grid)
@@ -138,7 +139,8 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     began = time.perf_counter()
     try:
         result = build_attack(name, params).evaluate(raw, release)
-        if result.controls is not None and (why := controls.unmeasurable(result.controls)) is not None:
+        if result.controls is not None and (why := controls.unmeasurable(result.controls)) is not None and not (
+                max_risk is not None and result.risk_ci_low > max_risk):
             result = TooFewObjects(why)
     except NotApplicable as why:
         result = why
@@ -178,7 +180,8 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame | Future, 
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
     raw_f, release_f = on_cluster(client, raw, release)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
-                                   grid, topic, policy.controls, pure=False, key=f"attack-{name}-{topic}")
+                                   grid, topic, policy.controls, policy.max_risk.get(name), pure=False,
+                                   key=f"attack-{name}-{topic}")
                for name in names}
     launched = time.monotonic()
     started: dict[str, float] = {}
@@ -307,13 +310,22 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the resolution;
     issue 14), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
     are sequences of them). Returns every (resolution, result), the failures (a grid attack's error names its
-    resolution) and the attacks not applicable (attack -> why)."""
+    resolution) and the attacks not applicable (attack -> why).
+
+    A grid attack that is "too few objects to measure" (:class:`audits.controls.TooFewObjects`) at some
+    resolutions and measured at others is decided on those it measured: a resolution whose interval is too wide
+    to say anything (at 2 km a third or more of the controls link, and ~90 controls give a risk interval ~0.5
+    wide whatever the release does) would otherwise block every release of a city-sized fleet. A resolution whose
+    whole interval lies above the threshold is a measured block, never set aside (:func:`_attack`). Each measured
+    result of such an attack names the set-aside resolutions in its evidence (``unmeasured_resolutions``); an
+    attack too few to measure at every resolution is not applicable, as before."""
     names = policy.attacks_for(release_kind)
     gridded = [n for n in names if n in GRID_ATTACKS] if policy.resolutions_m and release_kind != "aggregate" else []
     raw, release = on_cluster(client, raw, release)
     results, failures, not_applicable = run_attacks(client, policy, raw, release, release_kind,
                                                     [n for n in names if n not in gridded])
     out = [(0.0, r) for r in results]
+    too_few: dict[str, dict[str, str]] = {}
     for size in policy.resolutions_m if gridded else ():
         found, failed, inapplicable = run_attacks(client, policy, raw, release, release_kind, gridded,
                                                   GridSpec(bbox, size))
@@ -321,7 +333,18 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")
         for name, why in inapplicable.items():
-            not_applicable.setdefault(name, f"at {size:g} m: {why}")
+            if why.startswith(TOO_FEW):
+                too_few.setdefault(name, {})[f"{size:g}"] = why
+            else:
+                not_applicable.setdefault(name, f"at {size:g} m: {why}")
+    for name, by_size in too_few.items():
+        if name in not_applicable or not any(r.attack == name for _, r in out):
+            size, why = next(iter(by_size.items()))
+            not_applicable.setdefault(name, f"at {size} m: {why}")
+            continue
+        print(f"audit: {name}: set aside at {', '.join(by_size)} m (too few objects to measure there)")
+        out = [(size, r.with_evidence({**r.evidence, "unmeasured_resolutions": by_size}) if r.attack == name else r)
+               for size, r in out]
     return out, failures, not_applicable
 
 

@@ -46,7 +46,7 @@ def test_yaml_and_dict_round_trip(tmp_path):
     policy = GatePolicy.from_yaml(path)
     assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "decide_on": "upper_bound",
                                 "timeout_s": 300.0, "resolutions_m": [],
-                                "controls": {"share": 0.3, "min_objects": 30, "max_risk_ci_width": 0.6},
+                                "controls": {"share": 0.3, "min_objects": 30, "max_risk_ci_width": 0.4},
                                 "attacks": {"signature_linkage": {"max_risk": 0.1}},
                                 "utility": {"synthetic": {"trip_error": {"max": 0.3}, "pattern_f1": {"min": 0.2}}}}
     assert GatePolicy.from_dict(policy.to_dict()) == policy

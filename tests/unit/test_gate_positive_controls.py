@@ -84,11 +84,6 @@ def test_the_default_gate_blocks_a_release_that_copies_members(dask_client, clea
     assert sorted(r.attack for r in results) == sorted(MEMBERSHIP)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the merged default gate passes ObjTrace eps 5 in 2 of 5 draws (bench/GATE_VALIDITY_RESULTS.md): at 2 km "
-    "37-48% of the 86 controls link, so the interval of (members - controls) / (1 - controls) reaches 0.23-0.38 "
-    "and A1-synthetic is too close to call, which decide_on: upper_bound blocks (seed 0: 0.114 [0, 0.326]); "
-    "strict: this fails once the gate passes the demo"))
 def test_the_default_gate_passes_objtrace_at_the_demo_epsilon(dask_client, clean, policy):
     """The negative control: ObjTrace ε 5 per taxi (flows/specs/tdrive_objtrace.yaml) learns the fleet, not its
     members; every attack and utility figure of the default policy, as the flow audits it (the bench's 20 draws
