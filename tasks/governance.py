@@ -67,11 +67,17 @@ def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
                          " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
     if to in FINAL:
-        retention = conn.execute(sa.text(
-            "SELECT d.staging_retention_days FROM governance.datasets d JOIN governance.releases r USING (dataset)"
-            " WHERE r.release_id = :r"), {"r": release_id}).scalar()
-        if retention == 0:
-            purge_staging(conn, release_id)
+        ended(conn, release_id)
+
+
+def ended(conn: sa.Connection, release_id: int) -> None:
+    """What follows a release's final status in the same transaction: its staging rows go now unless its
+    dataset keeps them longer (``staging_retention_days``)."""
+    retention = conn.execute(sa.text(
+        "SELECT d.staging_retention_days FROM governance.datasets d JOIN governance.releases r USING (dataset)"
+        " WHERE r.release_id = :r"), {"r": release_id}).scalar()
+    if retention == 0:
+        purge_staging(conn, release_id)
 
 
 STAGING_TABLES = ("staging.candidate_points", "staging.candidate_owners", "staging.candidate_fragments")
@@ -102,9 +108,9 @@ def purge_expired_staging(conn: sa.Connection) -> list[int]:
 
 
 def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
-    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points, published_table); the summary
-    grows through :func:`merge_summary`."""
-    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points", "published_table"}
+    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points); the summary grows through
+    :func:`merge_summary`. The published table is named by the database's publication function."""
+    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points"}
     if set(values) - allowed:
         raise ValueError(f"cannot update {sorted(set(values) - allowed)}")
     sets = ", ".join(f"{k} = :{k}" for k in values)
@@ -277,15 +283,16 @@ def mark_mechanism_started(conn: sa.Connection, release_id: int) -> None:
 
 
 def release_reservation(conn: sa.Connection, release_id: int, reason: str) -> bool:
-    """Give back the budget a release reserved at plan when its mechanism never ran: a compensating ledger row
-    (the ledger is append-only; the database refuses it once the mechanism started). Returns whether it did."""
+    """Give back the budget a failed release reserved at plan when its mechanism never ran: a compensating ledger
+    row mirroring the charge (the ledger is append-only; the database refuses any other give-back, sql/026).
+    Returns whether it did."""
     return conn.execute(sa.text(
         "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
         " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion, entry_kind, reason)"
         " SELECT l.dataset, l.release_id, l.mechanism, -l.epsilon, -l.delta, l.privacy_unit, l.max_records_per_object,"
         " l.account, l.unit, -l.unit_epsilon, -l.unit_delta, l.conversion, 'release', :why FROM governance.budget_ledger l"
         " JOIN governance.releases r USING (release_id) WHERE l.release_id = :r AND l.entry_kind = 'charge'"
-        " AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
+        " AND r.status = 'failed' AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
         {"r": release_id, "why": reason}).rowcount > 0
 
 

@@ -263,13 +263,32 @@ def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester"
                                                 "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
+def record_validation(conn: sa.Connection, release_id: int) -> None:
+    """A validation result for the release, the evidence the database asks of a move to validated."""
+    conn.execute(sa.text("INSERT INTO governance.validation_results (release_id, suite, success, n_rows, n_quarantined,"
+                         " result) VALUES (:r, 'test', true, 0, 0, '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
+
+
+def record_audit(conn: sa.Connection, release_id: int) -> None:
+    """An audit result for the release, the evidence the database asks of a move to audited."""
+    conn.execute(sa.text("INSERT INTO governance.audit_results (release_id, attack, threshold, passed, outcome, error,"
+                         " evidence) VALUES (:r, 'test_attack', NULL, true, 'not applicable', 'staged by a test',"
+                         " '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
+
+
 def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
-    """Walk a release through the status machine to awaiting_approval, as the flow does, staging ``candidate``
-    (a :class:`trajpub.candidate.CandidateRelease`) when it is given."""
+    """Walk a release through the status machine to awaiting_approval with the evidence the flow records (a
+    validation result, ``candidate`` staged: a :class:`trajpub.candidate.CandidateRelease`, by default a tiny
+    synthetic one, and an audit result)."""
     from tasks import governance, publish
+    from tests.integration.staged import SHAPES
 
     with engine.begin() as conn:
         for status in ("validated", "protected", "audited", "awaiting_approval"):
-            if status == "protected" and candidate is not None:
-                publish.stage(conn, release_id, candidate)
+            if status == "validated":
+                record_validation(conn, release_id)
+            if status == "protected":
+                publish.stage(conn, release_id, candidate or SHAPES["trajectories"]().check())
+            if status == "audited":
+                record_audit(conn, release_id)
             governance.transition(conn, release_id, status)
