@@ -327,13 +327,11 @@ def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: 
               help="The snapshot's time window, instead of the spec's: ISO dates or times (UTC unless they carry "
                    "an offset), START included, END excluded; an empty side is open, e.g. 2008-02-02/.")
 @click.option("--requested-by")
-@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
 @click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
-def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, dask_address,
-                approval_timeout_s) -> None:
-    """Run a governed release; it waits for the steward's decision after the audit gate."""
+def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, approval_timeout_s) -> None:
+    """Run a governed release; it waits for the steward's decision after the audit gate. It runs on a local Dask
+    cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
-                                                    "dask_address": dask_address,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from tasks import policies
     from tasks.protect import parse_spec
@@ -351,15 +349,12 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
               help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
                    "flows/specs/compare/tdrive_compare.yaml).")
 @click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
-@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
-def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> None:
+def release_compare(spec_file: Path, yes: bool) -> None:
     """Compare candidate releases of one snapshot; every candidate is charged its epsilon (the total is shown
-    first), and the steward picks the one to publish."""
+    first), and the steward picks the one to publish. Runs on Dask as ``release run`` does."""
     from trajpub.spec import read_spec_file
 
     data = read_spec_file(spec_file)
-    if dask_address:
-        data["dask_address"] = dask_address
     from tasks import compare, policies
 
     _, planned = compare.parse(data)  # every candidate checked before anything is charged or read

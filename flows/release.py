@@ -12,11 +12,10 @@ import httpx
 import sqlalchemy as sa
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
-from prefect.flow_runs import pause_flow_run
+from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
 
-from flows.review import StewardDecision, review_markdown
+from flows.review import StewardDecision, review_markdown, wait_for_answer
 from tasks import governance, lineage, policies, protect, public_inputs, publish
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
@@ -61,12 +60,8 @@ def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecis
 
 def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) -> StewardDecision | None:
     """One pause for the steward's form (a fresh key per attempt, so a refused answer is not read again)."""
-    try:
-        return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=markdown,
-                                                                               release_id=release_id),
-                              timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}-{attempt}")
-    except FlowPauseTimeout:
-        return None
+    return wait_for_answer(StewardDecision.with_initial_data(description=markdown, release_id=release_id),
+                           timeout_s, f"review-{release_id}-{attempt}")
 
 
 @flow(name="release", log_prints=True)
@@ -91,7 +86,7 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
            policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
-                dask_client(spec.dask_address) as client:
+                dask_client() as client:
             recover_interrupted(spec.dataset, running=release_id)
             # the validated partitions go straight into protect, unnamed: let go once it returns
             raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
@@ -151,16 +146,16 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
 
 def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
     """Carry out the steward's answer to the form: record the decision with its one-time ``code`` (the code
-    names the steward's login; :func:`tasks.governance.decide`) unless ``trajpub approve/reject`` recorded it
-    already, which then holds; publish when approved (idempotent)."""
+    names the steward's login and is spent by this presentation: :func:`tasks.governance.decide_by_code`) unless
+    ``trajpub approve/reject`` recorded it already, which then holds; publish when approved (idempotent)."""
     eng = db_engine()
-    with eng.begin() as conn:
+    with eng.connect() as conn:
         recorded = governance.approval(conn, release_id)
-        if recorded is None:
-            status = "approved" if decision == "approve" else "rejected"
-            steward = governance.decide(conn, release_id, status, comment, code=code or "")
-        else:
-            status, steward = recorded["decision"], recorded["steward"]
+    if recorded is None:
+        status = "approved" if decision == "approve" else "rejected"
+        steward = governance.decide_by_code(eng, release_id, status, comment, code or "")
+    else:
+        status, steward = recorded["decision"], recorded["steward"]
     if status == "rejected":
         abort(release_id, f"rejected by the steward {steward}")
         print(f"release {release_id} rejected by {steward}")

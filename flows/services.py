@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -250,17 +251,52 @@ def prefect_healthy(api_url: str | None = None) -> bool:
         return False
 
 
+def prefect_requires_auth(api_url: str) -> bool:
+    """Whether the Prefect API at ``api_url`` refuses a request without credentials (401)."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/admin/version", timeout=5):
+            return False
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401
+
+
+def _prefect_auth() -> str:
+    """The local server's API authentication string (``trajpub:<random>``), generated once into
+    :data:`trajpub.config.PREFECT_AUTH_FILE`, readable by the local user only."""
+    auth = config.local_prefect_auth()
+    if auth is None:
+        auth = f"trajpub:{secrets.token_urlsafe(32)}"
+        config.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = config.PREFECT_AUTH_FILE.with_suffix(".tmp")
+        tmp.touch(mode=0o600)
+        tmp.chmod(0o600)
+        tmp.write_text(auth)
+        tmp.replace(config.PREFECT_AUTH_FILE)
+    return auth
+
+
 def server_up(timeout_s: float = 120) -> str:
-    """Start ``prefect server start`` on loopback in the background and wait until it is healthy."""
+    """Start ``prefect server start`` on loopback in the background, with API authentication (Prefect's basic
+    auth: ``PREFECT_SERVER_API_AUTH_STRING``, the string of :func:`_prefect_auth`), and wait until it is healthy.
+    A server this project started earlier without authentication is restarted with it."""
     if "PREFECT_API_URL" in os.environ and os.environ["PREFECT_API_URL"] != config.LOCAL_PREFECT_API_URL:
         if not prefect_healthy():
             raise TrajpubError(f"the Prefect API at {config.prefect_api_url()} does not answer", "PREFECT_API_URL")
         return f"using the existing Prefect server at {config.prefect_api_url()}"
+    ui = (f"UI at http://127.0.0.1:{config.PREFECT_PORT}, which asks for the API authentication string in "
+          f"{config.PREFECT_AUTH_FILE}")
     if prefect_healthy(config.LOCAL_PREFECT_API_URL):
-        return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL}"
+        if prefect_requires_auth(config.LOCAL_PREFECT_API_URL):
+            return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+        if not PREFECT_PID.exists():
+            raise TrajpubError("a Prefect server without API authentication, not started by this project, answers "
+                               "on the local port; stop it or set TRAJPUB_PREFECT_PORT", config.LOCAL_PREFECT_API_URL)
+        print(server_down() + ": it ran without API authentication; starting it again with it", flush=True)
+        _wait_until_down(timeout_s)
     config.apply_environment()
-    config.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL}
+    auth = _prefect_auth()
+    env = {**os.environ, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL, "PREFECT_SERVER_API_AUTH_STRING": auth,
+           "PREFECT_API_AUTH_STRING": auth}
     log = PREFECT_LOG.open("ab")
     proc = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
                              "127.0.0.1", "--port", str(config.PREFECT_PORT)],
@@ -276,7 +312,16 @@ def server_up(timeout_s: float = 120) -> str:
         print(".", end="", flush=True)
         time.sleep(1)
     print(flush=True)
-    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} (UI at http://127.0.0.1:{config.PREFECT_PORT})"
+    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+
+
+def _wait_until_down(timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while prefect_healthy(config.LOCAL_PREFECT_API_URL):
+        if time.monotonic() > deadline:
+            raise TrajpubError(f"the Prefect server still answers {timeout_s:.0f} s after it was stopped",
+                               config.LOCAL_PREFECT_API_URL)
+        time.sleep(0.5)
 
 
 def server_down() -> str:

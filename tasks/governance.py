@@ -332,21 +332,33 @@ def budget_lines(conn: sa.Connection, release: dict) -> list[str]:
     return lines
 
 
-def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None,
-           code: str | None = None) -> str:
-    """Record a steward's decision ('approved' or 'rejected') and move the release; returns the steward's login.
-
-    Without ``code``, ``conn`` must be a steward's login (the CLI): the database records that login. With
-    ``code`` (the Prefect UI form, answered in the flow as the pipeline role), the one-time code the steward
-    issued with ``trajpub steward code`` names the login. Either way the database checks the status, four-eyes
-    (the login against the requester) and that a rejection says why, and writes the append-only approval."""
+def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None) -> str:
+    """Record a steward's decision ('approved' or 'rejected') as the login of ``conn`` (the CLI) and move the
+    release; returns the login. The database checks the status, four-eyes (the login against the requester) and
+    that a rejection says why, and writes the append-only approval."""
     with refusals():
-        if code is None:
-            conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
-                         {"r": release_id, "d": decision, "c": comment or ""})
-            return conn.execute(sa.text("SELECT session_user")).scalar_one()
-        return conn.execute(sa.text("SELECT governance.decide_with_code(:r, :d, :c, :k)"),
-                            {"r": release_id, "d": decision, "c": comment or "", "k": code}).scalar_one()
+        conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
+                     {"r": release_id, "d": decision, "c": comment or ""})
+        return conn.execute(sa.text("SELECT session_user")).scalar_one()
+
+
+def decide_by_code(engine: sa.Engine, release_id: int, decision: str, comment: str | None, code: str) -> str:
+    """Record a decision answered in the Prefect UI form (the flow, as the pipeline role): the one-time ``code``
+    the steward issued with ``trajpub steward code`` names the login; the same checks as :func:`decide`. Returns
+    the login."""
+    return present_code(engine, "SELECT * FROM governance.decide_by_code(:r, :d, :c, :k)",
+                        {"r": release_id, "d": decision, "c": comment or "", "k": code})
+
+
+def present_code(engine: sa.Engine, statement: str, params: dict) -> str:
+    """Present a decision code with ``statement`` (sql/027) in a transaction of its own: the code is spent by this
+    presentation whatever the answer, and that commits; a refusal is then raised as a one-sentence PolicyError.
+    Returns the login that issued the code."""
+    with engine.begin() as conn:
+        decided_by, refused = conn.execute(sa.text(statement), params).one()
+    if refused is not None:
+        raise PolicyError(refused, "governance")
+    return decided_by
 
 
 def issue_decision_code(conn: sa.Connection, release_id: int) -> str:

@@ -174,7 +174,6 @@ class ReleaseSpec:
     approval_timeout_s: float = 3600.0
     queue_timeout_s: float = 3600.0
     time_precision_s: float = 60.0
-    dask_address: str | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -230,6 +229,9 @@ class ReleaseSpec:
         if not isinstance(data, dict):
             raise ParameterError("a release spec must be a mapping of keys to values", "release spec")
         data = dict(data)
+        if "dask_address" in data:
+            raise ParameterError("a release spec cannot name a Dask scheduler: the operator sets it "
+                                 "(TRAJPUB_DASK_ADDRESS, with its TLS certificates)", "dask_address")
         _check_keys(cls, data, "release spec")
         for key in ("dataset", "bbox"):
             if key not in data:

@@ -29,20 +29,26 @@ BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_dask():
+def warm_dask(tmp_path_factory):
     """One Dask cluster for the whole integration session, given to every flow the tests start as
-    ``TRAJPUB_DASK_ADDRESS`` (the way a deployment runs on an existing cluster): a flow run then skips starting two
-    worker processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about
-    a cluster of their own name it in the spec's ``dask_address``."""
+    ``TRAJPUB_DASK_ADDRESS`` with its TLS certificates (the way a deployment runs on an existing cluster): a flow
+    run then skips starting two worker processes and importing Great Expectations in them (about 8 s of a 40-taxi
+    release's 20). Tests about a cluster of their own pass its environment to :func:`start_release`."""
+    import dask
     from distributed import Client
 
-    from tasks.dask_cluster import local_cluster
+    from tasks.dask_cluster import client_environment, local_cluster, tls_files
 
-    with local_cluster(2) as cluster, Client(cluster) as client:
+    security = tls_files(tmp_path_factory.mktemp("dask-tls"))
+    with local_cluster(2, security=security) as cluster, Client(cluster) as client:
         client.run(importlib.import_module, "great_expectations")
-        os.environ["TRAJPUB_DASK_ADDRESS"] = cluster.scheduler_address
+        environment = client_environment(cluster.scheduler_address, security)
+        os.environ.update(environment)
+        dask.config.refresh()  # this process's clients read the certificates from Dask's configuration too
         yield cluster.scheduler_address
-        os.environ.pop("TRAJPUB_DASK_ADDRESS", None)
+        for key in environment:
+            os.environ.pop(key, None)
+        dask.config.refresh()
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -85,12 +91,12 @@ class RunningRelease:
         return "".join(self.lines)
 
 
-def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
+def start_release(spec: dict, tmp_path: Path, *extra: str, environment: dict | None = None) -> RunningRelease:
     """``trajpub release run`` on ``spec`` in a subprocess, on the session's shared Dask cluster (:func:`warm_dask`)
-    unless the spec names its own ``dask_address``."""
+    unless ``environment`` names another (``ProcessCluster.environment()``)."""
     path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(spec))
-    env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
+    env = {**os.environ, "TRAJPUB_TEST_MODE": "1", **(environment or {})}
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     run = RunningRelease(proc)

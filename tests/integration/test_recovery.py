@@ -202,20 +202,21 @@ def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_re
                                                                                         tmp_path):
     """A release on a cluster of separate processes (``dask scheduler`` + two ``dask worker``, the
     TRAJPUB_DASK_ADDRESS path) loses one whole worker (its nanny and worker process, SIGKILL) while the
-    validated partitions sit in worker memory: the lost partitions are recomputed from PostGIS on the other worker
-    and the release reaches review over every object of its snapshot, or it fails closed, with nothing published."""
+    validated partitions sit in worker memory: the release fails closed (the flow sent those partitions; no worker
+    can read them again from PostGIS, holding no credential), or, when Dask could recompute what was lost, it
+    reaches review over every object of its snapshot; nothing is published either way."""
     from tasks.dask_cluster import process_cluster
 
     dataset = loaded_tdrive("worker")
     with process_cluster(2, tmp_path / "dask") as cluster:
-        run = start_release(base_spec(dataset, approval_timeout_s=5, dask_address=cluster.address), tmp_path)
+        run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, environment=cluster.environment())
         wait_until(lambda: run.release_id, 600, "the release to be planned")  # a busy machine starts it slowly
         with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
             wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
             victim = cluster.workers[0]
             kill_tree(victim.pid)
             victim.wait(timeout=30)
-            with Client(cluster.address) as client:
+            with Client(cluster.address, security=cluster.security) as client:
                 wait_until(lambda: len(client.scheduler_info()["workers"]) == 1, 60,
                            "the scheduler to drop the killed worker")
         code = run.proc.wait(timeout=300)
