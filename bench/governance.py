@@ -43,6 +43,7 @@ import pandas as pd
 import sqlalchemy as sa
 import yaml
 
+from flows.services import add_requester
 from trajpub import config
 
 config.apply_environment()
@@ -103,6 +104,7 @@ def load_dataset(prefix: str, n_taxis: int, cap: float) -> str:
     if done.returncode != 0:
         raise SystemExit(f"loading {name} failed:\n{done.stdout}\n{done.stderr}")
     cli("steward", "add", "bench")  # idempotent: the steward login that sets the bench's caps
+    cli("requester", "add", "bench-governance")  # idempotent: the requester of the bench's releases
     capped = cli("budget", "cap", name, f"{cap:g}", "--steward", "bench")
     if capped.returncode != 0:
         raise SystemExit(f"setting the cap of {name} failed:\n{capped.stderr}")
@@ -158,6 +160,7 @@ def concurrency(args) -> dict:
     procs = []
     for i in range(args.releases):
         spec = work / f"spec-{i:02d}.yaml"
+        add_requester(f"bench-concurrent-{i:02d}")  # each release's requester tags it
         spec.write_text(yaml.safe_dump(release_spec(dataset, args.epsilon, args.height,
                                                     requested_by=f"bench-concurrent-{i:02d}")))
         out, err = (work / f"r{i:02d}.out").open("w"), (work / f"r{i:02d}.err").open("w")
@@ -301,6 +304,7 @@ class CaseBuilder:
         tag = f"bench-bad-{self.run}-{len(self.cases) + 1:03d}"
         if isinstance(spec, dict):
             if spec.get("requested_by") == "bench-governance":  # the default: tag the case's release
+                add_requester(tag)
                 spec["requested_by"] = tag
             tag = spec["requested_by"]
             path = self._file(yaml.safe_dump(spec, allow_unicode=True), ".yaml")
@@ -445,8 +449,8 @@ def build_cases(b: CaseBuilder) -> list[Case]:
     sc("spec", "spec is a YAML list", "- a\n- b\n")
     sc("flag", "--param with SQL injection", s(), flags=("--param", "epsilon=1; DROP TABLE raw.points; --"))
     sc("flag", "--approval-timeout abc", s(), flags=("--approval-timeout", "abc"))
-    sc("hostile", "requested_by with SQL injection and unicode (a legal spec: runs)",
-       s(requested_by=f"x'; DROP TABLE raw.points; -- 出租车 {b.run}"), expect="accept")
+    sc("hostile", "requested_by with SQL injection and unicode (not an identity: refused)",
+       s(requested_by=f"x'; DROP TABLE raw.points; -- 出租车 {b.run}"))
     for i, c in enumerate(b.cases, 1):
         c.cid = i
     return b.cases

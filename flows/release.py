@@ -18,7 +18,7 @@ from prefect.runtime import flow_run
 from flows.review import StewardDecision, review_markdown, wait_for_answer
 from tasks import governance, lineage, policies, protect, public_inputs, publish
 from tasks.dask_cluster import dask_client
-from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
+from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
 from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
@@ -141,7 +141,34 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
             print(f"staging purged for ended releases past their retention: {purged}")
         return found
 
-    return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]
+    found = transaction(sweep, "recover interrupted releases", say=print)
+    for rel in found:
+        crash_orphaned_run(rel, f"the flow process of release {rel['release_id']} ended while '{rel['status']}'; "
+                                "`trajpub recover` marked the release failed")
+    return [r["release_id"] for r in found]
+
+
+def crash_orphaned_run(release: dict, message: str) -> None:
+    """Put the Prefect flow run of ``release`` in the Crashed state when its process is gone (nobody holds its
+    alive lock) and Prefect still shows it unfinished, as Prefect does for a process it saw die: the UI and the
+    API otherwise show it running for ever. A server that does not answer is left as it is: the release's record
+    in governance is what counts."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    run_id = release.get("flow_run_id")
+    if run_id is None:
+        return
+    with db_engine().connect() as conn:
+        if lock_is_held(conn, alive_lock_key(str(run_id))):
+            return
+    try:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(run_id).state
+            if state is not None and not state.is_final():
+                client.set_flow_run_state(run_id, Crashed(message=message), force=True)
+    except (ObjectNotFound, httpx.HTTPError) as exc:
+        print(f"flow run {run_id} could not be marked crashed in Prefect ({type(exc).__name__})")
 
 
 def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
@@ -200,8 +227,13 @@ def publish_approved_flow(release_id: int) -> dict:
 def finish_approved(release_id: int) -> dict:
     """Publish an approved release (:func:`publish_approved_flow`) or, when publication fails for a reason other
     than a transient database error, mark it failed saying why, so that no release stays approved forever."""
+    with db_engine().connect() as conn:
+        original = governance.get_release(conn, release_id)
     try:
-        return publish_approved_flow(release_id=release_id)
+        outcome = publish_approved_flow(release_id=release_id)
+        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; "
+                                     "`trajpub recover` published the release")
+        return outcome
     except (TrajpubError, sa.exc.DBAPIError) as exc:
         if is_transient(exc):
             raise TrajpubError(f"release {release_id} could not be published now (the database did not answer); "
@@ -210,6 +242,8 @@ def finish_approved(release_id: int) -> dict:
         with db_engine().begin() as conn:
             dataset = governance.get_release(conn, release_id)["dataset"]
         fail(release_id, dataset, TrajpubError(reason))
+        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; the "
+                                     f"release could not be published and failed: {reason}")
         return {"release_id": release_id, "status": "failed", "reason": reason}
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from trajpub import config
 from trajpub.errors import TrajpubError
+from trajpub.identity import canonical_identity
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 POSTGIS_CONTROL = Path("/usr/share/postgresql/15/extension/postgis.control")
@@ -202,15 +203,16 @@ def _require_passwords() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-STEWARD_LOGIN = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+STEWARD_LOGIN = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 
 def add_steward(login: str) -> str:
     """Create the steward login ``login`` (a member of the trajpub_steward group) with a generated password,
     kept in the local credentials file; on an existing login, nothing changes."""
-    if not STEWARD_LOGIN.match(login) or login.startswith(("trajpub", "pg_")) or login == config.OWNER:
+    if not STEWARD_LOGIN.fullmatch(login) or login.startswith(("trajpub", "pg_")) or login == config.OWNER:
         raise TrajpubError(f"a steward's login is lower-case letters, digits and underscores, starting with a "
-                           f"letter, not a trajpub or system role; got {login!r}", "steward add NAME")
+                           f"letter (an identity: trajpub/identity.py), not a trajpub or system role; got "
+                           f"{login!a}", "steward add NAME")
     if not config.uses_local_database():
         raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator adds logins (CREATE ROLE "
                            f"{login} LOGIN PASSWORD ... IN ROLE trajpub_steward)", "steward add")
@@ -224,6 +226,23 @@ def add_steward(login: str) -> str:
         _write_credentials(credentials)  # first: a login whose password is lost would be locked out
         _set_login(conn, login, credentials[login], group="trajpub_steward")
     return f"steward {login} added (login in the trajpub_steward group; password in {config.CREDENTIALS_FILE})"
+
+
+def add_requester(name: str) -> str:
+    """Register ``name`` (an identity, :mod:`trajpub.identity`; kept canonical) as a person who may ask for
+    releases, as the superuser (``governance.requesters`` records who registered them); idempotent."""
+    import sqlalchemy as sa
+
+    from tasks.db import owner_engine
+
+    name = canonical_identity(name, "the requester's name")
+    if not config.uses_local_database():
+        raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator registers requesters "
+                           f"(INSERT INTO governance.requesters (name) VALUES ('{name}'))", "requester add")
+    with owner_engine().begin() as conn:
+        added = conn.execute(sa.text("INSERT INTO governance.requesters (name) VALUES (:n) ON CONFLICT DO NOTHING"),
+                             {"n": name}).rowcount
+    return f"requester {name} {'registered' if added else 'was registered already'}"
 
 
 def db_down() -> str:

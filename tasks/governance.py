@@ -34,15 +34,30 @@ def refusals() -> Iterator[None]:
         raise PolicyError(exc.orig.diag.message_primary, "governance") from None
 
 
+def check_requester(conn: sa.Connection, requested_by: str | None) -> str:
+    """The canonical identity of a release's requester; refuses (PolicyError) a name that is not an identity or
+    not a registered person (a registered requester or a steward's login), as the database would on recording
+    the release (sql/028): a command asks this before a flow run exists."""
+    with refusals():
+        name = conn.execute(sa.text("SELECT governance.canonical_identity(:n, 'requested_by')"),
+                            {"n": requested_by}).scalar_one()
+    if not conn.execute(sa.text("SELECT governance.registered_person(:n)"), {"n": name}).scalar_one():
+        raise PolicyError(f"requested_by '{name}' is neither a registered requester nor a steward's login (the "
+                          "operator registers requesters: trajpub requester add NAME)", "requested_by")
+    return name
+
+
 def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
-    row = conn.execute(sa.text(
-        "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, window_start,"
-        " window_end, guarantee) VALUES (:dataset, :mechanism, CAST(:params AS jsonb), CAST(:spec AS jsonb),"
-        " :requested_by, :ws, :we, CAST(:guarantee AS jsonb)) RETURNING release_id"),
-        {"dataset": spec_record["dataset"], "mechanism": spec_record["mechanism"], "params": json.dumps(params),
-         "spec": json.dumps(spec_record), "requested_by": spec_record["requested_by"],
-         "ws": spec_record["window_start"], "we": spec_record["window_end"],
-         "guarantee": json.dumps(guarantee)}).scalar_one()
+    """Record a release as planned; the database refuses a requester that is not a registered person."""
+    with refusals():
+        row = conn.execute(sa.text(
+            "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, window_start,"
+            " window_end, guarantee) VALUES (:dataset, :mechanism, CAST(:params AS jsonb), CAST(:spec AS jsonb),"
+            " :requested_by, :ws, :we, CAST(:guarantee AS jsonb)) RETURNING release_id"),
+            {"dataset": spec_record["dataset"], "mechanism": spec_record["mechanism"], "params": json.dumps(params),
+             "spec": json.dumps(spec_record), "requested_by": spec_record["requested_by"],
+             "ws": spec_record["window_start"], "we": spec_record["window_end"],
+             "guarantee": json.dumps(guarantee)}).scalar_one()
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, to_status, detail) "
                          "VALUES (:r, 'planned', 'release planned')"), {"r": row})
     return row

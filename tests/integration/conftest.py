@@ -259,6 +259,20 @@ def stewards(engine) -> dict[str, sa.Engine]:
     return {login: steward_engine(login) for login in STEWARDS}
 
 
+REQUESTERS = ("pytest", "requester", "r", "x", "demo-engineer", "scheduler", "backfill-operator")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def requesters(stewards) -> tuple[str, ...]:
+    """The requesters the tests' releases name, registered as an operator registers them (``trajpub requester
+    add``, idempotent); a steward's login is a requester without registration."""
+    from flows.services import add_requester
+
+    for name in REQUESTERS:
+        add_requester(name)
+    return REQUESTERS
+
+
 def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester") -> int:
     """A release recorded as the flow's plan step records it (status planned), without running anything."""
     from tasks import governance

@@ -114,7 +114,7 @@ def test_the_database_refuses_a_charge_over_the_cap_whatever_the_client(engine, 
 
 
 # --- finding 5: four-eyes bypassed by case; the steward was a free-text name ---------------------------------
-@pytest.mark.parametrize("requested_by", ["alice", "Alice", " ALICE "])
+@pytest.mark.parametrize("requested_by", ["alice", "Alice", "\uff21\uff2c\uff29\uff23\uff25"])  # fullwidth: NFKC
 def test_four_eyes_compares_the_authenticated_login(engine, stewards, dataset, requested_by):
     rid = new_release(engine, dataset, requested_by=requested_by)
     to_awaiting_approval(engine, rid)
