@@ -55,9 +55,8 @@ def lookalike_logins(owner):
     ... IN ROLE trajpub_steward``; ``trajpub steward add`` refuses these names), as engines that log in with
     their password."""
     password = secrets.token_urlsafe(16)
-    with owner.connect() as conn:
+    with owner.begin() as conn:  # the owner's pooled connection keeps its transactions (no autocommit)
         raw = conn.connection.dbapi_connection
-        raw.autocommit = True
         for login in LOOKALIKES.values():
             exists = raw.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone()
             raw.execute(sql.SQL("{} ROLE {} LOGIN PASSWORD {}").format(
@@ -67,9 +66,8 @@ def lookalike_logins(owner):
         "postgresql+psycopg", username=login, password=password, host="127.0.0.1", port=config.PG_PORT,
         database=config.PG_DATABASE), poolclass=sa.pool.NullPool) for name, login in LOOKALIKES.items()}
     yield engines
-    with owner.connect() as conn:
+    with owner.begin() as conn:
         raw = conn.connection.dbapi_connection
-        raw.autocommit = True
         for login in LOOKALIKES.values():
             raw.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(login)))
 
