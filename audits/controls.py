@@ -159,13 +159,16 @@ class ControlPolicy:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def unmeasurable(self, comparison: MemberControl) -> str | None:
-        """Why ``comparison`` is too uncertain to gate on, or None."""
+    def unmeasurable(self, comparison: MemberControl, max_risk: float | None = None) -> str | None:
+        """Why ``comparison`` is too uncertain to gate on, or None: fewer members or controls than
+        ``min_objects``, or a risk interval wider than ``max_risk_ci_width``, unless that interval lies wholly
+        above ``max_risk`` (the attack's ceiling, when given): a block measured, however wide."""
         fewest = min(comparison.n_members, comparison.n_controls)
         if fewest < self.min_objects:
             return (f"{TOO_FEW}: {comparison.n_members} members and {comparison.n_controls} "
                     f"controls, the policy needs at least {self.min_objects} of each")
-        if comparison.risk_ci_width > self.max_risk_ci_width:
+        if comparison.risk_ci_width > self.max_risk_ci_width and not (
+                max_risk is not None and comparison.risk_ci[0] > max_risk):
             return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval is "
                     f"{comparison.risk_ci_width:.2f} wide, more than the policy's {self.max_risk_ci_width:g} "
                     f"({comparison.n_members} members, {comparison.n_controls} controls)")

@@ -130,8 +130,8 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`), or its word
     that it cannot measure this release (an outcome, not an error: returned, so that the worker logs no failed
     task), and its running time in seconds. A comparison of members against controls too uncertain for the
-    policy's ``controls`` is such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`),
-    unless its whole risk interval lies above the attack's ``max_risk``: a block measured, however wide.
+    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk``) is
+    such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
     It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
         raw, release = at_resolution(raw, grid), at_resolution(release, grid)
@@ -139,8 +139,7 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     began = time.perf_counter()
     try:
         result = build_attack(name, params).evaluate(raw, release)
-        if result.controls is not None and (why := controls.unmeasurable(result.controls)) is not None and not (
-                max_risk is not None and result.risk_ci_low > max_risk):
+        if result.controls is not None and (why := controls.unmeasurable(result.controls, max_risk)) is not None:
             result = TooFewObjects(why)
     except NotApplicable as why:
         result = why

@@ -25,6 +25,8 @@ from tests.integration.conftest import (
     flow_run_in,
     new_release,
     release_status,
+    set_dataset_policy,
+    small_fleet_policy,
     to_awaiting_approval,
     wait_until,
 )
@@ -134,7 +136,15 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
     with owner.begin() as conn:  # a steward keeps ended candidates' staging 30 days: only the comparison discards it
         conn.execute(sa.text("UPDATE governance.datasets SET staging_retention_days = 30 WHERE dataset = :d"),
                      {"d": dataset})
-    # AdaTrace at epsilon 10 per record on 7 taxi-days passes the default gate on these taxis (conftest.base_spec);
+    # The comparison's mechanics are under test here, not the gate's ceilings: 40 taxis cannot resolve the default
+    # ones (28 members put a zero rate's upper end at 0.12, over membership's 0.05), and a candidate whose interval
+    # crosses a ceiling is never recommended, so this steward sets ceilings the fleet can resolve (0.9), keeping
+    # the utility floor and the upper-bound decision.
+    resolvable = small_fleet_policy().to_dict() | {"decide_on": "upper_bound"}
+    for attack in resolvable["attacks"].values():
+        attack["max_risk"] = 0.9
+    set_dataset_policy(dataset, resolvable, tmp_path)
+    # AdaTrace at epsilon 10 per record on 7 taxi-days passes that gate on these taxis (conftest.base_spec);
     # the prefix tree's one-cell records are under the synthetic utility floor (audits/policies/default.yaml)
     candidates = [{"mechanism": "adatrace", "params": {"epsilon": 10.0, "max_records_per_object": 7}},
                   {"mechanism": "prefix_tree", "params": {"epsilon": 1.0, "height": 3, "max_records_per_object": 7}}]

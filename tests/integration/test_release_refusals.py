@@ -16,6 +16,7 @@ from tests.integration.conftest import (
     final_state,
     flow_run_in,
     set_dataset_policy,
+    small_fleet_policy,
     start_release,
     wait_for_status,
 )
@@ -143,7 +144,8 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
     dataset = loaded_tdrive("gate")
     assert cli("budget", "cap", dataset, "7000", "--steward", "ada").returncode == 0  # 1000 x 7 records per taxi
-    set_dataset_policy(dataset, {"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
+    set_dataset_policy(dataset, small_fleet_policy().to_dict() | {  # members against controls measured on 40 taxis
+        "attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
     spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
                                                                "max_records_per_object": 7})
     run = start_release(spec, tmp_path)

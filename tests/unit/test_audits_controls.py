@@ -117,6 +117,18 @@ def test_too_few_objects_by_count_and_by_width():
     assert policy.unmeasurable(MemberControl.rates(0, 200, 0, 90)) is None
 
 
+def test_a_wide_interval_wholly_above_the_ceiling_is_a_measured_block_but_too_few_objects_never_is():
+    policy = ControlPolicy(share=0.3, min_objects=30, max_risk_ci_width=0.2)
+    wide_and_high = MemberControl.rates(38, 40, 3, 30)  # members nearly all found, controls rarely
+    assert wide_and_high.risk_ci_width > 0.2 and wide_and_high.risk_ci[0] > 0.5
+    assert "more than the policy's 0.2" in policy.unmeasurable(wide_and_high)
+    assert policy.unmeasurable(wide_and_high, max_risk=0.5) is None
+    assert "more than the policy's 0.2" in policy.unmeasurable(wide_and_high, max_risk=wide_and_high.risk_ci[0])
+    copied_few = MemberControl.rates(28, 28, 0, 12)
+    assert copied_few.risk_ci[0] > 0.5
+    assert policy.unmeasurable(copied_few, max_risk=0.5).startswith("too few objects to measure: 28 members")
+
+
 @pytest.mark.parametrize("bad", [{"share": 1.0}, {"share": -0.1}, {"min_objects": 1}, {"max_risk_ci_width": 0},
                                  {"extra": 1}])
 def test_bad_control_policies_are_refused(bad):
