@@ -31,11 +31,10 @@ browser:
 demo: services
 	$(VENV)/bin/python -m flows.demo
 
-# Two pytest-xdist workers (each integration module on one worker, unit tests spread over both), then the
-# tests that stop a shared service, alone.
+# Two pytest-xdist workers (each test module on one worker), then the tests that stop a shared service, alone.
 PYTEST := TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
 test: services browser
-	$(PYTEST) -n 2 --dist loadgroup -m "not serial" --durations=25
+	$(PYTEST) -n 2 --dist loadfile -m "not serial" --durations=25
 	$(PYTEST) -m serial --durations=5
 
 # The unit tests alone: no database, no Prefect server, no browser.

@@ -4,8 +4,8 @@
                  that admits only some of them: the ledger must never pass the cap. Records how many were
                  charged, the ε charged against the cap, how many were refused at plan (before a release row
                  exists) and at charge (the release fails), the refusal messages and the wall time. The
-                 releases run on ONE Dask scheduler + 2 single-threaded workers started here (``dask_address``
-                 in each spec), not on N local clusters.
+                 releases run on ONE Dask scheduler + 2 single-threaded workers started here
+                 (``TRAJPUB_DASK_ADDRESS`` with the cluster's TLS certificates), not on N local clusters.
 ``bad_inputs``   100 malformed inputs (files, dataset names, options, release specs), each run through the real
                  CLI and classified: a clear error (exit code != 0, the last stderr line ``error: ... (where)``,
                  nothing written), or exit 0 with every bad row in ``staging.quarantine`` and no row lost
@@ -28,8 +28,6 @@ import os
 import platform
 import re
 import shlex
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -45,6 +43,7 @@ import pandas as pd
 import sqlalchemy as sa
 import yaml
 
+from flows.services import add_requester
 from trajpub import config
 
 config.apply_environment()
@@ -54,7 +53,6 @@ OUT = ROOT / "bench" / "out" / "governance"
 RESULTS = ROOT / "bench" / "GOVERNANCE_RESULTS.md"
 BIN = Path(sys.executable).parent
 TRAJPUB = str(BIN / "trajpub")
-DASK = str(BIN / "dask")
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
 BEIJING = [115.4, 39.4, 117.6, 41.1]
 ERROR_LINE = re.compile(r"^error: .+ \(.+\)$")
@@ -106,54 +104,33 @@ def load_dataset(prefix: str, n_taxis: int, cap: float) -> str:
     if done.returncode != 0:
         raise SystemExit(f"loading {name} failed:\n{done.stdout}\n{done.stderr}")
     cli("steward", "add", "bench")  # idempotent: the steward login that sets the bench's caps
+    cli("requester", "add", "bench-governance")  # idempotent: the requester of the bench's releases
     capped = cli("budget", "cap", name, f"{cap:g}", "--steward", "bench")
     if capped.returncode != 0:
         raise SystemExit(f"setting the cap of {name} failed:\n{capped.stderr}")
     return name
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def dask_cluster(n_workers: int = 2) -> Iterator[str]:
-    """One Dask scheduler and ``n_workers`` single-threaded worker processes, stopped (by pid) on exit."""
-    from distributed import Client
+    """One Dask scheduler and ``n_workers`` single-threaded worker processes (TLS), stopped on exit; while it
+    runs, this process's environment points every release the bench starts at it."""
+    from tasks.dask_cluster import process_cluster
 
-    port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    log = (OUT / "dask.log").open("w")
-    procs = [subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)]
-    try:
-        procs.append(subprocess.Popen([DASK, "worker", address, "--nworkers", str(n_workers), "--nthreads", "1",
-                                       "--no-dashboard", "--memory-limit", "0"],
-                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        with Client(address, timeout="60s") as client:
-            client.wait_for_workers(n_workers, timeout=120)
-        yield address
-    finally:
-        for p in reversed(procs):  # each was started in a session of its own: signal that group only
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(timeout=10)
-        log.close()
+    with process_cluster(n_workers, OUT / "dask", memory_limit="0") as cluster:
+        environment = cluster.environment()
+        os.environ.update(environment)
+        try:
+            yield cluster.address
+        finally:
+            for key in environment:
+                os.environ.pop(key, None)
 
 
-def release_spec(dataset: str, epsilon: float, height: int, dask_address: str | None, **extra) -> dict:
+def release_spec(dataset: str, epsilon: float, height: int, **extra) -> dict:
     spec = {"dataset": dataset, "bbox": BEIJING, "requested_by": "bench-governance", "mechanism": "prefix_tree",
             "params": {"epsilon": epsilon, "height": height, "max_records_per_object": 7},
             "prepare": {"cell_size_m": 4000}, "approval_timeout_s": 1, "queue_timeout_s": 3600}
-    if dask_address:
-        spec["dask_address"] = dask_address
     spec.update(extra)
     return spec
 
@@ -175,7 +152,7 @@ def flow_run_state(flow_run_id) -> str:
     return f"{state.name}: {state.message or ''}".strip(": ") if state else "-"
 
 
-def concurrency(args, dask_address: str) -> dict:
+def concurrency(args) -> dict:
     eng = engine()
     dataset = load_dataset("govc", args.taxis, args.cap)
     work = OUT / f"concurrency-{dataset}"
@@ -183,7 +160,8 @@ def concurrency(args, dask_address: str) -> dict:
     procs = []
     for i in range(args.releases):
         spec = work / f"spec-{i:02d}.yaml"
-        spec.write_text(yaml.safe_dump(release_spec(dataset, args.epsilon, args.height, dask_address,
+        add_requester(f"bench-concurrent-{i:02d}")  # each release's requester tags it
+        spec.write_text(yaml.safe_dump(release_spec(dataset, args.epsilon, args.height,
                                                     requested_by=f"bench-concurrent-{i:02d}")))
         out, err = (work / f"r{i:02d}.out").open("w"), (work / f"r{i:02d}.err").open("w")
         procs.append((i, out, err))
@@ -272,8 +250,8 @@ class Case:
 class CaseBuilder:
     """Writes the input files of the 100 cases under ``bench/out/governance/bad-<run>/``."""
 
-    def __init__(self, run: str, release_dataset: str, dask_address: str):
-        self.run, self.rds, self.dask = run, release_dataset, dask_address
+    def __init__(self, run: str, release_dataset: str):
+        self.run, self.rds = run, release_dataset
         self.dir = OUT / f"bad-{run}"
         self.dir.mkdir(parents=True, exist_ok=True)
         df = pd.read_csv(TDRIVE_CSV, nrows=400)
@@ -326,6 +304,7 @@ class CaseBuilder:
         tag = f"bench-bad-{self.run}-{len(self.cases) + 1:03d}"
         if isinstance(spec, dict):
             if spec.get("requested_by") == "bench-governance":  # the default: tag the case's release
+                add_requester(tag)
                 spec["requested_by"] = tag
             tag = spec["requested_by"]
             path = self._file(yaml.safe_dump(spec, allow_unicode=True), ".yaml")
@@ -337,7 +316,7 @@ class CaseBuilder:
                                requested_by=tag))
 
     def spec(self, params: dict | None = None, **top) -> dict:
-        s = release_spec(self.rds, 1.0, 3, self.dask)
+        s = release_spec(self.rds, 1.0, 3)
         s["params"].update(params or {})
         s.update(top)
         return s
@@ -464,14 +443,14 @@ def build_cases(b: CaseBuilder) -> list[Case]:
     sc("spec", "queue_timeout_s 'abc'", s(queue_timeout_s="abc"))
     sc("spec", "seed outside test mode", s(seed=7))
     sc("spec", "gate_policy 'nonsense'", s(gate_policy="nonsense"))
-    sc("spec", "dask_address where nothing listens", s(dask_address="tcp://127.0.0.1:9"))
+    sc("spec", "dask_address in a spec (the operator's setting)", s(dask_address="tcp://127.0.0.1:9"))
     sc("spec", "spec is not valid YAML", "dataset: x\nbbox: [1, 2\n")
     sc("spec", "spec is binary garbage", np.random.default_rng(3).bytes(512))
     sc("spec", "spec is a YAML list", "- a\n- b\n")
     sc("flag", "--param with SQL injection", s(), flags=("--param", "epsilon=1; DROP TABLE raw.points; --"))
     sc("flag", "--approval-timeout abc", s(), flags=("--approval-timeout", "abc"))
-    sc("hostile", "requested_by with SQL injection and unicode (a legal spec: runs)",
-       s(requested_by=f"x'; DROP TABLE raw.points; -- 出租车 {b.run}"), expect="accept")
+    sc("hostile", "requested_by with SQL injection and unicode (not an identity: refused)",
+       s(requested_by=f"x'; DROP TABLE raw.points; -- 出租车 {b.run}"))
     for i, c in enumerate(b.cases, 1):
         c.cid = i
     return b.cases
@@ -561,12 +540,12 @@ def classify(eng: sa.Engine, case: Case) -> dict:
     return out
 
 
-def bad_inputs(args, dask_address: str) -> dict:
+def bad_inputs(args) -> dict:
     eng = engine()
     run = uuid.uuid4().hex[:6]
     release_ds = load_dataset("gbr", args.taxis, 100)
     before = scalar(eng, "SELECT count(*) FROM raw.points WHERE dataset = :d", d=release_ds)
-    builder = CaseBuilder(run, release_ds, dask_address)
+    builder = CaseBuilder(run, release_ds)
     cases = build_cases(builder)
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -705,7 +684,7 @@ def main() -> None:
     args = p.parse_args()
     if args.list:
         OUT.mkdir(parents=True, exist_ok=True)
-        for c in build_cases(CaseBuilder("list", "listed", "tcp://none")):
+        for c in build_cases(CaseBuilder("list", "listed")):
             print(f"{c.cid:3d} {c.group:8s} {c.expect:10s} {c.desc}")
         return
     OUT.mkdir(parents=True, exist_ok=True)
@@ -714,11 +693,11 @@ def main() -> None:
     with dask_cluster(2) as address:
         print(f"dask scheduler at {address}", flush=True)
         if args.part in ("concurrency", "all"):
-            a = concurrency(args, address)
+            a = concurrency(args)
             parts += report_concurrency(a, args)
             print(f"concurrency: charged {a['charged_eps']:g} of cap {a['cap']:g} in {a['wall_s']:.0f} s", flush=True)
         if args.part in ("bad_inputs", "all"):
-            b = bad_inputs(args, address)
+            b = bad_inputs(args)
             parts += report_bad(b, args)
             print(f"bad inputs: {len(b['cases'])} cases, findings "
                   f"{[c.cid for c in b['cases'] if c.result['finding']]}", flush=True)

@@ -12,7 +12,7 @@ Stages (``--only``, comma-separated; default: all):
     stages come from the ``governance.release_transitions`` timestamps and from the time each line of the
     flow's log was read. Each release is then rejected with ``trajpub reject`` once its flow run is paused,
     so no flow is left waiting (a release the gate blocks ends by itself). Then ``--warm-repeat`` more runs
-    with the spec's ``dask_address`` pointing at a long-lived LocalCluster whose workers have already
+    with ``TRAJPUB_DASK_ADDRESS`` pointing at a long-lived LocalCluster whose workers have already
     imported Great Expectations. Target ≤ 60 s, excluding the wait for approval.
 ``prefix_tree``
     The noisy prefix tree alone on synthetic trajectories: |L| = 32 x 32 = 1,024 grid cells, h = 20,
@@ -50,7 +50,6 @@ import sys
 import threading
 import time
 import traceback
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -209,13 +208,17 @@ LOG_MARKS = {"planned": re.compile(r"release (\d+) planned"), "snapshot": re.com
 
 
 def flow_run_state(flow_run_id: str) -> str | None:
-    """The Prefect state type of a flow run, read from the server's REST API."""
-    url = f"{config.prefect_api_url().rstrip('/')}/flow_runs/{flow_run_id}"
+    """The Prefect state type of a flow run, read from the server's API (with its authentication string)."""
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
     try:
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            return (json.load(resp).get("state") or {}).get("type")
-    except OSError:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(flow_run_id).state
+    except (OSError, httpx.HTTPError, ObjectNotFound):
         return None
+    return state.type.value if state else None
 
 
 def release_status(release_id: int) -> dict:
@@ -251,17 +254,17 @@ def reject(release_id: int) -> dict:
             "reject_rc": done.returncode, "reject_out": (done.stdout + done.stderr).strip()[-500:]}
 
 
-def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | None = None) -> dict:
-    """One release flow in a subprocess; returns its timings. Always leaves the release out of review."""
+def run_release(dataset: str, label: str, timeout_s: float, dask: dict | None = None) -> dict:
+    """One release flow in a subprocess, on its own LocalCluster or on the cluster ``dask`` names (the
+    environment of :func:`tasks.dask_cluster.client_environment`); returns its timings. Always leaves the release
+    out of review."""
     spec = yaml.safe_load(DEMO_SPEC.read_text())
     spec.update(dataset=dataset, requested_by="bench", approval_timeout_s=900)
-    if dask_address:
-        spec["dask_address"] = dask_address
     spec_path = OUT_DIR / f"spec_{dataset}_{label}.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
     log_path = OUT_DIR / f"release_{dataset}_{label}.log"
     lines: list[tuple[float, str]] = []
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(dask or {})}
     cpu_before = children_cpu_s()
     launched = time.time()
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(spec_path)], stdout=subprocess.PIPE,
@@ -276,7 +279,7 @@ def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | 
     release_id: int | None = None
     status: str | None = None
     result: dict[str, Any] = {"dataset": dataset, "label": label, "log": str(log_path.relative_to(BENCH_DIR)),
-                              "dask": dask_address or "LocalCluster started by the flow",
+                              "dask": (dask or {}).get("TRAJPUB_DASK_ADDRESS") or "LocalCluster started by the flow",
                               "spec": {k: spec[k] for k in ("mechanism", "params", "prepare", "validation") if k in spec}}
     rejected = False
     try:
@@ -311,7 +314,7 @@ def run_release(dataset: str, label: str, timeout_s: float, dask_address: str | 
         final = release_status(release_id)
         result["final_status"], result["failure_reason"] = final["status"], final["failure_reason"]
         result["flow_exit_after_s"] = time.time() - launched
-        if not dask_address:  # the flow's own workers are its descendants; a warm cluster's are not
+        if not dask:  # the flow's own workers are its descendants; a warm cluster's are not
             result["cpu_s"] = children_cpu_s() - cpu_before - result.get("reject", {}).get("reject_cpu_s", 0.0)
     finally:
         if release_id is not None and not rejected:
@@ -411,14 +414,14 @@ def stage_table(runs: list[dict]) -> dict:
 
 def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, what: str) -> dict:
     """``repeat`` releases as the flow runs them (its own LocalCluster), then ``warm_repeat`` on a long-lived
-    LocalCluster whose workers already imported Great Expectations (``dask_address`` in the spec)."""
+    LocalCluster whose workers already imported Great Expectations (``TRAJPUB_DASK_ADDRESS``)."""
     run_cli("steward", "add", STEWARD)  # idempotent: the steward login that caps and rejects the bench's runs
     done = run_cli("budget", "cap", dataset, str(max(100.0, 2.0 * (repeat + warm_repeat))), "--steward", STEWARD)
     if done.returncode:
         raise RuntimeError(f"trajpub budget cap failed: {done.stderr}")
 
-    def one(label: str, address: str | None) -> dict:
-        r = run_release(dataset, label, timeout_s, address)
+    def one(label: str, dask: dict | None) -> dict:
+        r = run_release(dataset, label, timeout_s, dask)
         r["loadavg"] = loadavg()
         total = r["stages"].get("total: launch→awaiting_approval")
         say(f"  release {r['release_id']}: {r['status']} after {total if total is None else round(total, 2)} s; "
@@ -430,16 +433,18 @@ def releases_on(dataset: str, repeat: int, warm_repeat: int, timeout_s: float, w
         say(f"{what}: release flow on {dataset} (run {i + 1}/{repeat})")
         runs.append(one(f"run{i}", None))
     if warm_repeat:
-        from distributed import Client, LocalCluster
+        from distributed import Client
+
+        from tasks.dask_cluster import client_environment, local_cluster, tls_files
 
         say(f"{what}: starting a warm LocalCluster (workers import Great Expectations first)")
-        with LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                          dashboard_address=None, silence_logs=40) as cluster, Client(cluster) as client:
+        security = tls_files(OUT_DIR / "warm-dask-tls")
+        with local_cluster(os.cpu_count() or 1, security=security) as cluster, Client(cluster) as client:
             client.run(_preload_worker)
             for i in range(warm_repeat):
                 say(f"{what}: release flow on {dataset}, warm cluster {cluster.scheduler_address} "
                     f"(run {i + 1}/{warm_repeat})")
-                warm.append(one(f"warm{i}", cluster.scheduler_address))
+                warm.append(one(f"warm{i}", client_environment(cluster.scheduler_address, security)))
     spec = yaml.safe_load(DEMO_SPEC.read_text())
     snap = [snapshot_query(dataset, spec) for _ in range(3)]
     return {"runs": runs, "warm_runs": warm, "snapshot_query_s": spread(snap), "stages": stage_table(runs),
@@ -723,7 +728,7 @@ def release_markdown(key: str, r: dict) -> list[str]:
         out.append(f"| {name} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals)
                    + f" | {fmt_s(r['stages'][name])} |")
     out += ["", ("cold: the flow starts its own LocalCluster (as in production without TRAJPUB_DASK_ADDRESS); warm: "
-            "the spec's dask_address points at a long-lived LocalCluster whose workers imported Great "
+            "TRAJPUB_DASK_ADDRESS points at a long-lived LocalCluster whose workers imported Great "
             "Expectations beforehand."), "",
             ("| run | status | then | points | trajectories | released | points/s (flow) | CPU s (flow process "
              "tree) | pause seen after s | reject s |"), "|---|---|---|---|---|---|---|---|---|---|"]

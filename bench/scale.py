@@ -6,7 +6,7 @@ new taxi ids, every copy's points moved by 2-5 m and its days shifted cyclically
 (``tasks.load.load_source``, timed with its phases), then released with the demo spec (ObjTrace, the dataset's
 default gate policy) by ``trajpub release run`` on a cluster of one ``dask scheduler`` and ``--workers`` single-
 threaded ``dask worker`` processes started for that factor (``tasks.dask_cluster.process_cluster``; the flow gets
-its address as the spec's ``dask_address``, the ``TRAJPUB_DASK_ADDRESS`` path, not a LocalCluster of its own).
+its address as ``TRAJPUB_DASK_ADDRESS`` with the cluster's TLS certificates, not a LocalCluster of its own).
 The release is rejected once it awaits review (``bench.run_stages.run_release``).
 
 Stages, from ``governance.release_transitions`` and the flow's log lines: load; ingest (plan → the snapshot line:
@@ -220,7 +220,7 @@ def one_factor(factor: int, tag: str, args: argparse.Namespace) -> dict:
         with ProcessSampler(groups, args.sample_s) as mem:
             say(f"release on {dataset}, Dask at {cluster.address} ({args.workers} workers)")
             launched = time.time()
-            release = run_release(dataset, f"x{factor}", args.timeout_s, dask_address=cluster.address)
+            release = run_release(dataset, f"x{factor}", args.timeout_s, dask=cluster.environment())
         release["memory"] = mem.to_dict()
     release["stages"], release["stage_cpu_s"] = stage_times(release, launched, mem)
     release["peak_stage"] = stage_at(release, mem.at_peak[0] - launched)

@@ -327,19 +327,21 @@ def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: 
               help="The snapshot's time window, instead of the spec's: ISO dates or times (UTC unless they carry "
                    "an offset), START included, END excluded; an empty side is open, e.g. 2008-02-02/.")
 @click.option("--requested-by")
-@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
 @click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
-def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, dask_address,
-                approval_timeout_s) -> None:
-    """Run a governed release; it waits for the steward's decision after the audit gate."""
+def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, approval_timeout_s) -> None:
+    """Run a governed release; it waits for the steward's decision after the audit gate. It runs on a local Dask
+    cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
-                                                    "dask_address": dask_address,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from tasks import policies
     from tasks.protect import parse_spec
 
     spec, _ = parse_spec(data)
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    from tasks import governance
+
+    with _engine().connect() as conn:
+        governance.check_requester(conn, spec.requested_by)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
     outcome = release_flow(spec=spec)
@@ -351,19 +353,18 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
               help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
                    "flows/specs/compare/tdrive_compare.yaml).")
 @click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
-@click.option("--dask-address", help="Run on an existing Dask scheduler (default: TRAJPUB_DASK_ADDRESS or local).")
-def release_compare(spec_file: Path, yes: bool, dask_address: str | None) -> None:
+def release_compare(spec_file: Path, yes: bool) -> None:
     """Compare candidate releases of one snapshot; every candidate is charged its epsilon (the total is shown
-    first), and the steward picks the one to publish."""
+    first), and the steward picks the one to publish. Runs on Dask as ``release run`` does."""
     from trajpub.spec import read_spec_file
 
     data = read_spec_file(spec_file)
-    if dask_address:
-        data["dask_address"] = dask_address
-    from tasks import compare, policies
+    from tasks import compare, governance, policies
 
     _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
     policies.check(planned[0].spec)
+    with _engine().connect() as conn:
+        governance.check_requester(conn, planned[0].spec.requested_by)
     planned = compare.resolve(_engine(), planned)  # the public inputs each candidate names
     with _engine().begin() as conn:
         bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
@@ -522,6 +523,21 @@ def steward_add(login: str) -> None:
     click.echo(services.add_steward(login))
 
 
+@main.group()
+def requester() -> None:
+    """The people who may ask for releases besides the stewards (a release's requested_by)."""
+
+
+@requester.command("add")
+@click.argument("name")
+def requester_add(name: str) -> None:
+    """Register NAME (ASCII letters, digits, '_', '.', '-'; kept in lower case) as a person who may be a release's
+    requested_by. Runs as the database superuser, like `steward add`."""
+    from flows import services
+
+    click.echo(services.add_requester(name))
+
+
 @steward.command("code")
 @click.argument("release_id", type=int)
 @STEWARD_OPTION
@@ -625,13 +641,15 @@ def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
 @main.command()
 @click.option("--anchor", type=click.Path(path_type=Path), help="The heads of the last clean check (default: "
               ".trajpub/chain-anchor.json); keep a copy where the database's owner cannot write.")
-def verify(anchor: Path | None) -> None:
+@click.option("--new-anchor", is_flag=True, help="Start a new anchor when there is none (the first check of "
+              "chains that have rows): a chain rewritten before this check cannot be found.")
+def verify(anchor: Path | None, new_anchor: bool) -> None:
     """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
     edited or inserted behind the database's back, or which chain was rewritten since the last check."""
     from tasks import chains
 
     with _engine().begin() as conn:
-        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE)
+        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor)
     if problems:
         for p in problems:
             click.secho(f"TAMPERED: {p}", fg="red", err=True)

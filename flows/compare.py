@@ -13,13 +13,12 @@ discarded.
 import pandas as pd
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import Field
 
 from flows.release import abort, fail, nothing_released, recover_interrupted
+from flows.review import wait_for_answer
 from tasks import compare, compare_review, governance, lineage, publish, report
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction
@@ -81,7 +80,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
     first = planned[0].spec
     try:
         with release_slot(db_engine(), first.dataset, first.queue_timeout_s, say=print), \
-                dask_client(first.dask_address) as client:
+                dask_client() as client:
             recover_interrupted(first.dataset, running=rids[0])
             clean = ingest_and_validate(client, first, rids[0])
             transaction(lambda conn: [compare.share_validation(conn, rids[0], r) for r in rids[1:]],
@@ -167,11 +166,9 @@ def await_pick(name: str, rids: list[int], recommended: int, markdown: str, time
     release pick`` still publishes one)."""
     attempt = 0
     while True:
-        try:
-            answer = pause_flow_run(wait_for_input=StewardPick.with_initial_data(description=markdown,
-                                                                                 pick=recommended),
-                                    timeout=int(timeout_s), poll_interval=2, key=f"pick-{rids[0]}-{attempt}")
-        except FlowPauseTimeout:
+        answer = wait_for_answer(StewardPick.with_initial_data(description=markdown, pick=recommended), timeout_s,
+                                 f"pick-{rids[0]}-{attempt}")
+        if answer is None:
             get_run_logger().warning("no pick before the timeout: the candidates stay awaiting_approval")
             return {"comparison": name, "releases": rids, "status": "awaiting_approval", "published": None}
         try:
@@ -188,10 +185,11 @@ def conclude(name: str, rids: list[int], picked: int, comment: str | None, code:
         raise PolicyError(f"release {picked} is not a candidate of comparison {name} "
                           f"({', '.join(map(str, rids))})", "pick")
     eng = db_engine()
-    with eng.begin() as conn:
-        if governance.approval(conn, picked) is None:
-            steward = compare.pick(conn, picked, comment, code=code or "")
-            print(f"release {picked} picked by {steward}")
+    with eng.connect() as conn:
+        recorded = governance.approval(conn, picked)
+    if recorded is None:
+        steward = compare.pick_by_code(eng, picked, comment, code or "")
+        print(f"release {picked} picked by {steward}")
     table = publish.publish(eng, picked, flow_run.get_id())
     print(f"release {picked} published as {table}")
     discard(name, rids, picked)

@@ -42,6 +42,9 @@ def main() -> None:
     banner(f"load {DATA.name}")
     run("load", "tdrive", str(DATA), "--dataset", "tdrive_demo")
 
+    banner("the spec's requester is registered, as an operator registers the people who ask for releases")
+    run("requester", "add", "demo-engineer")
+
     banner("release run (waits for the steward after the audit gate)")
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(SPEC)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1)

@@ -12,6 +12,7 @@ from pathlib import Path
 from prefect.schedules import Cron
 
 from flows.release import release_flow
+from tasks import db, governance
 from tasks.protect import parse_spec
 from trajpub.errors import ParameterError
 from trajpub.spec import read_spec_file
@@ -20,7 +21,9 @@ from trajpub.spec import read_spec_file
 def serve(spec_path: Path, name: str, cron: str, timezone: str) -> None:
     """Register ``release/<name>`` with the schedule and serve its runs (blocks until interrupted)."""
     spec = read_spec_file(spec_path)
-    parse_spec(spec)  # a deployment with a broken default spec would fail at every scheduled run
+    parsed, _ = parse_spec(spec)  # a deployment with a broken default spec would fail at every scheduled run
+    with db.engine().connect() as conn:  # and so would one whose requester is not registered
+        governance.check_requester(conn, parsed.requested_by)
     try:
         schedule = Cron(cron, timezone=timezone)
     except ValueError as exc:

@@ -12,14 +12,13 @@ import httpx
 import sqlalchemy as sa
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
-from prefect.flow_runs import pause_flow_run
+from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
 
-from flows.review import StewardDecision, review_markdown
+from flows.review import StewardDecision, review_markdown, wait_for_answer
 from tasks import governance, lineage, policies, protect, public_inputs, publish
 from tasks.dask_cluster import dask_client
-from tasks.db import alive_lock_key, is_transient, release_slot, session_lock, transaction
+from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
 from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
@@ -61,12 +60,8 @@ def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecis
 
 def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) -> StewardDecision | None:
     """One pause for the steward's form (a fresh key per attempt, so a refused answer is not read again)."""
-    try:
-        return pause_flow_run(wait_for_input=StewardDecision.with_initial_data(description=markdown,
-                                                                               release_id=release_id),
-                              timeout=int(timeout_s), poll_interval=2, key=f"review-{release_id}-{attempt}")
-    except FlowPauseTimeout:
-        return None
+    return wait_for_answer(StewardDecision.with_initial_data(description=markdown, release_id=release_id),
+                           timeout_s, f"review-{release_id}-{attempt}")
 
 
 @flow(name="release", log_prints=True)
@@ -91,7 +86,7 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
            policy: policies.RegisteredPolicy) -> dict:
     try:
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
-                dask_client(spec.dask_address) as client:
+                dask_client() as client:
             recover_interrupted(spec.dataset, running=release_id)
             # the validated partitions go straight into protect, unnamed: let go once it returns
             raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
@@ -146,21 +141,48 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
             print(f"staging purged for ended releases past their retention: {purged}")
         return found
 
-    return [r["release_id"] for r in transaction(sweep, "recover interrupted releases", say=print)]
+    found = transaction(sweep, "recover interrupted releases", say=print)
+    for rel in found:
+        crash_orphaned_run(rel, f"the flow process of release {rel['release_id']} ended while '{rel['status']}'; "
+                                "`trajpub recover` marked the release failed")
+    return [r["release_id"] for r in found]
+
+
+def crash_orphaned_run(release: dict, message: str) -> None:
+    """Put the Prefect flow run of ``release`` in the Crashed state when its process is gone (nobody holds its
+    alive lock) and Prefect still shows it unfinished, as Prefect does for a process it saw die: the UI and the
+    API otherwise show it running for ever. A server that does not answer is left as it is: the release's record
+    in governance is what counts."""
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    run_id = release.get("flow_run_id")
+    if run_id is None:
+        return
+    with db_engine().connect() as conn:
+        if lock_is_held(conn, alive_lock_key(str(run_id))):
+            return
+    try:
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(run_id).state
+            if state is not None and not state.is_final():
+                client.set_flow_run_state(run_id, Crashed(message=message), force=True)
+    except (ObjectNotFound, httpx.HTTPError) as exc:
+        print(f"flow run {run_id} could not be marked crashed in Prefect ({type(exc).__name__})")
 
 
 def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
     """Carry out the steward's answer to the form: record the decision with its one-time ``code`` (the code
-    names the steward's login; :func:`tasks.governance.decide`) unless ``trajpub approve/reject`` recorded it
-    already, which then holds; publish when approved (idempotent)."""
+    names the steward's login and is spent by this presentation: :func:`tasks.governance.decide_by_code`) unless
+    ``trajpub approve/reject`` recorded it already, which then holds; publish when approved (idempotent)."""
     eng = db_engine()
-    with eng.begin() as conn:
+    with eng.connect() as conn:
         recorded = governance.approval(conn, release_id)
-        if recorded is None:
-            status = "approved" if decision == "approve" else "rejected"
-            steward = governance.decide(conn, release_id, status, comment, code=code or "")
-        else:
-            status, steward = recorded["decision"], recorded["steward"]
+    if recorded is None:
+        status = "approved" if decision == "approve" else "rejected"
+        steward = governance.decide_by_code(eng, release_id, status, comment, code or "")
+    else:
+        status, steward = recorded["decision"], recorded["steward"]
     if status == "rejected":
         abort(release_id, f"rejected by the steward {steward}")
         print(f"release {release_id} rejected by {steward}")
@@ -205,8 +227,13 @@ def publish_approved_flow(release_id: int) -> dict:
 def finish_approved(release_id: int) -> dict:
     """Publish an approved release (:func:`publish_approved_flow`) or, when publication fails for a reason other
     than a transient database error, mark it failed saying why, so that no release stays approved forever."""
+    with db_engine().connect() as conn:
+        original = governance.get_release(conn, release_id)
     try:
-        return publish_approved_flow(release_id=release_id)
+        outcome = publish_approved_flow(release_id=release_id)
+        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; "
+                                     "`trajpub recover` published the release")
+        return outcome
     except (TrajpubError, sa.exc.DBAPIError) as exc:
         if is_transient(exc):
             raise TrajpubError(f"release {release_id} could not be published now (the database did not answer); "
@@ -215,6 +242,8 @@ def finish_approved(release_id: int) -> dict:
         with db_engine().begin() as conn:
             dataset = governance.get_release(conn, release_id)["dataset"]
         fail(release_id, dataset, TrajpubError(reason))
+        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; the "
+                                     f"release could not be published and failed: {reason}")
         return {"release_id": release_id, "status": "failed", "reason": reason}
 
 

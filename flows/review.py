@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import contextlib
+from typing import Literal, TypeVar
 
-from prefect.input import RunInput
+from prefect.client.orchestration import get_client
+from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
+from prefect.flow_runs import pause_flow_run
+from prefect.input import RunInput, keyset_from_paused_state
+from prefect.runtime import flow_run
+from prefect.states import Paused
 from pydantic import Field
 
 from tasks import report
@@ -22,6 +28,24 @@ class StewardDecision(RunInput):
     decision_code: str = Field(default="", description="Your one-time code: trajpub steward code RELEASE "
                                                        "--steward LOGIN")
     comment: str = Field(default="", description="Why (required for a rejection).")
+
+
+Answer = TypeVar("Answer", bound=RunInput)
+
+
+def wait_for_answer(form: type[Answer], timeout_s: float, key: str) -> Answer | None:
+    """Pause the flow run for the steward's ``form`` (a fresh ``key`` per question) and return the answer, or None
+    after ``timeout_s``. Prefect stores an answer as the flow run's input, readable through its API, until deleted:
+    it is deleted as soon as it is read, so the decision code typed into the form does not stay in Prefect (the
+    code is spent by the flow's presentation anyway, accepted or not: sql/027)."""
+    try:
+        answer = pause_flow_run(wait_for_input=form, timeout=int(timeout_s), poll_interval=2, key=key)
+    except FlowPauseTimeout:
+        return None
+    response = keyset_from_paused_state(Paused(pause_key=key))["response"]
+    with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
+        client.delete_flow_run_input(flow_run.get_id(), response)
+    return answer
 
 
 def review_markdown(review: Review) -> str:

@@ -15,11 +15,13 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 from trajpub import config
 from trajpub.errors import TrajpubError
+from trajpub.identity import canonical_identity
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 POSTGIS_CONTROL = Path("/usr/share/postgresql/15/extension/postgis.control")
@@ -201,15 +203,16 @@ def _require_passwords() -> None:
                    stdout=subprocess.DEVNULL)
 
 
-STEWARD_LOGIN = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+STEWARD_LOGIN = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 
 def add_steward(login: str) -> str:
     """Create the steward login ``login`` (a member of the trajpub_steward group) with a generated password,
     kept in the local credentials file; on an existing login, nothing changes."""
-    if not STEWARD_LOGIN.match(login) or login.startswith(("trajpub", "pg_")) or login == config.OWNER:
+    if not STEWARD_LOGIN.fullmatch(login) or login.startswith(("trajpub", "pg_")) or login == config.OWNER:
         raise TrajpubError(f"a steward's login is lower-case letters, digits and underscores, starting with a "
-                           f"letter, not a trajpub or system role; got {login!r}", "steward add NAME")
+                           f"letter (an identity: trajpub/identity.py), not a trajpub or system role; got "
+                           f"{login!a}", "steward add NAME")
     if not config.uses_local_database():
         raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator adds logins (CREATE ROLE "
                            f"{login} LOGIN PASSWORD ... IN ROLE trajpub_steward)", "steward add")
@@ -223,6 +226,23 @@ def add_steward(login: str) -> str:
         _write_credentials(credentials)  # first: a login whose password is lost would be locked out
         _set_login(conn, login, credentials[login], group="trajpub_steward")
     return f"steward {login} added (login in the trajpub_steward group; password in {config.CREDENTIALS_FILE})"
+
+
+def add_requester(name: str) -> str:
+    """Register ``name`` (an identity, :mod:`trajpub.identity`; kept canonical) as a person who may ask for
+    releases, as the superuser (``governance.requesters`` records who registered them); idempotent."""
+    import sqlalchemy as sa
+
+    from tasks.db import owner_engine
+
+    name = canonical_identity(name, "the requester's name")
+    if not config.uses_local_database():
+        raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator registers requesters "
+                           f"(INSERT INTO governance.requesters (name) VALUES ('{name}'))", "requester add")
+    with owner_engine().begin() as conn:
+        added = conn.execute(sa.text("INSERT INTO governance.requesters (name) VALUES (:n) ON CONFLICT DO NOTHING"),
+                             {"n": name}).rowcount
+    return f"requester {name} {'registered' if added else 'was registered already'}"
 
 
 def db_down() -> str:
@@ -250,17 +270,52 @@ def prefect_healthy(api_url: str | None = None) -> bool:
         return False
 
 
+def prefect_requires_auth(api_url: str) -> bool:
+    """Whether the Prefect API at ``api_url`` refuses a request without credentials (401)."""
+    try:
+        with urllib.request.urlopen(f"{api_url}/admin/version", timeout=5):
+            return False
+    except urllib.error.HTTPError as exc:
+        return exc.code == 401
+
+
+def _prefect_auth() -> str:
+    """The local server's API authentication string (``trajpub:<random>``), generated once into
+    :data:`trajpub.config.PREFECT_AUTH_FILE`, readable by the local user only."""
+    auth = config.local_prefect_auth()
+    if auth is None:
+        auth = f"trajpub:{secrets.token_urlsafe(32)}"
+        config.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = config.PREFECT_AUTH_FILE.with_suffix(".tmp")
+        tmp.touch(mode=0o600)
+        tmp.chmod(0o600)
+        tmp.write_text(auth)
+        tmp.replace(config.PREFECT_AUTH_FILE)
+    return auth
+
+
 def server_up(timeout_s: float = 120) -> str:
-    """Start ``prefect server start`` on loopback in the background and wait until it is healthy."""
+    """Start ``prefect server start`` on loopback in the background, with API authentication (Prefect's basic
+    auth: ``PREFECT_SERVER_API_AUTH_STRING``, the string of :func:`_prefect_auth`), and wait until it is healthy.
+    A server this project started earlier without authentication is restarted with it."""
     if "PREFECT_API_URL" in os.environ and os.environ["PREFECT_API_URL"] != config.LOCAL_PREFECT_API_URL:
         if not prefect_healthy():
             raise TrajpubError(f"the Prefect API at {config.prefect_api_url()} does not answer", "PREFECT_API_URL")
         return f"using the existing Prefect server at {config.prefect_api_url()}"
+    ui = (f"UI at http://127.0.0.1:{config.PREFECT_PORT}, which asks for the API authentication string in "
+          f"{config.PREFECT_AUTH_FILE}")
     if prefect_healthy(config.LOCAL_PREFECT_API_URL):
-        return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL}"
+        if prefect_requires_auth(config.LOCAL_PREFECT_API_URL):
+            return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+        if not PREFECT_PID.exists():
+            raise TrajpubError("a Prefect server without API authentication, not started by this project, answers "
+                               "on the local port; stop it or set TRAJPUB_PREFECT_PORT", config.LOCAL_PREFECT_API_URL)
+        print(server_down() + ": it ran without API authentication; starting it again with it", flush=True)
+        _wait_until_down(timeout_s)
     config.apply_environment()
-    config.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL}
+    auth = _prefect_auth()
+    env = {**os.environ, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL, "PREFECT_SERVER_API_AUTH_STRING": auth,
+           "PREFECT_API_AUTH_STRING": auth}
     log = PREFECT_LOG.open("ab")
     proc = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
                              "127.0.0.1", "--port", str(config.PREFECT_PORT)],
@@ -276,7 +331,16 @@ def server_up(timeout_s: float = 120) -> str:
         print(".", end="", flush=True)
         time.sleep(1)
     print(flush=True)
-    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} (UI at http://127.0.0.1:{config.PREFECT_PORT})"
+    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+
+
+def _wait_until_down(timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while prefect_healthy(config.LOCAL_PREFECT_API_URL):
+        if time.monotonic() > deadline:
+            raise TrajpubError(f"the Prefect server still answers {timeout_s:.0f} s after it was stopped",
+                               config.LOCAL_PREFECT_API_URL)
+        time.sleep(0.5)
 
 
 def server_down() -> str:

@@ -8,7 +8,9 @@ in Python, from the stored columns: it does not trust any function the database'
 
 What it cannot see alone: an owner who rewrites a whole chain consistently (every digest from the edited row on,
 and the head). The check therefore keeps each chain's head in a local file (:data:`ANCHOR_FILE`, the local
-user's only) and reports a chain whose anchored row changed since the last clean check.
+user's only) and reports a chain whose anchored row changed since the last clean check. Without that file a
+rewritten chain would look intact, so a check that finds chains with rows and no anchor says so and writes
+none, unless told to start a new anchor (``new_anchor``): a deleted anchor never turns into a fresh one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import sqlalchemy as sa
 
 from trajpub import config
+from trajpub.errors import TrajpubError
 
 # chained table -> the column that names a row to a person
 CHAINS = {"budget_ledger": "entry_id", "approvals": "approval_id", "withdrawals": "release_id"}
@@ -30,15 +33,32 @@ def digest(payload: str) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE) -> tuple[list[str], dict[str, int]]:
+def _read_anchor(anchor_file) -> dict | None:
+    """The heads the last clean check wrote (None when there is no anchor file)."""
+    try:
+        anchor = json.loads(anchor_file.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise TrajpubError(f"the anchor file cannot be read as the heads `trajpub verify` writes ({exc})",
+                           f"file {anchor_file}") from None
+    if not isinstance(anchor, dict):
+        raise TrajpubError("the anchor file does not hold the heads `trajpub verify` writes", f"file {anchor_file}")
+    return anchor
+
+
+def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE,
+           new_anchor: bool = False) -> tuple[list[str], dict[str, int]]:
     """(problems, rows per chain). Each problem is one sentence naming the table and row. With no problem, the
-    chains' heads are written to ``anchor_file`` for the next check."""
+    chains' heads are written to ``anchor_file`` for the next check. Refuses (TrajpubError) chains that have rows
+    when ``anchor_file`` is missing, unless ``new_anchor``: the file of the last check was lost or removed, and
+    a chain rewritten since would pass."""
     # the digests were made with times in UTC and floats printed exactly, whatever this session's settings
     conn.execute(sa.text("SET LOCAL timezone = 'UTC'"))
     conn.execute(sa.text("SET LOCAL extra_float_digits = 1"))
     heads = {t: (seq, h) for t, seq, h in conn.execute(sa.text(
         "SELECT table_name, chain_seq, row_hash FROM governance.chain_heads"))}
-    anchor = json.loads(anchor_file.read_text()) if anchor_file.exists() else {}
+    anchor = _read_anchor(anchor_file)
     problems: list[str] = []
     sizes: dict[str, int] = {}
     last: dict[str, tuple[int, str]] = {}
@@ -70,11 +90,16 @@ def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE) -> tuple[list[str], dic
             problems.append(f"governance.{table}: the last chain row(s) {seq}..{head[0]} are missing (deleted)")
         elif head != last[table]:
             problems.append(f"governance.{table}: the chain's head (row {head[0]}) does not match its last row")
-        if table in anchor:
+        if anchor and table in anchor:
             a_seq, a_hash = anchor[table]
             if by_seq.get(a_seq) != a_hash:
                 problems.append(f"governance.{table}: chain row {a_seq}, checked by the last `trajpub verify`, is "
                                 "gone or different: the chain was rewritten since")
+    if not problems and anchor is None and any(sizes.values()) and not new_anchor:
+        raise TrajpubError(f"the chains' links hold ({sum(sizes.values())} rows), but the anchor of the last check "
+                           "is missing, so a chain rewritten whole since then would pass: restore the file (or name "
+                           "its copy with --anchor), or start a new anchor with --new-anchor",
+                           f"file {anchor_file}")
     if not problems:
         anchor_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = anchor_file.with_suffix(".tmp")

@@ -144,19 +144,21 @@ def candidates(conn: sa.Connection, release_id: int) -> list[int]:
         " governance.releases WHERE release_id = :r) ORDER BY release_id"), {"r": release_id})] or [release_id]
 
 
-def pick(conn: sa.Connection, release_id: int, comment: str | None, code: str | None = None) -> str:
-    """Record the steward's pick (sql/021): ``release_id`` approved and named the pick in its comparison record,
-    the comparison's other candidates that await approval rejected, as one decision of one login; returns the
-    login. Without ``code`` ``conn`` is a steward's login (the CLI); with it, the one-time code issued for
-    ``release_id`` names the steward (the Prefect UI form)."""
+def pick(conn: sa.Connection, release_id: int, comment: str | None) -> str:
+    """Record the steward's pick (sql/021) as the login of ``conn`` (the CLI): ``release_id`` approved and named
+    the pick in its comparison record, the comparison's other candidates that await approval rejected, as one
+    decision of one login; returns the login."""
     with governance.refusals():
-        if code is None:
-            conn.execute(sa.text("SELECT governance.pick(:r, :c)"), {"r": release_id, "c": comment or ""})
-            steward = conn.execute(sa.text("SELECT session_user")).scalar_one()
-        else:
-            steward = conn.execute(sa.text("SELECT governance.pick_with_code(:r, :c, :k)"),
-                                   {"r": release_id, "c": comment or "", "k": code}).scalar_one()
-    return steward
+        conn.execute(sa.text("SELECT governance.pick(:r, :c)"), {"r": release_id, "c": comment or ""})
+    return conn.execute(sa.text("SELECT session_user")).scalar_one()
+
+
+def pick_by_code(engine: sa.Engine, release_id: int, comment: str | None, code: str) -> str:
+    """The pick answered in the Prefect UI form (the flow, as the pipeline role): the one-time ``code`` issued for
+    ``release_id`` names the steward, and is spent by this presentation whatever the answer
+    (:func:`tasks.governance.present_code`)."""
+    return governance.present_code(engine, "SELECT * FROM governance.pick_by_code(:r, :c, :k)",
+                                   {"r": release_id, "c": comment or "", "k": code})
 
 
 def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:

@@ -1,4 +1,11 @@
-"""The Dask cluster a release runs on: a LocalCluster sized to the machine, or an existing scheduler."""
+"""The Dask cluster a release runs on: a LocalCluster sized to the machine, or the operator's scheduler.
+
+Every cluster trajpub starts speaks TLS with certificates generated for it (a CA of its own, client certificates
+required): its processes hold raw data, and a scheduler runs the code any connected client sends, so no other
+local client may connect (docs/design.md, "Decision codes and the control plane"). The operator's scheduler is
+configuration, never a release spec's: ``TRAJPUB_DASK_ADDRESS`` (a ``tls://`` address) with Dask's own TLS
+settings (``distributed.comm.tls.*``, e.g. ``DASK_DISTRIBUTED__COMM__TLS__CA_FILE``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import ctypes
 import json
 import logging
 import os
+import ssl
 import subprocess
 import sys
 import time
@@ -17,6 +25,7 @@ from pathlib import Path
 import dask
 import pyarrow as pa
 from distributed import Client, LocalCluster
+from distributed.security import Security
 
 from trajpub.errors import TrajpubError
 
@@ -27,29 +36,64 @@ from trajpub.errors import TrajpubError
 WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 32 * 1024 * 1024}
 
 
-def local_cluster(n_workers: int, **kwargs) -> LocalCluster:
-    """A LocalCluster of single-threaded worker processes with :data:`WORKER_ENVIRON`."""
+def local_cluster(n_workers: int, security: Security | None = None, **kwargs) -> LocalCluster:
+    """A LocalCluster of single-threaded worker processes with :data:`WORKER_ENVIRON`, on loopback over TLS with
+    ``security`` (default: certificates generated for it, held in memory; ``Client(cluster)`` takes them)."""
     config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
     with dask.config.set(config):
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                            silence_logs=40, **kwargs)
+                            silence_logs=40, protocol="tls://", host="127.0.0.1",
+                            security=security or Security.temporary(), **kwargs)
 
 
-def dask_address(explicit: str | None = None) -> str | None:
-    return explicit or os.environ.get("TRAJPUB_DASK_ADDRESS") or None
+def tls_files(directory: Path) -> Security:
+    """Generate a self-signed certificate and its key (``Security.temporary``: the certificate is its own CA)
+    into ``directory`` (0700, files 0600) and return the Security that uses them for every role, TLS required:
+    for a cluster whose processes, or whose clients, are started separately."""
+    made = Security.temporary()
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    paths = {}
+    for name, text in (("cert.pem", made.tls_client_cert), ("key.pem", made.tls_client_key)):
+        path = directory / name
+        path.unlink(missing_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(text)
+        paths[name] = str(path)
+    cert, key = paths["cert.pem"], paths["key.pem"]
+    return Security(require_encryption=True, tls_ca_file=cert, tls_client_cert=cert, tls_client_key=key,
+                    tls_scheduler_cert=cert, tls_scheduler_key=key, tls_worker_cert=cert, tls_worker_key=key)
+
+
+def client_environment(address: str, security: Security) -> dict[str, str]:
+    """The environment that points a flow at the scheduler at ``address`` with the client certificate of
+    ``security`` (files, :func:`tls_files`): ``TRAJPUB_DASK_ADDRESS`` and Dask's own TLS settings."""
+    return {"TRAJPUB_DASK_ADDRESS": address, "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION": "True",
+            "DASK_DISTRIBUTED__COMM__TLS__CA_FILE": security.tls_ca_file,
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT": security.tls_client_cert,
+            "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY": security.tls_client_key}
 
 
 @contextlib.contextmanager
-def dask_client(address: str | None = None) -> Iterator[Client]:
-    """A client on ``address`` (or ``TRAJPUB_DASK_ADDRESS``), else on a LocalCluster with one single-threaded
-    worker process per core."""
+def dask_client() -> Iterator[Client]:
+    """A client on the operator's scheduler (``TRAJPUB_DASK_ADDRESS``, over TLS with Dask's configured
+    certificates), else on a LocalCluster with one single-threaded worker process per core."""
     logging.getLogger("distributed").setLevel(logging.WARNING)
-    address = dask_address(address)
+    address = os.environ.get("TRAJPUB_DASK_ADDRESS")
     if address:
+        where = f"TRAJPUB_DASK_ADDRESS {address}"
+        if not address.startswith("tls://"):
+            raise TrajpubError("the Dask scheduler must be a tls:// address (the flow sends it raw data), with its "
+                               "certificates in Dask's configuration distributed.comm.tls.*", where)
+        security = Security(require_encryption=True)
+        if not (security.tls_ca_file and security.tls_client_cert):
+            raise TrajpubError("no TLS certificate for the Dask scheduler: set distributed.comm.tls.ca-file and "
+                               "distributed.comm.tls.client.cert/key (e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE)",
+                               where)
         try:
-            client = Client(address, timeout="30s")
-        except (OSError, TimeoutError) as exc:
-            raise TrajpubError(f"cannot reach the Dask scheduler: {exc}", f"dask address {address}") from None
+            client = Client(address, timeout="30s", security=security)
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            raise TrajpubError(f"cannot reach the Dask scheduler: {exc}", where) from None
         with client:
             yield client
         return
@@ -86,11 +130,20 @@ def _release_unused() -> None:
 @dataclass
 class ProcessCluster:
     """A ``dask scheduler`` and ``dask worker`` processes (:func:`process_cluster`): what a deployment runs
-    and points ``TRAJPUB_DASK_ADDRESS`` at."""
+    and points ``TRAJPUB_DASK_ADDRESS`` at, with the certificates of ``security``."""
 
     address: str
+    security: Security
     scheduler: subprocess.Popen
     workers: list[subprocess.Popen] = field(default_factory=list)
+
+    def environment(self) -> dict[str, str]:
+        """What a flow's environment needs to run on this cluster (:func:`client_environment`)."""
+        return client_environment(self.address, self.security)
+
+
+#: Left out of the environment of the worker processes trajpub starts: they never need a password.
+SECRET_VARIABLES = ("TRAJPUB_DATABASE_URL", "PREFECT_API_AUTH_STRING", "PREFECT_SERVER_API_AUTH_STRING")
 
 
 def _dask_command(*args: str) -> list[str]:
@@ -103,12 +156,17 @@ def process_cluster(n_workers: int, directory: Path, memory_limit: str = "auto",
     """Start ``dask scheduler`` on loopback and ``n_workers`` single-threaded ``dask worker`` processes (each a
     nanny and its worker, with :data:`WORKER_ENVIRON`, Great Expectations imported at start as on a long-lived
     cluster: 7 s of CPU per worker otherwise paid by the first validation), wait until every worker has joined,
-    and stop them all on exit. ``directory`` holds the scheduler file and the logs (``scheduler.log``,
-    ``worker-<i>.log``)."""
+    and stop them all on exit. Every connection is TLS with certificates generated for the cluster
+    (:func:`tls_files`). ``directory`` holds the scheduler file, the certificates (``tls/``) and the logs
+    (``scheduler.log``, ``worker-<i>.log``)."""
     directory.mkdir(parents=True, exist_ok=True)
     scheduler_file = directory / "scheduler.json"
     scheduler_file.unlink(missing_ok=True)
-    env = {**os.environ, **{k: str(v) for k, v in WORKER_ENVIRON.items()}}
+    security = tls_files(directory / "tls")
+    tls = ["--tls-ca-file", security.tls_ca_file, "--tls-cert", security.tls_scheduler_cert,
+           "--tls-key", security.tls_scheduler_key]
+    env = {**{k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES},
+           **{k: str(v) for k, v in WORKER_ENVIRON.items()}}
     procs: list[subprocess.Popen] = []
 
     def start(args: list[str], log: str) -> subprocess.Popen:
@@ -117,17 +175,17 @@ def process_cluster(n_workers: int, directory: Path, memory_limit: str = "auto",
         return procs[-1]
 
     try:
-        scheduler = start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                           "--scheduler-file", str(scheduler_file)], "scheduler.log")
+        scheduler = start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--protocol", "tls", *tls,
+                           "--no-dashboard", "--scheduler-file", str(scheduler_file)], "scheduler.log")
         address = _wait_for(lambda: scheduler_file.exists() and json.loads(scheduler_file.read_text())["address"],
                             scheduler, timeout_s, "the dask scheduler to write its address")
-        workers = [start(["worker", address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1",
+        workers = [start(["worker", address, "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1", *tls,
                           "--memory-limit", memory_limit, "--name", f"worker-{i}",
                           "--preload", "great_expectations"], f"worker-{i}.log")
                    for i in range(n_workers)]
-        with Client(address, timeout="30s") as client:
+        with Client(address, timeout="30s", security=security) as client:
             client.wait_for_workers(n_workers, timeout=timeout_s)
-        yield ProcessCluster(address, scheduler, workers)
+        yield ProcessCluster(address, security, scheduler, workers)
     finally:
         for proc in reversed(procs):
             proc.terminate()

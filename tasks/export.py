@@ -21,6 +21,7 @@ from pathlib import Path
 import geopandas as gpd
 import pyarrow.parquet as pq
 import pyogrio
+import pyogrio.errors
 import sqlalchemy as sa
 
 from tasks.publish import quote, table_names
@@ -87,22 +88,41 @@ def _write(frame: gpd.GeoDataFrame, path: Path, fmt: str, layer: str, metadata: 
                                 layer_options={"SPATIAL_INDEX": "YES" if frame.geometry.notna().all() else "NO"})
 
 
+def _check_free(paths: dict[str, Path]) -> None:
+    """Refuse a file that exists (never overwritten), a symbolic link (a dangling one too: writing would follow it
+    out of the folder) and a folder that does not exist, before anything is written."""
+    files = sorted(set(paths.values()))
+    taken = [str(p) for p in files if p.is_symlink() or p.exists()]
+    if taken:
+        raise TrajpubError(f"{', '.join(taken)} already exists (a file, folder or symbolic link); choose another "
+                           "--out", "export --out")
+    for path in files:
+        if not path.parent.is_dir():
+            raise TrajpubError(f"the folder {path.parent} does not exist", f"export --out {path}")
+
+
 def export_release(engine: sa.Engine, release_id: int, fmt: str, out: Path) -> dict[str, Path]:
     """Write a published release to ``out`` in ``fmt`` (a key of :data:`FORMATS`); returns each layer's file.
 
     ``engine`` is the consumer's login (the CLI's), so the export needs no more rights than a consumer has. An
-    existing file is refused rather than overwritten."""
+    existing file or link is refused rather than overwritten or followed; a file that cannot be written is
+    one sentence naming it, and what this export wrote is removed."""
     if fmt not in FORMATS:
         raise TrajpubError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}", "export --format")
+    if not Path(out).name or Path(out).name in (".", ".."):
+        raise TrajpubError(f"--out names the file to write, not a folder; got {str(out)!r}", "export --out")
     with engine.begin() as conn:
         card = release_card(conn, release_id)
         layers = _layers(conn, card)
     paths = _paths(Path(out), fmt, list(layers))
-    taken = sorted({str(p) for p in paths.values() if p.exists()})
-    if taken:
-        raise TrajpubError(f"{', '.join(taken)} already exists; choose another --out", "export --out")
+    _check_free(paths)
     metadata = json.dumps(card, sort_keys=True)
     for name, frame in layers.items():
-        _write(frame, paths[name], fmt, name, metadata)
+        try:
+            _write(frame, paths[name], fmt, name, metadata)
+        except (OSError, pyogrio.errors.DataSourceError, pyogrio.errors.DataLayerError) as exc:
+            for path in set(paths.values()):
+                path.unlink(missing_ok=True)
+            raise TrajpubError(f"the {name} layer cannot be written: {str(exc)[:200]}", f"file {paths[name]}") from None
     return paths
 

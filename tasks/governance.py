@@ -34,15 +34,30 @@ def refusals() -> Iterator[None]:
         raise PolicyError(exc.orig.diag.message_primary, "governance") from None
 
 
+def check_requester(conn: sa.Connection, requested_by: str | None) -> str:
+    """The canonical identity of a release's requester; refuses (PolicyError) a name that is not an identity or
+    not a registered person (a registered requester or a steward's login), as the database would on recording
+    the release (sql/028): a command asks this before a flow run exists."""
+    with refusals():
+        name = conn.execute(sa.text("SELECT governance.canonical_identity(:n, 'requested_by')"),
+                            {"n": requested_by}).scalar_one()
+    if not conn.execute(sa.text("SELECT governance.registered_person(:n)"), {"n": name}).scalar_one():
+        raise PolicyError(f"requested_by '{name}' is neither a registered requester nor a steward's login (the "
+                          "operator registers requesters: trajpub requester add NAME)", "requested_by")
+    return name
+
+
 def create_release(conn: sa.Connection, spec_record: dict, params: dict, guarantee: dict) -> int:
-    row = conn.execute(sa.text(
-        "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, window_start,"
-        " window_end, guarantee) VALUES (:dataset, :mechanism, CAST(:params AS jsonb), CAST(:spec AS jsonb),"
-        " :requested_by, :ws, :we, CAST(:guarantee AS jsonb)) RETURNING release_id"),
-        {"dataset": spec_record["dataset"], "mechanism": spec_record["mechanism"], "params": json.dumps(params),
-         "spec": json.dumps(spec_record), "requested_by": spec_record["requested_by"],
-         "ws": spec_record["window_start"], "we": spec_record["window_end"],
-         "guarantee": json.dumps(guarantee)}).scalar_one()
+    """Record a release as planned; the database refuses a requester that is not a registered person."""
+    with refusals():
+        row = conn.execute(sa.text(
+            "INSERT INTO governance.releases (dataset, mechanism, params, spec, requested_by, window_start,"
+            " window_end, guarantee) VALUES (:dataset, :mechanism, CAST(:params AS jsonb), CAST(:spec AS jsonb),"
+            " :requested_by, :ws, :we, CAST(:guarantee AS jsonb)) RETURNING release_id"),
+            {"dataset": spec_record["dataset"], "mechanism": spec_record["mechanism"], "params": json.dumps(params),
+             "spec": json.dumps(spec_record), "requested_by": spec_record["requested_by"],
+             "ws": spec_record["window_start"], "we": spec_record["window_end"],
+             "guarantee": json.dumps(guarantee)}).scalar_one()
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, to_status, detail) "
                          "VALUES (:r, 'planned', 'release planned')"), {"r": row})
     return row
@@ -67,11 +82,17 @@ def transition(conn: sa.Connection, release_id: int, to: str, detail: str | None
     conn.execute(sa.text("INSERT INTO governance.release_transitions (release_id, from_status, to_status, detail)"
                          " VALUES (:r, :f, :t, :d)"), {"r": release_id, "f": current, "t": to, "d": detail})
     if to in FINAL:
-        retention = conn.execute(sa.text(
-            "SELECT d.staging_retention_days FROM governance.datasets d JOIN governance.releases r USING (dataset)"
-            " WHERE r.release_id = :r"), {"r": release_id}).scalar()
-        if retention == 0:
-            purge_staging(conn, release_id)
+        ended(conn, release_id)
+
+
+def ended(conn: sa.Connection, release_id: int) -> None:
+    """What follows a release's final status in the same transaction: its staging rows go now unless its
+    dataset keeps them longer (``staging_retention_days``)."""
+    retention = conn.execute(sa.text(
+        "SELECT d.staging_retention_days FROM governance.datasets d JOIN governance.releases r USING (dataset)"
+        " WHERE r.release_id = :r"), {"r": release_id}).scalar()
+    if retention == 0:
+        purge_staging(conn, release_id)
 
 
 STAGING_TABLES = ("staging.candidate_points", "staging.candidate_owners", "staging.candidate_fragments")
@@ -102,9 +123,9 @@ def purge_expired_staging(conn: sa.Connection) -> list[int]:
 
 
 def update_release(conn: sa.Connection, release_id: int, **values: Any) -> None:
-    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points, published_table); the summary
-    grows through :func:`merge_summary`."""
-    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points", "published_table"}
+    """Set descriptive columns (flow_run_id, snapshot_hash, snapshot_points); the summary grows through
+    :func:`merge_summary`. The published table is named by the database's publication function."""
+    allowed = {"flow_run_id", "snapshot_hash", "snapshot_points"}
     if set(values) - allowed:
         raise ValueError(f"cannot update {sorted(set(values) - allowed)}")
     sets = ", ".join(f"{k} = :{k}" for k in values)
@@ -277,15 +298,16 @@ def mark_mechanism_started(conn: sa.Connection, release_id: int) -> None:
 
 
 def release_reservation(conn: sa.Connection, release_id: int, reason: str) -> bool:
-    """Give back the budget a release reserved at plan when its mechanism never ran: a compensating ledger row
-    (the ledger is append-only; the database refuses it once the mechanism started). Returns whether it did."""
+    """Give back the budget a failed release reserved at plan when its mechanism never ran: a compensating ledger
+    row mirroring the charge (the ledger is append-only; the database refuses any other give-back, sql/026).
+    Returns whether it did."""
     return conn.execute(sa.text(
         "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
         " max_records_per_object, account, unit, unit_epsilon, unit_delta, conversion, entry_kind, reason)"
         " SELECT l.dataset, l.release_id, l.mechanism, -l.epsilon, -l.delta, l.privacy_unit, l.max_records_per_object,"
         " l.account, l.unit, -l.unit_epsilon, -l.unit_delta, l.conversion, 'release', :why FROM governance.budget_ledger l"
         " JOIN governance.releases r USING (release_id) WHERE l.release_id = :r AND l.entry_kind = 'charge'"
-        " AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
+        " AND r.status = 'failed' AND r.mechanism_started_at IS NULL ON CONFLICT (release_id, entry_kind) DO NOTHING"),
         {"r": release_id, "why": reason}).rowcount > 0
 
 
@@ -325,21 +347,33 @@ def budget_lines(conn: sa.Connection, release: dict) -> list[str]:
     return lines
 
 
-def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None,
-           code: str | None = None) -> str:
-    """Record a steward's decision ('approved' or 'rejected') and move the release; returns the steward's login.
-
-    Without ``code``, ``conn`` must be a steward's login (the CLI): the database records that login. With
-    ``code`` (the Prefect UI form, answered in the flow as the pipeline role), the one-time code the steward
-    issued with ``trajpub steward code`` names the login. Either way the database checks the status, four-eyes
-    (the login against the requester) and that a rejection says why, and writes the append-only approval."""
+def decide(conn: sa.Connection, release_id: int, decision: str, comment: str | None) -> str:
+    """Record a steward's decision ('approved' or 'rejected') as the login of ``conn`` (the CLI) and move the
+    release; returns the login. The database checks the status, four-eyes (the login against the requester) and
+    that a rejection says why, and writes the append-only approval."""
     with refusals():
-        if code is None:
-            conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
-                         {"r": release_id, "d": decision, "c": comment or ""})
-            return conn.execute(sa.text("SELECT session_user")).scalar_one()
-        return conn.execute(sa.text("SELECT governance.decide_with_code(:r, :d, :c, :k)"),
-                            {"r": release_id, "d": decision, "c": comment or "", "k": code}).scalar_one()
+        conn.execute(sa.text("SELECT governance.decide(:r, :d, :c)"),
+                     {"r": release_id, "d": decision, "c": comment or ""})
+        return conn.execute(sa.text("SELECT session_user")).scalar_one()
+
+
+def decide_by_code(engine: sa.Engine, release_id: int, decision: str, comment: str | None, code: str) -> str:
+    """Record a decision answered in the Prefect UI form (the flow, as the pipeline role): the one-time ``code``
+    the steward issued with ``trajpub steward code`` names the login; the same checks as :func:`decide`. Returns
+    the login."""
+    return present_code(engine, "SELECT * FROM governance.decide_by_code(:r, :d, :c, :k)",
+                        {"r": release_id, "d": decision, "c": comment or "", "k": code})
+
+
+def present_code(engine: sa.Engine, statement: str, params: dict) -> str:
+    """Present a decision code with ``statement`` (sql/027) in a transaction of its own: the code is spent by this
+    presentation whatever the answer, and that commits; a refusal is then raised as a one-sentence PolicyError.
+    Returns the login that issued the code."""
+    with engine.begin() as conn:
+        decided_by, refused = conn.execute(sa.text(statement), params).one()
+    if refused is not None:
+        raise PolicyError(refused, "governance")
+    return decided_by
 
 
 def issue_decision_code(conn: sa.Connection, release_id: int) -> str:

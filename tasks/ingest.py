@@ -1,9 +1,10 @@
-"""Ingest: snapshot a dataset in PostGIS and read it in object partitions on Dask workers, not via the driver."""
+"""Ingest: snapshot a dataset in PostGIS and read it in object partitions, each sent to a Dask worker as it is read."""
 
 from __future__ import annotations
 
 import hashlib
 import io
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -93,32 +94,36 @@ def partition_objects(objects: list[tuple[str, int]], n_partitions: int) -> list
     return [sorted(p) for p in parts]
 
 
-def read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
-    """Runs on a Dask worker: read one partition's points straight from PostGIS, in load order per object (point
-    id: file order, or time order for an object the load found newest-first; tasks.load.time_order), retried on
-    transient database errors."""
-    return with_retries(lambda: _read_partition(dsn, snapshot_params, object_ids), "read partition")
-
-
 PARTITION_COLUMNS = {"point_id": pa.int64(), "source_id": pa.int64(), "source_line": pa.int64(),
                      "object_id": pa.string(), "t_us": pa.int64(), "lon": pa.float64(), "lat": pa.float64()}
 
 
-def _read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> pd.DataFrame:
-    """``COPY (SELECT ...) TO STDOUT`` as CSV, parsed by Arrow's C++ reader: no Python object per value, which
-    fetching rows as tuples made (a quarter of the client CPU; same frame). Times travel as epoch microseconds
-    (``t`` is microsecond-exact in PostgreSQL) and coordinates as float8 text, which PostgreSQL writes in its
-    shortest form that reads back to the same double."""
+def partition_csv(dsn: str, snapshot_params: dict, object_ids: list[str]) -> bytes:
+    """Runs in the flow: one partition's points as CSV, read from PostGIS with ``COPY (SELECT ...) TO STDOUT`` in
+    load order per object (point id: file order, or time order for an object the load found newest-first;
+    tasks.load.time_order), retried on transient database errors. Times travel as epoch microseconds (``t`` is
+    microsecond-exact in PostgreSQL) and coordinates as float8 text, which PostgreSQL writes in its shortest form
+    that reads back to the same double."""
     query = ("SELECT point_id, source_id, source_line, object_id, (extract(epoch FROM t) * 1000000)::bigint,"
              f" ST_X(geom), ST_Y(geom) FROM raw.points WHERE {SNAPSHOT_FILTER} AND object_id = ANY(%(ids)s)"
              " ORDER BY object_id, point_id")
-    sink = io.BytesIO()
-    with psycopg.connect(dsn) as conn, conn.cursor() as cur, \
-            cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)", {**snapshot_params, "ids": object_ids}) as copy:
-        for block in copy:
-            sink.write(block)
-    if sink.tell():
-        table = pacsv.read_csv(pa.py_buffer(sink.getbuffer()),
+
+    def read() -> bytes:
+        sink = io.BytesIO()
+        with psycopg.connect(dsn) as conn, conn.cursor() as cur, \
+                cur.copy(f"COPY ({query}) TO STDOUT (FORMAT csv)", {**snapshot_params, "ids": object_ids}) as copy:
+            for block in copy:
+                sink.write(block)
+        return sink.getvalue()
+
+    return with_retries(read, "read partition")
+
+
+def parse_partition(csv: bytes) -> pd.DataFrame:
+    """Runs on a Dask worker: the frame of one partition's CSV (:func:`partition_csv`), parsed by Arrow's C++
+    reader: no Python object per value, which fetching rows as tuples made (a quarter of the client CPU)."""
+    if csv:
+        table = pacsv.read_csv(pa.py_buffer(csv),
                                read_options=pacsv.ReadOptions(column_names=list(PARTITION_COLUMNS)),
                                parse_options=pacsv.ParseOptions(newlines_in_values=True),
                                convert_options=pacsv.ConvertOptions(column_types=PARTITION_COLUMNS))
@@ -131,8 +136,21 @@ def _read_partition(dsn: str, snapshot_params: dict, object_ids: list[str]) -> p
 
 def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
                     objects: list[tuple[str, int]], n_partitions: int) -> list[Future]:
-    """Futures of the partitions, held in worker memory."""
+    """Futures of the partitions, held in worker memory. The flow reads each partition from PostGIS and sends its
+    CSV to a worker, which parses it: the workers never receive a database credential, and a scheduler gets
+    only the partitions, never a password (docs/design.md, "Decision codes and the control plane"). One read
+    per worker at a time (reads overlap parsing), so the flow holds at most that many partitions' CSV."""
     dsn = psycopg_dsn(engine)
     parts = partition_objects(objects, n_partitions)
-    return client.map(read_partition, [dsn] * len(parts), [snapshot.filter_params()] * len(parts), parts,
-                      pure=False)
+    if not client.scheduler_info()["workers"]:
+        client.wait_for_workers(1, timeout=600)
+    workers = sorted(client.scheduler_info()["workers"])
+    params = snapshot.filter_params()
+
+    def send(i: int) -> Future:
+        worker = workers[i % len(workers)]
+        [csv] = client.scatter([partition_csv(dsn, params, parts[i])], workers=[worker], hash=False, direct=True)
+        return client.submit(parse_partition, csv, workers=[worker], allow_other_workers=True, pure=False)
+
+    with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+        return list(pool.map(send, range(len(parts))))

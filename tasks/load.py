@@ -41,6 +41,7 @@ import sqlalchemy as sa
 
 from tasks.db import dataset_lock_key
 from trajpub import formats
+from trajpub.errors import InputError
 from trajpub.spec import validate_dataset_name
 
 COPY_CHUNK = 8 << 20  # bytes per COPY write
@@ -181,6 +182,16 @@ def _rejects_csv(rejects: pd.DataFrame, dataset: str, source_id: int) -> bytes:
     })
 
 
+def _refuse_empty(parsed: formats.ParsedSource, shown: str) -> None:
+    """A source none of whose records is a point loads nothing, not even the dataset (a dataset of no points
+    would be planned, charged and audited for nothing): the error says why the records were rejected."""
+    if parsed.rejects.empty:
+        raise InputError("the source holds no records; nothing was loaded, no dataset created", f"file {shown}")
+    first = parsed.rejects.sort_values("source_line", kind="stable").iloc[0]
+    raise InputError(f"none of the {parsed.n_read} records is a point (the first: {str(first['reason'])[:120]}); "
+                     "nothing was loaded, no dataset created", f"file {shown}, line {first['source_line']}")
+
+
 def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, options: dict | None = None,
                 progress: Callable[[str], None] | None = None) -> LoadReport:
     """Load ``path`` (format ``fmt``, reader ``options``) into ``dataset``; see the module docstring.
@@ -217,6 +228,8 @@ def load_source(engine: sa.Engine, fmt: str, path: str | Path, dataset: str, opt
     parsed = reader.parse(path)
     n_points, n_rejects = len(parsed.points), len(parsed.rejects)
     say(f"read {parsed.n_read} records: {n_points} points, {n_rejects} rejected")
+    if n_points == 0:
+        _refuse_empty(parsed, shown)
     ordered = time_order(parsed.points)
     if ordered.n_reordered_objects:
         say(f"put {ordered.n_reordered_objects} objects listed newest-first in time order (their source lines are "

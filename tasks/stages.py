@@ -82,7 +82,7 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     """Snapshot the dataset, read it onto the Dask workers, validate it (GX), store the validation and move the
     release to ``validated``.
 
-    Retry policy: twice, 20 s and 60 s apart, after a transient database error only (the workers read the
+    Retry policy: twice, 20 s and 60 s apart, after a transient database error only (the flow reads the
     snapshot from PostGIS; a restart outlasts the 15 s of :func:`tasks.db.with_retries`). Safe to repeat: the
     stage spends nothing, and it writes once, in one transaction that also moves the release to ``validated``,
     so a repeat after that commit is refused by the status machine instead of storing the validation twice."""

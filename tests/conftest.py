@@ -13,12 +13,12 @@ config.apply_environment()
 
 def pytest_collection_modifyitems(config, items):
     """Tests under ``tests/integration`` are marked ``integration`` (``make test-unit`` deselects them). Under
-    pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each integration module is one group, so a worker runs a
-    module's tests and its module fixtures together; the unit tests spread over both workers."""
+    pytest-xdist (``make test``: ``-n 2 --dist loadfile``) a worker runs all of a module's tests, so a module
+    fixture is made once, by one worker. (``--dist loadgroup`` does not group under pytest 9: xdist 3.8 renames
+    ``item._nodeid``, which pytest 9 no longer reads.)"""
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.fixture(scope="session")

@@ -115,8 +115,32 @@ def _split_lines(text: str) -> pa.LargeStringArray:
     return pc.replace_substring_regex(lines, "\r$", "")
 
 
-def _header_fields(line: str, sep: str) -> list[str]:
-    return [f.strip().strip('"').strip() for f in next(csv.reader([line], delimiter=sep))]
+MAX_HEADER_CHARS = 65_536
+"""A header line names a few columns: a longer first line is no header (a file without one, or not the format)."""
+
+
+def _first_line(text: str) -> tuple[int, str] | None:
+    """The first non-blank line of ``text`` and its number (None when every line is blank)."""
+    start, number = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return number, text[start:end].rstrip("\r")
+        start, number = end + 1, number + 1
+    return None
+
+
+def _header_fields(line: str, sep: str, where: str) -> list[str]:
+    """The column names of a header line; one sentence (``where``: file and line) for a line that is no header."""
+    if len(line) > MAX_HEADER_CHARS:
+        raise InputError(f"the header line is {len(line)} characters long, more than column names take "
+                         f"({MAX_HEADER_CHARS}): is this the format, and does the file start with its header?", where)
+    try:
+        fields = next(csv.reader([line], delimiter=sep))
+    except csv.Error as exc:
+        raise InputError(f"the header line cannot be split into {sep!r}-separated names: {exc}", where) from None
+    return [f.strip().strip('"').strip() for f in fields]
 
 
 def _text(values: pd.Series) -> pd.Series:
@@ -219,7 +243,7 @@ def _read_table(files: list[Path], root: Path, *, sep: str, names: list[str] | N
             if first >= len(lines):
                 offset += len(lines)
                 continue
-            found = _header_fields(lines[first].as_py(), sep)
+            found = _header_fields(lines[first].as_py(), sep, _where(path, first + 1))
             if columns is None:
                 columns = found
             elif found != columns:
@@ -586,15 +610,16 @@ class GeoLife(SourceFormat):
         files = self.files(path)
         if path.is_dir() or path.suffix.lower() == ".plt":
             return self._parse_plt(path, files)
-        first = next((ln for ln in _split_lines(_read_text(path)[:65536]).to_pylist() if ln.strip()), None)
-        if first is None:
+        found_first = _first_line(_read_text(path))
+        if found_first is None:
             raise InputError("the source has no data rows", _where(path))
+        number, first = found_first
         sep = ";" if first.count(";") > first.count(",") else ","
-        found = _header_fields(first, sep)
+        found = _header_fields(first, sep, _where(path, number))
         roles = self.MPD if set(self.MPD.values()) <= set(found) else self.SKMOB
         if not set(roles.values()) <= set(found):
             raise InputError("the header matches no GeoLife layout: expected lat,lng,datetime,uid or "
-                             f"X;Y;...;tracker;t; found {', '.join(found)}", _where(path, 1))
+                             f"X;Y;...;tracker;t; found {', '.join(found)[:200]}", _where(path, number))
         table, _ = _read_table(files, path, sep=sep, names=None, header=True)
         _require_rows(table, path)
         fmt = ISO8601 if roles is self.MPD else "%Y-%m-%d %H:%M:%S"

@@ -18,6 +18,7 @@ from typing import Any
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
+from trajpub.identity import canonical_identity
 from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -158,7 +159,9 @@ class ReleaseSpec:
     ``time_precision_s``: released timestamps are floored to this many seconds (the output suite checks it);
     ``queue_timeout_s``: how long the release waits while another release of the same dataset is being
     computed (one at a time per dataset) before it fails; ``approval_timeout_s``: how long the flow waits for
-    the steward (the release then stays awaiting approval).
+    the steward (the release then stays awaiting approval). ``requested_by``: who asks, a registered requester
+    or a steward's login (:mod:`trajpub.identity`; the database refuses anyone else when it records the release),
+    kept in its canonical form.
     """
 
     dataset: str
@@ -167,18 +170,19 @@ class ReleaseSpec:
     params: dict = field(default_factory=dict)
     window_start: datetime | None = None
     window_end: datetime | None = None
-    requested_by: str = "unknown"
+    requested_by: str | None = None
     validation: ValidationSpec = field(default_factory=ValidationSpec)
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
     gate_policy: dict | None = None
     approval_timeout_s: float = 3600.0
     queue_timeout_s: float = 3600.0
     time_precision_s: float = 60.0
-    dask_address: str | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
         validate_dataset_name(self.dataset)
+        if self.requested_by is not None:
+            object.__setattr__(self, "requested_by", canonical_identity(self.requested_by))
         object.__setattr__(self, "gate_policy", parse_policy_reference(self.gate_policy))
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
@@ -230,6 +234,9 @@ class ReleaseSpec:
         if not isinstance(data, dict):
             raise ParameterError("a release spec must be a mapping of keys to values", "release spec")
         data = dict(data)
+        if "dask_address" in data:
+            raise ParameterError("a release spec cannot name a Dask scheduler: the operator sets it "
+                                 "(TRAJPUB_DASK_ADDRESS, with its TLS certificates)", "dask_address")
         _check_keys(cls, data, "release spec")
         for key in ("dataset", "bbox"):
             if key not in data:

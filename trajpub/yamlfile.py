@@ -18,6 +18,20 @@ MAX_NODES = 100_000
 dozens. Counted while the file is composed, before anything is expanded."""
 
 
+def _refuse_duplicate_keys(node: yaml.MappingNode) -> None:
+    """A key written twice in one mapping: YAML says keys are unique, and PyYAML would silently keep the last
+    (a second ``dataset:`` further down would win). Refused, naming both lines."""
+    seen: dict[tuple[str, str], int] = {}
+    for key, _ in node.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+            continue
+        if (key.tag, key.value) in seen:
+            raise ParameterError(f"the key {key.value[:60]!r} appears twice in one mapping (first on line "
+                                 f"{seen[key.tag, key.value]}); remove one",
+                                 f"line {key.start_mark.line + 1}, column {key.start_mark.column + 1}")
+        seen[key.tag, key.value] = key.start_mark.line + 1
+
+
 class _LimitedLoader(yaml.SafeLoader):
     """The safe loader, weighing every node by the number of values it stands for, aliases expanded."""
 
@@ -32,6 +46,7 @@ class _LimitedLoader(yaml.SafeLoader):
         if isinstance(node, yaml.SequenceNode):
             weight = 1 + sum(self.weights[id(child)] for child in node.value)
         elif isinstance(node, yaml.MappingNode):
+            _refuse_duplicate_keys(node)
             weight = 1 + sum(self.weights[id(k)] + self.weights[id(v)] for k, v in node.value)
         else:
             weight = 1

@@ -29,20 +29,26 @@ BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_dask():
+def warm_dask(tmp_path_factory):
     """One Dask cluster for the whole integration session, given to every flow the tests start as
-    ``TRAJPUB_DASK_ADDRESS`` (the way a deployment runs on an existing cluster): a flow run then skips starting two
-    worker processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about
-    a cluster of their own name it in the spec's ``dask_address``."""
+    ``TRAJPUB_DASK_ADDRESS`` with its TLS certificates (the way a deployment runs on an existing cluster): a flow
+    run then skips starting two worker processes and importing Great Expectations in them (about 8 s of a 40-taxi
+    release's 20). Tests about a cluster of their own pass its environment to :func:`start_release`."""
+    import dask
     from distributed import Client
 
-    from tasks.dask_cluster import local_cluster
+    from tasks.dask_cluster import client_environment, local_cluster, tls_files
 
-    with local_cluster(2) as cluster, Client(cluster) as client:
+    security = tls_files(tmp_path_factory.mktemp("dask-tls"))
+    with local_cluster(2, security=security) as cluster, Client(cluster) as client:
         client.run(importlib.import_module, "great_expectations")
-        os.environ["TRAJPUB_DASK_ADDRESS"] = cluster.scheduler_address
+        environment = client_environment(cluster.scheduler_address, security)
+        os.environ.update(environment)
+        dask.config.refresh()  # this process's clients read the certificates from Dask's configuration too
         yield cluster.scheduler_address
-        os.environ.pop("TRAJPUB_DASK_ADDRESS", None)
+        for key in environment:
+            os.environ.pop(key, None)
+        dask.config.refresh()
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -85,12 +91,12 @@ class RunningRelease:
         return "".join(self.lines)
 
 
-def start_release(spec: dict, tmp_path: Path, *extra: str) -> RunningRelease:
+def start_release(spec: dict, tmp_path: Path, *extra: str, environment: dict | None = None) -> RunningRelease:
     """``trajpub release run`` on ``spec`` in a subprocess, on the session's shared Dask cluster (:func:`warm_dask`)
-    unless the spec names its own ``dask_address``."""
+    unless ``environment`` names another (``ProcessCluster.environment()``)."""
     path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(spec))
-    env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
+    env = {**os.environ, "TRAJPUB_TEST_MODE": "1", **(environment or {})}
     proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     run = RunningRelease(proc)
@@ -253,6 +259,20 @@ def stewards(engine) -> dict[str, sa.Engine]:
     return {login: steward_engine(login) for login in STEWARDS}
 
 
+REQUESTERS = ("pytest", "requester", "r", "x", "demo-engineer", "scheduler", "backfill-operator")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def requesters(stewards) -> tuple[str, ...]:
+    """The requesters the tests' releases name, registered as an operator registers them (``trajpub requester
+    add``, idempotent); a steward's login is a requester without registration."""
+    from flows.services import add_requester
+
+    for name in REQUESTERS:
+        add_requester(name)
+    return REQUESTERS
+
+
 def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester") -> int:
     """A release recorded as the flow's plan step records it (status planned), without running anything."""
     from tasks import governance
@@ -263,13 +283,32 @@ def new_release(engine: sa.Engine, dataset: str, requested_by: str = "requester"
                                                 "window_end": None}, {"epsilon": 1.0}, {"epsilon": 1.0})
 
 
+def record_validation(conn: sa.Connection, release_id: int) -> None:
+    """A validation result for the release, the evidence the database asks of a move to validated."""
+    conn.execute(sa.text("INSERT INTO governance.validation_results (release_id, suite, success, n_rows, n_quarantined,"
+                         " result) VALUES (:r, 'test', true, 0, 0, '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
+
+
+def record_audit(conn: sa.Connection, release_id: int) -> None:
+    """An audit result for the release, the evidence the database asks of a move to audited."""
+    conn.execute(sa.text("INSERT INTO governance.audit_results (release_id, attack, threshold, passed, outcome, error,"
+                         " evidence) VALUES (:r, 'test_attack', NULL, true, 'not applicable', 'staged by a test',"
+                         " '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
+
+
 def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
-    """Walk a release through the status machine to awaiting_approval, as the flow does, staging ``candidate``
-    (a :class:`trajpub.candidate.CandidateRelease`) when it is given."""
+    """Walk a release through the status machine to awaiting_approval with the evidence the flow records (a
+    validation result, ``candidate`` staged: a :class:`trajpub.candidate.CandidateRelease`, by default a tiny
+    synthetic one, and an audit result)."""
     from tasks import governance, publish
+    from tests.integration.staged import SHAPES
 
     with engine.begin() as conn:
         for status in ("validated", "protected", "audited", "awaiting_approval"):
-            if status == "protected" and candidate is not None:
-                publish.stage(conn, release_id, candidate)
+            if status == "validated":
+                record_validation(conn, release_id)
+            if status == "protected":
+                publish.stage(conn, release_id, candidate or SHAPES["trajectories"]().check())
+            if status == "audited":
+                record_audit(conn, release_id)
             governance.transition(conn, release_id, status)

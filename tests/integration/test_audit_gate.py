@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from audits.gate import GatePolicy
 from flows.review import review_markdown
 from mechanisms import prefix_tree
 from tasks import audit, protect
+from tasks.dask_cluster import local_cluster
 from tasks.protect import mechanism
 from tasks.review import read_review
 from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
@@ -31,8 +32,7 @@ GRID = GridSpec(BBOX, 2000.0)
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
-            Client(cluster) as c:
+    with local_cluster(2) as cluster, Client(cluster) as c:  # TLS, as every cluster trajpub starts
         yield c
 
 

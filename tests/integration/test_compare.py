@@ -26,7 +26,7 @@ from tests.integration.conftest import (
     to_awaiting_approval,
     wait_until,
 )
-from tests.integration.test_ui_approval import UI_URL, flow_run_state, form_property, kill_tree
+from tests.integration.test_ui_approval import flow_run_state, form_property, kill_tree, log_in
 from tests.lineage_schema import validate_event
 from trajpub.errors import PolicyError
 
@@ -76,20 +76,22 @@ def test_the_pick_approves_one_and_rejects_its_siblings_as_one_steward(engine, s
             governance.update_release(conn, rid, flow_run_id=str(flow_run_id))
     for rid in rids:
         to_awaiting_approval(engine, rid)
-    with stewards[STEWARD].begin() as conn:
-        code = governance.issue_decision_code(conn, rids[1])
-    with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
-        compare.pick(conn, rids[0], "", code=code)  # a code picks only the release it was issued for
-    with engine.begin() as conn:
-        assert compare.pick(conn, rids[1], "the best", code=code) == STEWARD
+    def code() -> str:
+        with stewards[STEWARD].begin() as conn:
+            return governance.issue_decision_code(conn, rids[1])
+
+    with pytest.raises(PolicyError, match="not valid for release"):
+        compare.pick_by_code(engine, rids[0], "", code())  # a code picks only the release it was issued for
+    issued = code()
+    assert compare.pick_by_code(engine, rids[1], "the best", issued) == STEWARD
     decided = {r["release_id"]: r for r in q(engine, "SELECT r.release_id, r.status, a.steward, a.comment FROM "
                                                      "governance.releases r LEFT JOIN governance.approvals a USING "
                                                      "(release_id) WHERE release_id = ANY(:r)", r=rids)}
     assert [decided[r]["status"] for r in rids] == ["rejected", "approved", "rejected", "awaiting_approval"]
     assert {decided[r]["steward"] for r in rids[:3]} == {STEWARD}
     assert decided[rids[0]]["comment"] == f"not picked: release {rids[1]} of the same comparison was picked"
-    with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
-        compare.pick(conn, rids[1], "again", code=code)  # a code is used once
+    with pytest.raises(PolicyError, match="not valid for release"):
+        compare.pick_by_code(engine, rids[1], "again", issued)  # a code is used once
 
 
 def test_a_pick_from_the_cli_with_no_flow_waiting_publishes_it_and_discards_the_others(engine, stewards,
@@ -173,7 +175,7 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
 
         with chromium_page() as page:
             page.set_viewport_size({"width": 1400, "height": 1000})
-            page.goto(f"{UI_URL}/runs/flow-run/{flow_run_id}")
+            log_in(page, f"/runs/flow-run/{flow_run_id}")
             page.get_by_role("button", name="Resume").click()
             dialog = page.get_by_role("dialog")
             expect(dialog.get_by_role("heading", name="Comparison pytest_compare: pick one candidate to publish")

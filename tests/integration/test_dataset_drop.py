@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from tasks import governance
+from tasks import governance, publish
 from tasks.datasets import drop_dataset
 from tasks.load import load_source
 from tests.integration.conftest import cli, new_release, to_awaiting_approval
@@ -44,13 +44,11 @@ def test_a_published_release_blocks_the_drop_until_it_is_withdrawn(engine, stewa
         drop_dataset(stewards["alice"], loaded)
     with stewards["alice"].begin() as conn:
         governance.decide(conn, rid, "approved", None)
-    with engine.begin() as conn:
-        governance.transition(conn, rid, "published")
+    publish.publish(engine, rid, None)
     with pytest.raises(PolicyError, match=rf"has published releases: {rid} \(published\); withdraw them first"):
         drop_dataset(stewards["alice"], loaded)
     assert _raw_rows(engine, loaded) == {"raw.points": 3, "raw.sources": 1, "staging.quarantine": 1}
-    with stewards["alice"].begin() as conn:
-        conn.execute(sa.text("SELECT governance.record_withdrawal(:r, 'wrong file', ARRAY[]::text[])"), {"r": rid})
+    publish.withdraw(stewards["alice"], rid, "wrong file")
 
     dropped = drop_dataset(stewards["bob"], loaded)
 

@@ -19,7 +19,7 @@ from prefect.exceptions import ObjectNotFound
 
 from tests.integration.browser import chromium_page
 from tests.integration.conftest import TRAJPUB, base_spec, cli, wait_until
-from tests.integration.test_ui_approval import UI_URL
+from tests.integration.test_ui_approval import log_in
 from trajpub.spec import ReleaseSpec
 
 pytestmark = pytest.mark.integration
@@ -62,9 +62,10 @@ def test_the_deployment_run_form_has_the_spec_fields(served):
     _, _, deployment = served
     spec = deployment.parameter_openapi_schema["properties"]["spec"]
     assert set(spec["properties"]) == {f.name for f in fields(ReleaseSpec)}
+    assert "dask_address" not in spec["properties"]  # the operator's setting, not the requester's
     assert spec["properties"]["bbox"]["type"] == "array" and spec["properties"]["dataset"]["type"] == "string"
     with chromium_page() as page:  # the custom run form in the real UI: one labelled field per spec field
-        page.goto(f"{UI_URL}/deployments/deployment/{deployment.id}/run")
+        log_in(page, f"/deployments/deployment/{deployment.id}/run")
         for name in ("dataset", "mechanism", "bbox", "window_start", "approval_timeout_s"):
             label = spec["properties"][name]["title"] + ("" if name in spec["required"] else " (Optional)")
             expect(page.locator(".p-label").filter(has=page.get_by_text(label, exact=True)).first).to_be_visible()

@@ -13,6 +13,7 @@ from tests.integration.conftest import (
     base_spec,
     cli,
     new_release,
+    record_validation,
     start_release,
     to_awaiting_approval,
 )
@@ -214,6 +215,7 @@ def staged(engine, rid: int) -> list[int]:
 
 def block(engine, rid: int) -> None:
     with engine.begin() as conn:
+        record_validation(conn, rid)
         for status in ("validated", "protected", "audited", "blocked"):
             governance.transition(conn, rid, status, "test")
 
@@ -267,6 +269,9 @@ def test_migration_014_converts_old_ledger_rows_honestly(engine, owner, bare_dat
         conn.execute(sa.text("ALTER TABLE governance.budget_ledger ALTER COLUMN account DROP NOT NULL,"
                              " ALTER COLUMN unit DROP NOT NULL, ALTER COLUMN conversion DROP NOT NULL"))
         conn.execute(sa.text("ALTER TABLE governance.budget_ledger DISABLE TRIGGER ledger_append_only"))
+        # the rows of then predate migration 026's checks of a row's unit and figures
+        conn.execute(sa.text("ALTER TABLE governance.budget_ledger DISABLE TRIGGER ledger_release_check,"
+                             " DROP CONSTRAINT budget_ledger_figures_check"))
         for rid, (_, eps, k, _) in zip(rids, old, strict=True):
             conn.execute(sa.text("INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon,"
                                  " privacy_unit, max_records_per_object) VALUES (:d, :r, 'm', :e, 'one trajectory"

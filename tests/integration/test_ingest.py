@@ -26,8 +26,9 @@ def test_snapshot_hash_is_stable_and_changes_with_the_content(engine, loaded_tdr
     day = ingest.take_snapshot(engine, dataset, datetime(2008, 2, 3, tzinfo=UTC),
                                datetime(2008, 2, 4, tzinfo=UTC))[0]
     assert 0 < day.n_points < grown.n_points
-    # workers read exactly the pinned points, whole objects per partition
+    # the partitions hold exactly the pinned points, whole objects per partition
     parts = ingest.partition_objects(objects, 3)
-    frames = [ingest.read_partition(ingest.psycopg_dsn(engine), first.filter_params(), p) for p in parts]
+    frames = [ingest.parse_partition(ingest.partition_csv(ingest.psycopg_dsn(engine), first.filter_params(), p))
+              for p in parts]
     assert sum(len(f) for f in frames) == first.n_points
     assert all(set(f["object_id"]) == set(p) for f, p in zip(frames, parts, strict=True))

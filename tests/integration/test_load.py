@@ -286,7 +286,7 @@ def test_a_newest_first_file_loads_in_time_order_and_passes_the_time_order_check
     """Real T-Drive rows of 5 taxis written newest-first (the whole file reversed), loaded with the command line:
     it says it put them in time order, each point keeps its source line, and the release's time-order
     expectation finds nothing to quarantine in what a snapshot reads."""
-    from tasks.ingest import psycopg_dsn, read_partition
+    from tasks.ingest import parse_partition, partition_csv, psycopg_dsn
     from tasks.validate import load_suite, suite_parameters, validate_partition
     from tests.integration.conftest import BEIJING, cli
     from trajpub.spec import ReleaseSpec
@@ -317,7 +317,7 @@ def test_a_newest_first_file_loads_in_time_order_and_passes_the_time_order_check
     assert (stored_local.dt.tz_localize(None).to_numpy() == expected_t.to_numpy()).all()
 
     snapshot = {"dataset": dataset, "max_point_id": int(stored["point_id"].max()), "ws": None, "we": None}
-    points = read_partition(psycopg_dsn(engine), snapshot, sorted(stored["object_id"].unique()))
+    points = parse_partition(partition_csv(psycopg_dsn(engine), snapshot, sorted(stored["object_id"].unique())))
     spec = ReleaseSpec.from_dict({"dataset": dataset, "bbox": BEIJING})
     _, _, summary = validate_partition(points, load_suite(), suite_parameters(spec))
     [time_order] = [e for e in summary if e["expectation"] == "expect_column_values_to_be_between(dt_prev_s)"]

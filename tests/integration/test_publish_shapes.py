@@ -46,10 +46,10 @@ def test_the_latest_views_follow_a_change_of_shape(engine, first, second):
         assert n_view == n_table > 0
 
 
-def test_recover_fails_an_approved_release_it_cannot_publish_saying_why(engine):
+def test_recover_fails_an_approved_release_it_cannot_publish_saying_why(engine, owner):
     dataset = new_dataset(engine)
     rid = approved_release(engine, dataset, "trajectories")
-    with engine.begin() as conn:  # something already holds the release's table name: publication cannot succeed
+    with owner.begin() as conn:  # something already holds the release's table name: publication cannot succeed
         conn.execute(sa.text(f'CREATE TABLE published."{dataset}__r{rid}" (x int)'))
     out = cli("recover", "--dataset", dataset)
     assert out.returncode == 0, out.stderr

@@ -80,6 +80,13 @@ def release_row_locked_once_validated(engine, run):
             conn.rollback()
 
 
+def flow_run_state(flow_run_id):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id).state
+
+
 def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("killp")
     run = start_release(base_spec(dataset), tmp_path)
@@ -89,9 +96,14 @@ def test_flow_killed_during_protect_is_recorded_and_a_rerun_completes(engine, lo
         run.proc.wait(timeout=30)
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("validated",)]
+    (flow_run_id,), = q(engine, "SELECT flow_run_id FROM governance.releases WHERE release_id = :r",
+                        r=run.release_id)
+    assert flow_run_state(flow_run_id).type.value == "RUNNING"  # nobody told Prefect the process died
     out = cli("recover", "--dataset", dataset)
     assert out.returncode == 0, out.stderr
     assert f"1 interrupted release(s) marked failed ({run.release_id})" in out.stdout
+    state = flow_run_state(flow_run_id)  # the UI and the API no longer show a dead run as running
+    assert state.type.value == "CRASHED" and "`trajpub recover` marked the release failed" in state.message
     (status, reason), = q(engine, "SELECT status, failure_reason FROM governance.releases WHERE release_id = :r",
                           r=run.release_id)
     assert status == "failed" and "interrupted while 'validated'" in reason
@@ -129,9 +141,14 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
     assert published_tables(engine, dataset) == set()
     assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("approved", None)]
+    (flow_run_id,), = q(engine, "SELECT flow_run_id FROM governance.releases WHERE release_id = :r",
+                        r=run.release_id)
+    assert flow_run_state(flow_run_id).type.value == "RUNNING"
     out = cli("recover", "--dataset", dataset)
     assert out.returncode == 0, out.stderr
     assert f"release {run.release_id} was approved but not published; now published" in out.stdout
+    state = flow_run_state(flow_run_id)
+    assert state.type.value == "CRASHED" and "`trajpub recover` published the release" in state.message
     assert published_tables(engine, dataset) == {f"{dataset}__r{run.release_id}",
                                                  f"{dataset}__r{run.release_id}_traj"}
 
@@ -202,20 +219,21 @@ def test_a_dask_worker_process_killed_mid_run_is_survived_and_nothing_half_is_re
                                                                                         tmp_path):
     """A release on a cluster of separate processes (``dask scheduler`` + two ``dask worker``, the
     TRAJPUB_DASK_ADDRESS path) loses one whole worker (its nanny and worker process, SIGKILL) while the
-    validated partitions sit in worker memory: the lost partitions are recomputed from PostGIS on the other worker
-    and the release reaches review over every object of its snapshot, or it fails closed, with nothing published."""
+    validated partitions sit in worker memory: the release fails closed (the flow sent those partitions; no worker
+    can read them again from PostGIS, holding no credential), or, when Dask could recompute what was lost, it
+    reaches review over every object of its snapshot; nothing is published either way."""
     from tasks.dask_cluster import process_cluster
 
     dataset = loaded_tdrive("worker")
     with process_cluster(2, tmp_path / "dask") as cluster:
-        run = start_release(base_spec(dataset, approval_timeout_s=5, dask_address=cluster.address), tmp_path)
+        run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, environment=cluster.environment())
         wait_until(lambda: run.release_id, 600, "the release to be planned")  # a busy machine starts it slowly
         with release_row_locked_once_validated(engine, run):  # the prepared partitions sit in worker memory
             wait_until(lambda: waiting_on_lock(engine, "mechanism_started_at"), 120, "the mechanism start to block")
             victim = cluster.workers[0]
             kill_tree(victim.pid)
             victim.wait(timeout=30)
-            with Client(cluster.address) as client:
+            with Client(cluster.address, security=cluster.security) as client:
                 wait_until(lambda: len(client.scheduler_info()["workers"]) == 1, 60,
                            "the scheduler to drop the killed worker")
         code = run.proc.wait(timeout=300)

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -236,28 +233,19 @@ def test_rejected_release_publishes_nothing(engine, loaded_tdrive, tmp_path):
 
 @pytest.fixture
 def external_dask(tmp_path):
-    """A separately started `dask scheduler` and `dask worker`, as an existing cluster would be."""
-    dask = str(Path(sys.executable).with_name("dask"))
-    port = 8786 + os.getpid() % 500
-    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([dask, "worker", f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--nthreads", "1",
-                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    from distributed import Client
+    """A separately started `dask scheduler` and `dask worker` processes, as an existing cluster would be (TLS
+    with their own certificates); the environment that points a flow at it."""
+    from tasks.dask_cluster import process_cluster
 
-    with Client(f"tcp://127.0.0.1:{port}", timeout="60s") as client:
-        client.wait_for_workers(2, timeout=60)
-    yield f"tcp://127.0.0.1:{port}"
-    for p in (worker, scheduler):
-        p.terminate()
-        p.wait(timeout=30)
+    with process_cluster(2, tmp_path / "dask") as cluster:
+        yield cluster.environment()
 
 
 def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, loaded_tdrive, tmp_path,
                                                                      external_dask):
     """On an existing Dask cluster: nobody answers in time, the flow ends, a later approval still publishes."""
     dataset = loaded_tdrive("late")
-    run = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path, "--dask-address", external_dask)
+    run = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path, environment=external_dask)
     assert run.proc.wait(timeout=300) == 0, run.output()
     assert '"status": "awaiting_approval"' in run.output()
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",

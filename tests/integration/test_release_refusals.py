@@ -62,7 +62,7 @@ def test_budget_cap_refuses_before_reading_data(engine, bare_dataset, tmp_path):
     dataset = bare_dataset
     assert cli("budget", "cap", dataset, "0.5", "--steward", "ada").returncode == 0
     spec = tmp_path / "spec.yaml"
-    spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
+    spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\nrequested_by: pytest\n")
     result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")  # no cap on records per object
     assert result.returncode == 1 and "epsilon per object is unbounded" in result.stderr, result.stderr
     result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=0.25", "--param",

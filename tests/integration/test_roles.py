@@ -114,7 +114,7 @@ def test_the_database_refuses_a_charge_over_the_cap_whatever_the_client(engine, 
 
 
 # --- finding 5: four-eyes bypassed by case; the steward was a free-text name ---------------------------------
-@pytest.mark.parametrize("requested_by", ["alice", "Alice", " ALICE "])
+@pytest.mark.parametrize("requested_by", ["alice", "Alice", "\uff21\uff2c\uff29\uff23\uff25"])  # fullwidth: NFKC
 def test_four_eyes_compares_the_authenticated_login(engine, stewards, dataset, requested_by):
     rid = new_release(engine, dataset, requested_by=requested_by)
     to_awaiting_approval(engine, rid)
@@ -134,25 +134,29 @@ def test_four_eyes_compares_the_authenticated_login(engine, stewards, dataset, r
 
 
 def test_a_decision_code_carries_the_issuing_login_once(engine, stewards, dataset):
-    """The Prefect UI form's path: the flow (pipeline role) redeems a code; the approval names the steward who
-    issued it, four-eyes applies to that login, and a code works once, for its release only."""
+    """The Prefect UI form's path: the flow (pipeline role) presents a code; the approval names the steward who
+    issued it, four-eyes applies to that login, and a code works once, for its release only: any presentation
+    spends it, accepted or not (sql/027)."""
     rid, other = new_release(engine, dataset, requested_by="alice"), new_release(engine, dataset)
     for r in (rid, other):
         to_awaiting_approval(engine, r)
     assert cli("four-eyes", dataset, "on", "--steward", "ada").returncode == 0
-    with stewards["alice"].begin() as conn:
-        alices = governance.issue_decision_code(conn, rid)
-    with stewards["bob"].begin() as conn:
-        bobs = governance.issue_decision_code(conn, rid)
-    with engine.begin() as conn, pytest.raises(PolicyError, match="four-eyes policy: alice"):
-        governance.decide(conn, rid, "approved", None, code=alices)
-    for wrong_code, release in (("0" * 32, rid), (bobs, other)):
-        with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
-            governance.decide(conn, release, "approved", None, code=wrong_code)
-    with engine.begin() as conn:
-        assert governance.decide(conn, rid, "approved", None, code=bobs) == "bob"
-    with engine.begin() as conn, pytest.raises(PolicyError, match="not valid for release"):
-        governance.decide(conn, rid, "approved", None, code=bobs)  # used
+
+    def code_of(login: str) -> str:
+        with stewards[login].begin() as conn:
+            return governance.issue_decision_code(conn, rid)
+
+    alices = code_of("alice")
+    with pytest.raises(PolicyError, match="four-eyes policy: alice"):
+        governance.decide_by_code(engine, rid, "approved", None, alices)
+    bobs = code_of("bob")
+    for wrong_code, release in (("0" * 32, rid), (bobs, other), (bobs, rid)):  # bob's spent by the 2nd
+        with pytest.raises(PolicyError, match="not valid for release"):
+            governance.decide_by_code(engine, release, "approved", None, wrong_code)
+    bobs = code_of("bob")
+    assert governance.decide_by_code(engine, rid, "approved", None, bobs) == "bob"
+    with pytest.raises(PolicyError, match="not valid for release"):
+        governance.decide_by_code(engine, rid, "approved", None, bobs)  # used
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT decision, steward FROM governance.approvals WHERE release_id = :r"),
                             {"r": rid}).one() == ("approved", "bob")

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from tasks import chains, governance
 from tests.integration.conftest import cli
+from trajpub.errors import TrajpubError
 from trajpub.guarantee import Guarantee, PrivacyMap
 
 # serial: the tampering needs the fixture's charges to be the newest rows of the ledger's one chain, which a
@@ -48,17 +49,19 @@ def problems_after(owner: sa.Engine, tmp_path, *statements: str, bypass: str) ->
                 conn.execute(sa.text("ALTER TABLE governance.budget_ledger DISABLE TRIGGER USER"))
             for sql in statements:
                 conn.execute(sa.text(sql))
-            problems, _ = chains.verify(conn, tmp_path / "anchor.json")
+            problems, _ = chains.verify(conn, tmp_path / "anchor.json", new_anchor=True)
         finally:
             tx.rollback()
     return problems
 
 
 def test_the_chains_are_intact_after_real_use(engine, charged, tmp_path):
-    out = cli("verify", "--anchor", str(tmp_path / "cli-anchor.json"))
+    out = cli("verify", "--anchor", str(tmp_path / "cli-anchor.json"), "--new-anchor")
+    assert out.returncode == 0 and out.stdout.startswith("intact: governance.budget_ledger"), out.stderr
+    out = cli("verify", "--anchor", str(tmp_path / "cli-anchor.json"))  # against the anchor just written
     assert out.returncode == 0 and out.stdout.startswith("intact: governance.budget_ledger"), out.stderr
     with engine.begin() as conn:
-        assert chains.verify(conn, tmp_path / "anchor.json")[0] == []
+        assert chains.verify(conn, tmp_path / "anchor.json", new_anchor=True)[0] == []
 
 
 @pytest.mark.parametrize("bypass", ["replica", "disabled triggers"])
@@ -83,7 +86,27 @@ def test_a_rewritten_chain_is_found_against_the_last_check(engine, owner, charge
     """An owner who deletes a row and re-hashes the chain after it (and its head) leaves every link valid; the
     head anchored by the previous clean check no longer matches."""
     with engine.begin() as conn:
-        assert chains.verify(conn, tmp_path / "anchor.json")[0] == []  # anchors the heads
+        assert chains.verify(conn, tmp_path / "anchor.json", new_anchor=True)[0] == []  # anchors the heads
+    problems = rewritten_chain_problems(owner, charged, tmp_path / "anchor.json")
+    assert len(problems) == 1 and "the chain was rewritten since" in problems[0], problems
+
+
+def test_a_missing_anchor_is_not_a_clean_check(engine, owner, charged, tmp_path):
+    """With the anchor file gone, a rewritten chain would look intact: the check says the anchor is missing, exits
+    1 and writes no new anchor (so the rewrite is not adopted as the new truth)."""
+    anchor = tmp_path / "gone.json"
+    with pytest.raises(TrajpubError, match="the anchor of the last check is missing") as refusal:
+        rewritten_chain_problems(owner, charged, anchor)
+    assert refusal.value.where == f"file {anchor}" and not anchor.exists()
+    out = cli("verify", "--anchor", str(anchor))
+    assert out.returncode == 1 and "intact" not in out.stdout, out.stdout
+    assert out.stderr.startswith("error: the chains' links hold") and "Traceback" not in out.stderr, out.stderr
+    assert not anchor.exists()
+
+
+def rewritten_chain_problems(owner: sa.Engine, charged: list[int], anchor) -> list[str]:
+    """Delete the middle of ``charged`` and re-hash the chain after it and its head, as an owner covering their
+    tracks would, then check against ``anchor`` in that transaction; roll back."""
     _, middle, last = charged
     rehash = ("UPDATE governance.budget_ledger b SET chain_seq = b.chain_seq - 1, prev_hash = p.row_hash FROM "
               "governance.budget_ledger p WHERE p.entry_id = :prev AND b.entry_id = :last")
@@ -100,7 +123,6 @@ def test_a_rewritten_chain_is_found_against_the_last_check(engine, owner, charge
             conn.execute(sa.text("UPDATE governance.chain_heads h SET chain_seq = b.chain_seq, row_hash = b.row_hash"
                                  " FROM governance.budget_ledger b WHERE h.table_name = 'budget_ledger' AND "
                                  "b.entry_id = :l"), {"l": last})
-            problems, _ = chains.verify(conn, tmp_path / "anchor.json")
+            return chains.verify(conn, anchor)[0]
         finally:
             tx.rollback()
-    assert len(problems) == 1 and "the chain was rewritten since" in problems[0], problems

@@ -1,6 +1,7 @@
-"""The steward approves a paused release in the REAL Prefect UI (headless Chromium), as a person would: open the
-flow run page, press Resume, read the review description (with the link to the full HTML report), fill the
-StewardDecision form, submit; the release is then published in governance and the flow run completes.
+"""The steward approves a paused release in the REAL Prefect UI (headless Chromium), as a person would: log in
+with the API authentication string, open the flow run page, press Resume, read the review description (with the
+link to the full HTML report), fill the StewardDecision form, submit; the release is then published in
+governance and the flow run completes.
 
 Notes on the Prefect UI (3.9) found while writing this test:
 - the form's labels are not associated with their controls (``<label for=ID>`` but the control has no id), so
@@ -60,6 +61,19 @@ def form_property(dialog: Locator, label: str) -> Locator:
     return prop
 
 
+def log_in(page: Page, path: str) -> None:
+    """Open ``path`` of the UI as a person would: the server's API needs its authentication string, which the UI
+    asks for on its login page (where a page such as ``/runs`` sends a browser without it; a flow run's page shows
+    "Authentication failed" instead, so the test starts at the login page); the string (``trajpub server up``
+    wrote it to a file only the local user reads) is typed there, and the UI goes on to ``path``."""
+    page.goto(f"{UI_URL}/runs")
+    expect(page).to_have_url(re.compile(r"/login\?redirect="), timeout=30_000)
+    page.goto(f"{UI_URL}/login?redirect={path}")
+    page.get_by_placeholder("admin:pass").fill(config.local_prefect_auth())
+    page.get_by_role("button", name="Login").click()
+    expect(page).to_have_url(f"{UI_URL}{path}", timeout=30_000)
+
+
 def kill_tree(proc) -> None:
     """Stop the release process and its Dask children if the test ends while it still runs."""
     if proc.poll() is None:
@@ -104,7 +118,7 @@ def test_steward_approves_a_paused_release_in_the_prefect_ui(engine, loaded_tdri
 
         with chromium_page() as page:
             page.set_viewport_size({"width": 1400, "height": 1000})
-            page.goto(f"{UI_URL}/runs/flow-run/{flow_run_id}")
+            log_in(page, f"/runs/flow-run/{flow_run_id}")
             badge = page.locator(".state-badge").first
             expect(badge).to_have_text("Paused")
 

@@ -81,6 +81,21 @@ def test_a_yaml_alias_bomb_is_refused_fast_without_its_expansion(tmp_path):
     assert len(str(err.value)) < 200
 
 
+@pytest.mark.parametrize(("yaml_text", "where"), [
+    ("dataset: d\nbbox: [115.4, 39.4, 117.6, 41.1]\ndataset: other\n", "line 3, column 1"),
+    ("dataset: d\nbbox: [115.4, 39.4, 117.6, 41.1]\nprepare:\n  cell_size_m: 500\n  cell_size_m: 4000\n",
+     "line 5, column 3"),
+    ("dataset: d\nbbox: [115.4, 39.4, 117.6, 41.1]\nparams: {epsilon: 1, epsilon: 100}\n", "line 3, column 22"),
+])
+def test_a_key_written_twice_is_refused_with_its_line(tmp_path, yaml_text, where):
+    """PyYAML keeps the last of two equal keys: a second ``dataset:`` further down would silently win."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ParameterError, match="appears twice in one mapping") as err:
+        read_spec_file(path)
+    assert err.value.where == f"file {path}, {where}"
+
+
 def test_an_oversized_spec_is_refused(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text("dataset: d\n#" + "x" * 1_000_001 + "\n")

@@ -268,6 +268,19 @@ def test_missing_empty_and_foreign_files(tmp_path):
     assert err.value.where.endswith("latin1.csv, line 3")
 
 
+CSV_OPTIONS = {"object_id": "id", "t": "t", "lon": "x", "lat": "y"}
+
+
+@pytest.mark.parametrize(("fmt", "options"), [("tdrive", None), ("csv", CSV_OPTIONS), ("geolife", None)])
+@pytest.mark.parametrize("first_line", ["x" * 10_000_000, "a," * 5_000_000, '"' + "x" * 200_000 + '"'])
+def test_a_10_mb_first_line_is_no_header_in_one_sentence(tmp_path, fmt, options, first_line):
+    """A first line of 10 MB (a file without its header, or not text at all) was a ``_csv.Error`` traceback."""
+    path = write(tmp_path / "long.csv", "\n" + first_line + "\n1,2008-02-02 15:36:08,116.5,39.9\n")
+    with pytest.raises(InputError, match="the header line is .* characters long|cannot be split") as err:
+        formats.parse(fmt, path, options)
+    assert err.value.where == f"file {path}, line 2" and len(err.value.message) < 300
+
+
 def test_every_record_is_either_a_point_or_a_reject(tmp_path):
     """The accounting invariant for every reader, on rows where everything is wrong at once."""
     # (the first line has a number, so the headerless T-Drive reader does not take it for a header)
