@@ -166,7 +166,10 @@ def wait_for_status(engine: sa.Engine, run: RunningRelease, statuses: set[str], 
                                  + run.output()[-4000:])
         return None
 
-    return wait_until(reached, timeout, f"release {run.release_id} to reach {statuses}")
+    try:
+        return wait_until(reached, timeout, f"release {run.release_id} to reach {statuses}")
+    except AssertionError as late:
+        raise AssertionError(f"{late}; the release process said:\n{run.output()[-4000:]}") from None
 
 
 @pytest.fixture(scope="session")

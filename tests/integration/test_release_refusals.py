@@ -141,18 +141,17 @@ def test_time_regressions_and_impossible_points_are_quarantined_and_fail_the_rel
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
-    """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
+    """Dummies at k = 2 publish every real trajectory beside a single dummy: an attacker who knows a taxi's
+    trajectory links it to its published record, and the gate blocks."""
     dataset = loaded_tdrive("gate")
-    assert cli("budget", "cap", dataset, "7000", "--steward", "ada").returncode == 0  # 1000 x 7 records per taxi
-    set_dataset_policy(dataset, small_fleet_policy().to_dict() | {  # members against controls measured on 40 taxis
-        "attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
-    spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
-                                                               "max_records_per_object": 7})
+    set_dataset_policy(dataset, small_fleet_policy().to_dict() | {
+        "attacks": {"signature_linkage": {"max_risk": 0.01}}}, tmp_path)
+    spec = base_spec(dataset, mechanism="dummy", params={"k": 2, "l": 2, "road_network": None})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"blocked"}) == "blocked"
     # not a success for scripts or for Prefect: exit 3, the reason in one sentence, a Failed state named Blocked
     assert run.proc.wait(timeout=60) == 3 and '"status": "blocked"' in run.output()
-    said = f"blocked: release {run.release_id} is blocked by the audit gate: signature_linkage_synthetic: risk "
+    said = f"blocked: release {run.release_id} is blocked by the audit gate: signature_linkage: risk "
     [line] = [line for line in run.output().splitlines() if line.startswith("blocked: ")]
     assert line.startswith(said) and "against max_risk 0.01: blocked, the whole interval is above it" in line
     with engine.connect() as conn:
@@ -170,7 +169,7 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
     assert audit["verdict"] == "blocked"
     assert audit["risk"] > audit["threshold"] == 0.01 and audit["passed"] is False
     assert audit["evidence"]["evidence"]["examples"]  # concrete linked records for the steward
-    assert charged == 1000.0  # the mechanism ran on raw data: charged though nothing is published
+    assert charged == 0.0  # a syntactic model is charged no epsilon; its ledger row records that it ran
     assert published_tables(engine, dataset) == 0
 
 
