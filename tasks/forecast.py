@@ -1,0 +1,151 @@
+"""The budget forecast of a scheduled deployment: what is left per upcoming period, and how many more scheduled
+runs the caps allow (per period, per run of w periods, over the lifetime), before any of them runs.
+
+Each scheduled run is charged what the deployment's spec costs in the dataset's unit (the mechanism's privacy
+map, :func:`tasks.governance.charge_of`) on the window it releases: the spec's window when it names both ends,
+otherwise the time since the schedule's previous run (a release of what came in since the last one). The
+arithmetic is the database's (``governance.budget_refusal``, sql/031) on the ledger as it stands plus the runs
+simulated before, so the first refused run is the one the ledger would refuse if nothing else were charged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+
+from tasks import governance
+from tasks.protect import mechanism, parse_spec
+from trajpub.errors import ParameterError
+from trajpub.periods import STEP, Spend, Unit, period_start, periods_between, touched, worst_run
+
+YEAR = timedelta(days=365)
+
+
+def run_dates(schedule, start: datetime, end: datetime) -> list[datetime]:
+    """The times (aware, UTC) a Prefect schedule (cron, interval or rrule; the client's or the server's model)
+    starts runs in [start, end]: Prefect's own schedule arithmetic, time zone and daylight saving included."""
+    from prefect.server.schemas import schedules
+
+    kinds = {"CronSchedule": schedules.CronSchedule, "IntervalSchedule": schedules.IntervalSchedule,
+             "RRuleSchedule": schedules.RRuleSchedule}
+    kind = kinds.get(type(schedule).__name__)
+    if kind is None:
+        raise ParameterError(f"cannot forecast a {type(schedule).__name__}", "budget show --forecast")
+    server = kind.model_validate(schedule.model_dump())
+    dates = asyncio.run(server.get_dates(n=1000, start=start, end=end))
+    return [datetime.fromtimestamp(d.timestamp(), UTC) for d in dates]
+
+
+@dataclass
+class Forecast:
+    """``periods``: the next upcoming periods with what is left of the cap for a charge touching each;
+    ``runs``: the scheduled runs in the horizon; ``allowed``: how many of them the caps allow in a row;
+    ``stopped``: the first refused run (its time and the ledger's reason), None when all fit."""
+
+    dataset: str
+    unit: Unit
+    account: str
+    epsilon: float | None
+    cap: float | None
+    lifetime_cap: float | None
+    periods: list[tuple[datetime, float]] = field(default_factory=list)
+    runs: list[tuple[datetime, datetime, datetime]] = field(default_factory=list)
+    allowed: int = 0
+    stopped: tuple[datetime, str] | None = None
+
+    def lines(self) -> list[str]:
+        """The forecast as a steward reads it."""
+        if self.epsilon is None:
+            return [f"{self.dataset}: the deployment's releases spend no epsilon ({self.account}); nothing caps them"]
+        out = [f"{self.dataset}: each run is charged {self.account} epsilon {self.epsilon:g} per {self.unit.words}; "
+               f"cap {self.cap:g} {self.unit.cap_words}"
+               + (f", lifetime cap {self.lifetime_cap:g} per object" if self.lifetime_cap is not None else "")]
+        for start, left in self.periods:
+            out.append(f"  {self.unit.period} from {start:%Y-%m-%d}: {left:g} left")
+        total = self.allowed * self.epsilon
+        out.append(f"{len(self.runs)} scheduled run(s) in the next year; the caps allow {self.allowed} more"
+                   + (f" ({self.allowed} runs at epsilon {self.epsilon:g} per {self.unit.words}: epsilon "
+                      f"{total:g} per object over the year)" if self.allowed else ""))
+        if self.stopped:
+            out.append(f"the run of {self.stopped[0]:%Y-%m-%d %H:%M} UTC would be refused: {self.stopped[1]}")
+        return out
+
+    def warning(self) -> str | None:
+        """One line when the schedule would hit a cap within the horizon (None otherwise)."""
+        if self.stopped is None:
+            return None
+        return (f"warning: the schedule would hit a cap of dataset '{self.dataset}' at its run of "
+                f"{self.stopped[0]:%Y-%m-%d %H:%M} UTC after {self.allowed} more run(s): {self.stopped[1]}")
+
+
+def run_windows(spec_window: tuple[datetime | None, datetime | None], dates: list[datetime],
+                previous: datetime) -> list[tuple[datetime, datetime, datetime]]:
+    """(run time, window start, window end) of each run: the spec's window when it has both ends, else the time
+    since the previous run (``previous`` for the first)."""
+    out = []
+    for at in dates:
+        if spec_window[0] is not None and spec_window[1] is not None:
+            out.append((at, spec_window[0], spec_window[1]))
+        else:
+            out.append((at, previous, at))
+        previous = at
+    return out
+
+
+def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods: int = 8,
+             horizon: timedelta = YEAR) -> Forecast:
+    """The forecast of a deployment (its default ``spec`` and its Prefect ``schedule``) from ``now``."""
+    parsed, params = parse_spec(spec)
+    guarantee = mechanism(parsed.mechanism).guarantee(params)
+    charge = governance.charge_of(conn, parsed.dataset, guarantee)
+    unit = governance.unit_of(conn, parsed.dataset)
+    acc = governance.accounts(conn, parsed.dataset)[charge.account]
+    epsilon = charge.epsilon if charge.bounded else None
+    result = Forecast(parsed.dataset, unit, charge.account, epsilon, acc.cap, acc.lifetime_cap)
+    dates = run_dates(schedule, now, now + horizon)
+    before = run_dates(schedule, now - horizon, now)
+    previous = before[-1] if before else now - (dates[1] - dates[0] if len(dates) > 1 else timedelta(days=1))
+    result.runs = run_windows((parsed.window_start, parsed.window_end), dates, previous)
+    if epsilon is None or acc.cap is None:
+        result.allowed = len(result.runs)
+        return result
+    spent = governance.spends(conn, parsed.dataset, charge.account)
+    if unit.period is not None:
+        first = period_start(now, unit.period, unit.tz)
+        last = first + STEP[unit.period] * (n_periods - 1)
+        result.periods = [(p, acc.cap - worst_run(spent, p, p, unit)[1])
+                          for p in periods_between(first, last, unit.period)]
+    lifetime = acc.spent
+    for at, ws, we in result.runs:
+        reason = refusal(unit, spent, lifetime, ws, we, epsilon, acc.cap, acc.lifetime_cap)
+        if reason:
+            result.stopped = (at, reason)
+            break
+        if unit.period is not None:
+            spent.append(Spend(*touched(ws, we, unit.period, unit.tz), epsilon))
+        lifetime += epsilon
+        result.allowed += 1
+    return result
+
+
+def refusal(unit: Unit, spent: list[Spend], lifetime: float, ws: datetime | None, we: datetime | None,
+            epsilon: float, cap: float, lifetime_cap: float | None) -> str | None:
+    """Why the ledger would refuse a charge of ``epsilon`` on [ws, we) (the rule of ``governance.budget_refusal``)."""
+    if unit.period is None:
+        if lifetime + epsilon > cap + 1e-12:
+            return f"only {cap - lifetime:g} of the cap {cap:g} per {unit.subject} left"
+    else:
+        if ws is None or we is None:
+            return f"a release needs a window with both ends to know the {unit.period}s it reads"
+        first, last = touched(ws, we, unit.period, unit.tz)
+        run_start, used = worst_run(spent, first, last, unit)
+        if used + epsilon > cap + 1e-12:
+            where = (f"in the {unit.period} from {run_start:%Y-%m-%d}" if unit.w == 1 else
+                     f"over the {unit.w} {unit.period}s from {run_start:%Y-%m-%d} (w-event)")
+            return f"only {cap - used:g} of the cap {cap:g} per {unit.words} left {where}"
+    if lifetime_cap is not None and lifetime + epsilon > lifetime_cap + 1e-12:
+        return f"only {lifetime_cap - lifetime:g} of the lifetime cap {lifetime_cap:g} per object left"
+    return None
