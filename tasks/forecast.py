@@ -2,8 +2,7 @@
 runs the caps allow (per period, per run of w periods, over the lifetime), before any of them runs.
 
 Each scheduled run is charged what the deployment's spec costs in the dataset's unit (the mechanism's privacy
-map, :func:`tasks.governance.charge_of`) on the window it releases: the spec's window when it names both ends,
-otherwise the time since the schedule's previous run (a release of what came in since the last one). The
+map, :func:`tasks.governance.charge_of`) on the window its spec releases. The
 arithmetic is the database's (``governance.budget_refusal``, sql/031) on the ledger as it stands plus the runs
 simulated before, so the first refused run is the one the ledger would refuse if nothing else were charged.
 """
@@ -81,18 +80,11 @@ class Forecast:
                 f"{self.stopped[0]:%Y-%m-%d %H:%M} UTC after {self.allowed} more run(s): {self.stopped[1]}")
 
 
-def run_windows(spec_window: tuple[datetime | None, datetime | None], dates: list[datetime],
-                previous: datetime) -> list[tuple[datetime, datetime, datetime]]:
-    """(run time, window start, window end) of each run: the spec's window when it has both ends, else the time
-    since the previous run (``previous`` for the first)."""
-    out = []
-    for at in dates:
-        if spec_window[0] is not None and spec_window[1] is not None:
-            out.append((at, spec_window[0], spec_window[1]))
-        else:
-            out.append((at, previous, at))
-        previous = at
-    return out
+def run_windows(spec_window: tuple[datetime | None, datetime | None],
+                dates: list[datetime]) -> list[tuple[datetime, datetime | None, datetime | None]]:
+    """(run time, window start, window end) of each scheduled run: the deployment's spec window, as the flow
+    releases it (a side left open stays open, which a per-period unit refuses)."""
+    return [(at, *spec_window) for at in dates]
 
 
 def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods: int = 8,
@@ -105,10 +97,7 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
     acc = governance.accounts(conn, parsed.dataset)[charge.account]
     epsilon = charge.epsilon if charge.bounded else None
     result = Forecast(parsed.dataset, unit, charge.account, epsilon, acc.cap, acc.lifetime_cap)
-    dates = run_dates(schedule, now, now + horizon)
-    before = run_dates(schedule, now - horizon, now)
-    previous = before[-1] if before else now - (dates[1] - dates[0] if len(dates) > 1 else timedelta(days=1))
-    result.runs = run_windows((parsed.window_start, parsed.window_end), dates, previous)
+    result.runs = run_windows((parsed.window_start, parsed.window_end), run_dates(schedule, now, now + horizon))
     if epsilon is None or acc.cap is None:
         result.allowed = len(result.runs)
         return result
