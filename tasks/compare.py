@@ -111,8 +111,9 @@ def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
             totals[c.account] = (eps + c.epsilon, delta + c.delta)
     for account, (eps, delta) in totals.items():
         if refusal := governance.cap_refusal(conn, dataset, account, eps, delta, window):
-            raise PolicyError(f"the candidates together (each is charged: running them all on the same data "
-                              f"composes): {refusal}; compare fewer or cheaper candidates", "governance.budget_ledger")
+            together = refusal.replace("this release needs", "the candidates together need", 1)
+            raise PolicyError(f"{together} (each is charged: running them all on the same data composes); compare "
+                              "fewer or cheaper candidates", "governance.budget_ledger")
     return Bill(charges, totals, accounts)
 
 
