@@ -247,6 +247,12 @@ def test_the_unit_is_stated_in_the_review_lineage_and_the_consumers_card(engine,
     assert card == expected
 
 
+WEEKLY_SPEC = {"requested_by": "scheduler", "bbox": [115.4, 39.4, 117.6, 41.1], "window_start": "2008-02-02",
+               "window_end": "2008-02-09", "mechanism": "objtrace",
+               "params": {"epsilon": 5.0, "cell_size_m": 4000, "reference_date": "2008-02-04"},
+               "prepare": {"cell_size_m": 2000}}
+
+
 @pytest.fixture
 def weekly_deployment(weekly):
     """The shipped weekly deployment's spec (objtrace, epsilon 5 per taxi, the week of 2 February 2008) on the
@@ -256,10 +262,7 @@ def weekly_deployment(weekly):
     from flows.release import release_flow
 
     dataset = weekly("week")
-    spec = {"dataset": dataset, "requested_by": "scheduler", "bbox": [115.4, 39.4, 117.6, 41.1],
-            "window_start": "2008-02-02", "window_end": "2008-02-09", "mechanism": "objtrace",
-            "params": {"epsilon": 5.0, "cell_size_m": 4000, "reference_date": "2008-02-04"},
-            "prepare": {"cell_size_m": 2000}}
+    spec = {"dataset": dataset, **WEEKLY_SPEC}
     name = f"forecast-{uuid.uuid4().hex[:8]}"
     release_flow.to_deployment(name=name, schedules=[Cron("0 3 * * 1", timezone="Asia/Shanghai")],
                                parameters={"spec": spec}).apply()
@@ -299,3 +302,41 @@ def test_budget_unit_and_show_state_the_unit(bare_dataset, owner):
         "from Monday 00:00, Asia/Shanghai); w-event privacy: the releases of any 4 consecutive weeks together")
     shown = cli("budget", "show", "--dataset", bare_dataset).stdout
     assert "epsilon-DP: cap 5.5 over any 4 consecutive weeks per object (w-event); epsilon 0 per object" in shown
+
+
+def test_deploy_warns_when_the_schedule_would_hit_a_cap(weekly, tmp_path):
+    """`trajpub deploy` says, before it serves, at which run the caps stop the schedule."""
+    import os
+    import subprocess
+
+    import yaml
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from tests.integration.conftest import TRAJPUB, wait_until
+
+    dataset = weekly("week")
+    path = tmp_path / "weekly.yaml"
+    path.write_text(yaml.safe_dump({"dataset": dataset, **WEEKLY_SPEC}))
+    name = f"warn-{uuid.uuid4().hex[:6]}"
+    proc = subprocess.Popen([TRAJPUB, "deploy", "--spec", str(path), "--name", name, "--cron", "0 3 * * 1",
+                             "--timezone", "Asia/Shanghai"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+
+    def registered():
+        assert proc.poll() is None
+        with get_client(sync_client=True) as client:
+            try:
+                return client.read_deployment_by_name(f"release/{name}")
+            except ObjectNotFound:
+                return None
+
+    try:
+        wait_until(registered, 120, f"deployment release/{name}")
+    finally:
+        proc.terminate()
+        output = proc.communicate(timeout=60)[0]
+    warning = next(line for line in output.splitlines() if line.startswith("warning:"))
+    assert f"the schedule would hit a cap of dataset '{dataset}' at its run of" in warning
+    assert warning.endswith("after 2 more run(s): only 0 of the cap 10 per object-week left in the week from "
+                            "2008-01-28"), warning
