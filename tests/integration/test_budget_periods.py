@@ -340,3 +340,23 @@ def test_deploy_warns_when_the_schedule_would_hit_a_cap(weekly, tmp_path):
     assert f"the schedule would hit a cap of dataset '{dataset}' at its run of" in warning
     assert warning.endswith("after 2 more run(s): only 0 of the cap 10 per object-week left in the week from "
                             "2008-01-28"), warning
+
+
+def test_a_comparison_is_billed_on_the_weeks_of_its_window(engine, weekly):
+    """The candidates of one window together, against the cap of each week the window touches."""
+    from tasks import compare
+    from tests.integration.test_compare import comparison_spec
+
+    dataset = weekly("week")
+    charge(engine, dataset, week(1), 4.0)
+    spec = {**comparison_spec(dataset, [{"mechanism": "objtrace", "params": {"cell_size_m": 4000},
+                                         "grid": {"epsilon": [3.0, 4.0]}}]),
+            "window_start": week(0, offset_days=5)[0].isoformat(), "window_end": week(1, days=1)[1].isoformat()}
+    _, planned = compare.parse(spec)  # Saturday of week 0 to Tuesday of week 1: both weeks
+    with engine.connect() as conn, pytest.raises(PolicyError, match=r"the candidates together need epsilon-DP "
+                                                                   r"epsilon 7 per object-week .* only 6 of its cap "
+                                                                   r"10 left in the week from 2008-02-11"):
+        compare.bill(conn, planned)
+    with engine.connect() as conn:
+        bill = compare.bill(conn, planned[:1])
+    assert bill.lines()[-1].endswith("within the cap 10 per object-week for the window's periods")
