@@ -360,3 +360,46 @@ def test_a_comparison_is_billed_on_the_weeks_of_its_window(engine, weekly):
     with engine.connect() as conn:
         bill = compare.bill(conn, planned[:1])
     assert bill.lines()[-1].endswith("within the cap 10 per object-week for the window's periods")
+
+
+def test_a_year_of_weekly_releases_fits_a_per_week_cap(engine, weekly):
+    """52 weekly releases at epsilon 5 per object-week under a cap of 10 per object-week: every one is charged
+    (the lifetime unit refuses the third), and the lifetime figure they state is what the ledger sums."""
+    dataset = weekly("week")
+    for k in range(52):
+        charge(engine, dataset, week(k), 5.0)
+    with engine.connect() as conn:
+        acc = governance.accounts(conn, dataset)["epsilon-DP"]
+        stated = governance.guarantee_record(conn, dataset, per_object(5.0))["protection"]["statement"]
+    assert (acc.spent, acc.releases) == (260.0, 52)
+    assert "52 weekly releases like this one: epsilon 260 per object over the year" in stated
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_the_forecasts_rule_agrees_with_the_ledgers(engine, weekly, w):
+    """The forecast replays the ledger's rule in Python (tasks.forecast.refusal): on random windows (a fixed
+    seed) over a random ledger, both refuse exactly the same charges."""
+    import random
+
+    from tasks.forecast import refusal
+
+    dataset = weekly("week", w=w)
+    rng = random.Random(20260101 + w)
+    windows = [week(rng.randrange(12), days=rng.choice([0.5, 1, 3, 7, 10]), offset_days=rng.choice([0, 2.5, 5]))
+               for _ in range(40)]
+    agreed = {True: 0, False: 0}
+    for window in windows:
+        epsilon = rng.choice([0.5, 1.0, 2.5, 4.0])
+        with engine.connect() as conn:
+            unit = governance.unit_of(conn, dataset)
+            acc = governance.accounts(conn, dataset)["epsilon-DP"]
+            mine = refusal(unit, governance.spends(conn, dataset, "epsilon-DP"), acc.spent, *window, epsilon,
+                           acc.cap, acc.lifetime_cap)
+        try:
+            charge(engine, dataset, window, epsilon)
+            refused = False
+        except PolicyError:
+            refused = True
+        assert (mine is not None) == refused, (window, epsilon, mine)
+        agreed[refused] += 1
+    assert agreed[True] >= 5 and agreed[False] >= 5, agreed  # both outcomes were exercised
