@@ -403,3 +403,12 @@ def test_the_forecasts_rule_agrees_with_the_ledgers(engine, weekly, w):
         assert (mine is not None) == refused, (window, epsilon, mine)
         agreed[refused] += 1
     assert agreed[True] >= 5 and agreed[False] >= 5, agreed  # both outcomes were exercised
+
+
+@pytest.mark.parametrize("value", ["'Infinity'", "'NaN'", "0", "-1"])
+def test_a_steward_cannot_set_a_lifetime_cap_that_is_not_positive_and_finite(stewards, bare_dataset, value):
+    with stewards["ada"].begin() as conn, pytest.raises(sa.exc.IntegrityError, match="datasets_lifetime_caps_finite"):
+        conn.execute(sa.text(f"UPDATE governance.datasets SET lifetime_epsilon_cap = {value} WHERE dataset = :d"),
+                     {"d": bare_dataset})
+    out = cli("budget", "cap", bare_dataset, "inf", "--lifetime", "--steward", "ada")
+    assert out.returncode == 1 and "positive finite number" in out.stderr and "Traceback" not in out.stderr
