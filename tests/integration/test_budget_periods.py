@@ -412,3 +412,20 @@ def test_a_steward_cannot_set_a_lifetime_cap_that_is_not_positive_and_finite(ste
                      {"d": bare_dataset})
     out = cli("budget", "cap", bare_dataset, "inf", "--lifetime", "--steward", "ada")
     assert out.returncode == 1 and "positive finite number" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_given_back_reservation_frees_its_weeks(engine, weekly):
+    """A release that fails before its mechanism runs gives its charge back in the weeks it was charged to."""
+    dataset = weekly("week")
+    charge(engine, dataset, week(0), 5.0)
+    failed = charge(engine, dataset, week(0, days=9), 5.0)  # weeks 0 and 1
+    with pytest.raises(PolicyError, match="only 0 of its cap 10 left in the week from 2008-02-04"):
+        charge(engine, dataset, week(0), 5.0)
+    with engine.begin() as conn:
+        governance.transition(conn, failed, "failed", "the window was empty")
+        assert governance.release_reservation(conn, failed, "the window was empty")
+        back = conn.execute(sa.text("SELECT period_first, period_last, unit_epsilon FROM governance.budget_ledger"
+                                    " WHERE release_id = :r AND entry_kind = 'release'"), {"r": failed}).one()
+    assert tuple(back) == (datetime(2008, 2, 4), datetime(2008, 2, 11), -5.0)
+    charge(engine, dataset, week(0), 5.0)
+    charge(engine, dataset, week(1), 10.0)
