@@ -101,40 +101,63 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
     if epsilon is None or acc.cap is None:
         result.allowed = len(result.runs)
         return result
-    spent = governance.spends(conn, parsed.dataset, charge.account)
+    replay = Replay.read(conn, parsed.dataset, charge.account)
     if unit.period is not None:
         first = period_start(now, unit.period, unit.tz)
         last = first + STEP[unit.period] * (n_periods - 1)
-        result.periods = [(p, acc.cap - worst_run(spent, p, p, unit)[1])
+        result.periods = [(p, acc.cap - worst_run(replay.spent, p, p, unit)[1])
                           for p in periods_between(first, last, unit.period)]
-    lifetime = acc.spent
     for at, ws, we in result.runs:
-        reason = refusal(unit, spent, lifetime, ws, we, epsilon, acc.cap, acc.lifetime_cap)
-        if reason:
+        if reason := replay.refusal(ws, we, epsilon):
             result.stopped = (at, reason)
             break
-        if unit.period is not None:
-            spent.append(Spend(*touched(ws, we, unit.period, unit.tz), epsilon))
-        lifetime += epsilon
+        replay.charge(ws, we, epsilon)
         result.allowed += 1
     return result
 
 
-def refusal(unit: Unit, spent: list[Spend], lifetime: float, ws: datetime | None, we: datetime | None,
-            epsilon: float, cap: float, lifetime_cap: float | None) -> str | None:
-    """Why the ledger would refuse a charge of ``epsilon`` on [ws, we) (the rule of ``governance.budget_refusal``)."""
-    if unit.period is None:
-        if lifetime + epsilon > cap + 1e-12:
-            return f"only {cap - lifetime:g} of the cap {cap:g} per {unit.subject} left"
-    else:
-        if ws is None or we is None:
-            return f"a release needs a window with both ends to know the {unit.period}s it reads"
-        first, last = touched(ws, we, unit.period, unit.tz)
-        run_start, used = worst_run(spent, first, last, unit)
-        if used + epsilon > cap + 1e-12:
-            where = (f"in the {unit.period} from {run_start:%Y-%m-%d}" if unit.w == 1 else
-                     f"over the {unit.w} {unit.period}s from {run_start:%Y-%m-%d} (w-event)")
-            return f"only {cap - used:g} of the cap {cap:g} per {unit.words} left {where}"
-    if lifetime_cap is not None and lifetime + epsilon > lifetime_cap + 1e-12:
-        return f"only {lifetime_cap - lifetime:g} of the lifetime cap {lifetime_cap:g} per object left"
-    return None
+@dataclass
+class Replay:
+    """One capped account's ledger as a forecast (or any bill of several releases on different windows) replays
+    it: the rule of ``governance.budget_refusal`` (sql/031) for epsilon, on the ledger's rows plus the charges
+    simulated so far. (Delta is left to the ledger's own check at each charge.)"""
+
+    unit: Unit
+    cap: float
+    lifetime_cap: float | None
+    spent: list[Spend]
+    lifetime: float
+
+    @classmethod
+    def read(cls, conn: sa.Connection, dataset: str, account: str) -> Replay:
+        """The account as the ledger holds it now (refused for an account without a cap: heuristic)."""
+        acc = governance.accounts(conn, dataset)[account]
+        if acc.cap is None:
+            raise ParameterError(f"the {account} account is counted, not capped: nothing to replay", "forecast")
+        return cls(governance.unit_of(conn, dataset), acc.cap, acc.lifetime_cap,
+                   governance.spends(conn, dataset, account), acc.spent)
+
+    def refusal(self, ws: datetime | None, we: datetime | None, epsilon: float) -> str | None:
+        """Why the ledger would refuse a charge of ``epsilon`` by a release on [ws, we), or None."""
+        unit, cap = self.unit, self.cap
+        if unit.period is None:
+            if self.lifetime + epsilon > cap + 1e-12:
+                return f"only {cap - self.lifetime:g} of the cap {cap:g} per {unit.subject} left"
+        else:
+            if ws is None or we is None:
+                return f"a release needs a window with both ends to know the {unit.period}s it reads"
+            first, last = touched(ws, we, unit.period, unit.tz)
+            run_start, used = worst_run(self.spent, first, last, unit)
+            if used + epsilon > cap + 1e-12:
+                where = (f"in the {unit.period} from {run_start:%Y-%m-%d}" if unit.w == 1 else
+                         f"over the {unit.w} {unit.period}s from {run_start:%Y-%m-%d} (w-event)")
+                return f"only {cap - used:g} of the cap {cap:g} per {unit.words} left {where}"
+        if self.lifetime_cap is not None and self.lifetime + epsilon > self.lifetime_cap + 1e-12:
+            return f"only {self.lifetime_cap - self.lifetime:g} of the lifetime cap {self.lifetime_cap:g} per object left"
+        return None
+
+    def charge(self, ws: datetime | None, we: datetime | None, epsilon: float) -> None:
+        """Add a simulated charge (one that :meth:`refusal` let through)."""
+        if self.unit.period is not None:
+            self.spent.append(Spend(*touched(ws, we, self.unit.period, self.unit.tz), epsilon))
+        self.lifetime += epsilon

@@ -377,11 +377,11 @@ def test_a_year_of_weekly_releases_fits_a_per_week_cap(engine, weekly):
 
 @pytest.mark.parametrize("w", [1, 3])
 def test_the_forecasts_rule_agrees_with_the_ledgers(engine, weekly, w):
-    """The forecast replays the ledger's rule in Python (tasks.forecast.refusal): on random windows (a fixed
+    """The forecast replays the ledger's rule in Python (tasks.forecast.Replay): on random windows (a fixed
     seed) over a random ledger, both refuse exactly the same charges."""
     import random
 
-    from tasks.forecast import refusal
+    from tasks.forecast import Replay
 
     dataset = weekly("week", w=w)
     rng = random.Random(20260101 + w)
@@ -391,10 +391,7 @@ def test_the_forecasts_rule_agrees_with_the_ledgers(engine, weekly, w):
     for window in windows:
         epsilon = rng.choice([0.5, 1.0, 2.5, 4.0])
         with engine.connect() as conn:
-            unit = governance.unit_of(conn, dataset)
-            acc = governance.accounts(conn, dataset)["epsilon-DP"]
-            mine = refusal(unit, governance.spends(conn, dataset, "epsilon-DP"), acc.spent, *window, epsilon,
-                           acc.cap, acc.lifetime_cap)
+            mine = Replay.read(conn, dataset, "epsilon-DP").refusal(*window, epsilon)
         try:
             charge(engine, dataset, window, epsilon)
             refused = False

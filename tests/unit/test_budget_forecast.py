@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
-from tasks.forecast import refusal, run_dates, run_windows
+from tasks.forecast import Replay, run_dates, run_windows
 from trajpub.periods import Spend, Unit
 
 
@@ -36,16 +36,29 @@ def test_a_run_releases_the_specs_window_or_no_window():
 def test_the_replayed_rule_refuses_where_the_ledger_would():
     weekly = Unit("object", "week", 1, "Asia/Shanghai")
     monday = datetime(2008, 2, 4)
-    spent = [Spend(monday, monday, 5.0)]
     week = (utc(2008, 2, 3, 16), utc(2008, 2, 10, 16))  # Monday to Monday, Beijing
-    assert refusal(weekly, spent, 5.0, *week, 5.0, 10.0, None) is None
-    assert refusal(weekly, spent, 5.0, *week, 5.5, 10.0, None) == (
-        "only 5 of the cap 10 per object-week left in the week from 2008-02-04")
-    assert refusal(weekly, spent, 5.0, *week, 5.0, 10.0, 8.0) == "only 3 of the lifetime cap 8 per object left"
-    assert "window with both ends" in refusal(weekly, spent, 5.0, None, None, 1.0, 10.0, None)
-    rolling = Unit("object", "week", 3, "Asia/Shanghai")
+
+    def replay(unit: Unit, lifetime_cap: float | None = None) -> Replay:
+        return Replay(unit, 10.0, lifetime_cap, [Spend(monday, monday, 5.0)], 5.0)
+
+    assert replay(weekly).refusal(*week, 5.0) is None
+    assert replay(weekly).refusal(*week, 5.5) == "only 5 of the cap 10 per object-week left in the week from 2008-02-04"
+    assert replay(weekly, 8.0).refusal(*week, 5.0) == "only 3 of the lifetime cap 8 per object left"
+    assert "window with both ends" in replay(weekly).refusal(None, None, 1.0)
     two_weeks_on = (week[0] + timedelta(weeks=2), week[1] + timedelta(weeks=2))
-    assert refusal(rolling, spent, 5.0, *two_weeks_on, 6.0, 10.0, None) == (
+    assert replay(Unit("object", "week", 3, "Asia/Shanghai")).refusal(*two_weeks_on, 6.0) == (
         "only 5 of the cap 10 per object-week left over the 3 weeks from 2008-02-04 (w-event)")
-    assert refusal(Unit(), [], 9.0, None, None, 1.0, 10.0, None) is None  # the lifetime unit needs no window
-    assert refusal(Unit(), [], 9.5, None, None, 1.0, 10.0, None) == "only 0.5 of the cap 10 per object left"
+    lifetime = Replay(Unit(), 10.0, None, [], 9.0)
+    assert lifetime.refusal(None, None, 1.0) is None  # the lifetime unit needs no window
+    assert lifetime.refusal(None, None, 1.5) == "only 1 of the cap 10 per object left"
+
+
+def test_simulated_charges_count_like_the_ledgers():
+    weekly = Replay(Unit("object", "week", 1, "Asia/Shanghai"), 10.0, 12.0, [], 0.0)
+    week = (utc(2008, 2, 3, 16), utc(2008, 2, 10, 16))
+    weekly.charge(*week, 6.0)
+    assert weekly.refusal(*week, 4.5) == "only 4 of the cap 10 per object-week left in the week from 2008-02-04"
+    next_week = (week[1], week[1] + timedelta(weeks=1))
+    weekly.charge(*next_week, 6.0)  # another week: parallel; the lifetime sum is 12
+    assert weekly.refusal(week[1] + timedelta(weeks=1), week[1] + timedelta(weeks=2), 0.5) == (
+        "only 0 of the lifetime cap 12 per object left")
