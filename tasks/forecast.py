@@ -2,9 +2,10 @@
 runs the caps allow (per period, per run of w periods, over the lifetime), before any of them runs.
 
 Each scheduled run is charged what the deployment's spec costs in the dataset's unit (the mechanism's privacy
-map, :func:`tasks.governance.charge_of`) on the window its spec releases. The
-arithmetic is the database's (``governance.budget_refusal``, sql/031) on the ledger as it stands plus the runs
-simulated before, so the first refused run is the one the ledger would refuse if nothing else were charged.
+map, :func:`tasks.governance.charge_of`) on the window its spec releases. The rule is the ledger's
+(``governance.budget_refusal``, sql/031) replayed in Python (:class:`Replay`; a test holds the two to the same
+answers) on the ledger as it stands plus the runs simulated before, so the first refused run is the one the
+ledger would refuse if nothing else were charged.
 """
 
 from __future__ import annotations

@@ -426,3 +426,30 @@ def test_a_given_back_reservation_frees_its_weeks(engine, weekly):
     assert tuple(back) == (datetime(2008, 2, 4), datetime(2008, 2, 11), -5.0)
     charge(engine, dataset, week(0), 5.0)
     charge(engine, dataset, week(1), 10.0)
+
+
+def test_a_release_run_is_charged_to_its_weeks_and_states_its_unit(engine, loaded_tdrive, tmp_path):
+    """A real run under a per-week unit: the plan charges the weeks its window touches (Saturday 2 to Tuesday
+    5 February 2008 in Beijing: the weeks of 28 January and 4 February), `release show` states the unit, and a
+    second run on the same weeks is refused in one sentence before it reads anything."""
+    from tests.integration.conftest import base_spec, start_release
+
+    dataset = loaded_tdrive("weekly")  # T-Drive: Beijing's zone, recorded at load
+    assert cli("budget", "unit", dataset, "object", "--period", "week", "--steward", "ada").returncode == 0
+    assert cli("budget", "cap", dataset, "100", "--steward", "ada").returncode == 0
+    spec = base_spec(dataset, approval_timeout_s=1, window_start="2008-02-02", window_end="2008-02-05")
+    first = start_release(spec, tmp_path)
+    assert first.proc.wait(timeout=300) == 0, first.output()
+    first.reader.join(timeout=10)
+    with engine.connect() as conn:
+        row = conn.execute(sa.text("SELECT period, period_first, period_last, unit_epsilon FROM"
+                                   " governance.budget_ledger WHERE release_id = :r"), {"r": first.release_id}).one()
+    assert tuple(row) == ("week", datetime(2008, 1, 28), datetime(2008, 2, 4), 70.0)
+    shown = cli("release", "show", str(first.release_id)).stdout
+    assert "As this release states it: epsilon 70 per object-week; 52 weekly releases like this one: epsilon 3640 " \
+           "per object over the year" in shown, shown
+    second = start_release(spec, tmp_path)
+    assert second.proc.wait(timeout=300) == 1
+    second.reader.join(timeout=10)
+    assert "has only 30 of its cap 100 left in the week from 2008-01-28" in second.output()
+    assert "snapshot:" not in second.output() and "Traceback" not in second.output()
