@@ -6,20 +6,23 @@ spec or with parameters changed in the form; the schedule starts it with the def
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
 
 from flows.release import release_flow
 from tasks import db, governance
+from tasks.forecast import forecast
 from tasks.protect import parse_spec
 from trajpub.errors import ParameterError
 from trajpub.spec import read_spec_file
 
 
-def serve(spec_path: Path, name: str, cron: str, timezone: str) -> None:
-    """Register ``release/<name>`` with the schedule and serve its runs (blocks until interrupted)."""
+def serve(spec_path: Path, name: str, cron: str, timezone: str, say=print) -> None:
+    """Register ``release/<name>`` with the schedule and serve its runs (blocks until interrupted); ``say`` a
+    warning first when the schedule would hit a budget cap within a year (:mod:`tasks.forecast`)."""
     spec = read_spec_file(spec_path)
     parsed, _ = parse_spec(spec)  # a deployment with a broken default spec would fail at every scheduled run
     with db.engine().connect() as conn:  # and so would one whose requester is not registered
@@ -28,6 +31,10 @@ def serve(spec_path: Path, name: str, cron: str, timezone: str) -> None:
         schedule = Cron(cron, timezone=timezone)
     except ValueError as exc:
         raise ParameterError(f"invalid schedule: {exc}", f"--cron {cron!r} --timezone {timezone!r}") from None
+    with db.engine().connect() as conn:
+        found = forecast(conn, spec, CronSchedule(cron=cron, timezone=timezone), datetime.now(UTC))
+    if warning := found.warning():
+        say(warning)
     release_flow.serve(name=name, schedules=[schedule], parameters={"spec": spec},
                        description=f"Governed release of {spec['dataset']} ({spec_path.name})",
                        tags=["trajpub", spec["dataset"]])

@@ -84,8 +84,9 @@ class Bill:
             acc = self.accounts[account]
             out.append(f"TOTAL {account}: epsilon {eps:g} per {acc.unit}" + (f", delta {delta:g}" if delta else "")
                        + f" for {sum(1 for _, c in self.charges if c.account == account)} candidate(s); "
-                       f"{acc.left:g} of the cap {acc.cap:g} is left before the comparison, "
-                       f"{acc.left - eps:g} after")
+                       + (f"{acc.left:g} of the cap {acc.cap:g} is left before the comparison, {acc.left - eps:g} after"
+                          if acc.unit in ("object", "record") else
+                          f"within the cap {acc.cap:g} {acc.cap_words} for the window's periods"))
         return out
 
 
@@ -94,10 +95,12 @@ def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
     candidate the ledger would refuse on its own, and a comparison whose candidates together pass an account's
     epsilon or delta cap. Reads no data."""
     dataset = planned[0].spec.dataset
+    window = (planned[0].spec.window_start, planned[0].spec.window_end)  # one snapshot: one window
     charges = []
     for p in planned:
         try:
-            charges.append((p.label, governance.check_budget(conn, dataset, p.mechanism.guarantee(p.params))))
+            charges.append((p.label, governance.check_budget(conn, dataset, p.mechanism.guarantee(p.params),
+                                                             window)))
         except PolicyError as exc:
             raise PolicyError(f"candidate {p.label}: {exc.message}", exc.where) from None
     accounts = governance.accounts(conn, dataset)
@@ -107,16 +110,10 @@ def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
             eps, delta = totals.get(c.account, (0.0, 0.0))
             totals[c.account] = (eps + c.epsilon, delta + c.delta)
     for account, (eps, delta) in totals.items():
-        acc = accounts[account]
-        if acc.spent + eps > acc.cap + 1e-12:
-            raise PolicyError(f"the candidates together need {account} epsilon {eps:g} per {acc.unit} (each is "
-                              f"charged: running them all on the same data composes) but dataset '{dataset}' has "
-                              f"only {acc.left:g} of its cap {acc.cap:g} left; compare fewer or cheaper candidates",
-                              "governance.budget_ledger")
-        if delta > 0 and acc.delta_spent + delta > acc.delta_cap * (1 + 1e-12):
-            raise PolicyError(f"the candidates together need delta {delta:g} per {acc.unit} but dataset "
-                              f"'{dataset}' has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its delta cap "
-                              f"{acc.delta_cap:g} left", "governance.budget_ledger")
+        if refusal := governance.cap_refusal(conn, dataset, account, eps, delta, window):
+            together = refusal.replace("this release needs", "the candidates together need", 1)
+            raise PolicyError(f"{together} (each is charged: running them all on the same data composes); compare "
+                              "fewer or cheaper candidates", "governance.budget_ledger")
     return Bill(charges, totals, accounts)
 
 

@@ -64,14 +64,15 @@ def plan(spec: ReleaseSpec, mech: Mechanism, params) -> tuple[int, policies.Regi
 
     def record(conn) -> tuple[int, policies.RegisteredPolicy]:
         policy = policies.resolve(conn, spec)
-        release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
+        stated = governance.guarantee_record(conn, spec.dataset, guarantee)
+        release_id = governance.create_release(conn, spec.to_record(), spec.params, stated)
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
         governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee)
         governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
                      inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
-                             "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
+                             "guarantee": stated, "spec": spec.to_record(),
                              "gate_policy": policy.to_record()})
         return release_id, policy
 
