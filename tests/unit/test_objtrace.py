@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from audits.utility import trajectory_metrics
+from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
 from tasks import check_output, protect
@@ -42,11 +43,11 @@ def test_budget_parts_sum_exactly_to_epsilon(epsilon: float) -> None:
 
 def test_params_refuse_bad_values_with_the_field() -> None:
     for bad in ({"shares": [0.5, 0.5]}, {"length_edges": [1, 2]}, {"pace_edges_s": [0, 10, 5]},
-                {"epsilon": 0}, {"reference_date": "yesterday"}, {"cell_size": 3}):
+                {"epsilon": 0}, {"reference_date": "2008-02-04"}, {"cell_size": 3}):
         with pytest.raises(ParameterError) as err:
             ObjTrace().parse_params(bad)
         assert err.value.where.startswith("objtrace.")
-    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 4 + [0.5 / 3] * 3})
+    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 8})
     assert objtrace.ObjTraceParams.from_dict(params.to_dict()) == params
 
 
@@ -73,7 +74,7 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_part() -> None:
     geometry = objtrace.geometry_of(GridSpec(BBOX, 2000.0), params)
     shapes = {"records": 1, "length": len(params.length_edges),
               "end": (2 * params.max_displacement + 1) ** 2, "density": geometry.model.n_cells,
-              "moves": geometry.model.n_cells * 8, "hour": geometry.region.n_cells * 24,
+              "moves": geometry.model.n_cells * 8, "weekday": 7, "hour": geometry.region.n_cells * 24,
               "pace": len(params.pace_edges_s)}
     zeros = ObjTraceCounts(**{f.name: 0.0 if f.name == "records" else np.zeros(shapes[f.name])
                               for f in fields(ObjTraceCounts)})
@@ -112,7 +113,8 @@ def test_every_released_record_has_timestamps_the_output_suite_accepts(prepared)
     grid = GridSpec(BBOX, 2000.0)
     params = objtrace.ObjTraceParams(epsilon=5.0)
     taxis = prepared["object_id"].drop_duplicates().iloc[:60]
-    result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, np.random.default_rng(3))
+    result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, TDRIVE_WINDOW,
+                                np.random.default_rng(3))
     _check_release(result.points, grid, params)
 
 
@@ -122,7 +124,8 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
     params = adapter.parse_params({"epsilon": 5.0})
     assert adapter.max_records_per_object(params) is None
     assert adapter.guarantee(params).privacy_unit == "one object" and adapter.guarantee(params).epsilon == 5.0
-    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(8))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid, window=TDRIVE_WINDOW), params,
+                       np.random.default_rng(8))
     _check_release(out.points, grid, params)
     meta = out.metadata
     assert meta["mechanism"] == "objtrace" and meta["params"] == params.to_dict()
@@ -152,5 +155,5 @@ def test_an_empty_release_is_an_empty_frame(prepared) -> None:
     grid = GridSpec(BBOX, 2000.0)
     taxis = prepared["object_id"].drop_duplicates().iloc[:3]
     result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid,
-                                 objtrace.ObjTraceParams(n_synthetic=0), np.random.default_rng(1))
+                                 objtrace.ObjTraceParams(n_synthetic=0), TDRIVE_WINDOW, np.random.default_rng(1))
     assert result.points.empty and list(result.points.columns[:6]) == ["traj_id", "seq", "cell", "t", "lon", "lat"]
