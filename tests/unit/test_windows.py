@@ -11,7 +11,7 @@ import pytest
 from flows.deploy import backfill_spec, backfill_times, local_time
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
-from trajpub.window import ReleaseWindow, RelativeWindow, window_words
+from trajpub.window import RelativeWindow, ReleaseWindow, window_words
 
 SHANGHAI, NEW_YORK = "Asia/Shanghai", "America/New_York"
 BBOX = [115.4, 39.4, 117.6, 41.1]
