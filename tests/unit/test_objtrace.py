@@ -22,6 +22,7 @@ from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
 from trajpub.segment import keep_trajectories, segment, to_grid
 from trajpub.spec import ReleaseSpec, read_spec_file
+from trajpub.window import ReleaseWindow
 
 BBOX = (115.4, 39.4, 117.6, 41.1)
 HISTOGRAMS = [p for p in objtrace.PARTS if p != "records"]
@@ -157,3 +158,48 @@ def test_an_empty_release_is_an_empty_frame(prepared) -> None:
     result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid,
                                  objtrace.ObjTraceParams(n_synthetic=0), TDRIVE_WINDOW, np.random.default_rng(1))
     assert result.points.empty and list(result.points.columns[:6]) == ["traj_id", "seq", "cell", "t", "lon", "lat"]
+
+
+@pytest.mark.parametrize("window", [
+    ReleaseWindow(pd.Timestamp("2008-02-03T16:00Z"), pd.Timestamp("2008-02-10T16:00Z"), "Asia/Shanghai"),  # a week
+    ReleaseWindow(pd.Timestamp("2008-02-04T16:00Z"), pd.Timestamp("2008-02-05T16:00Z"), "Asia/Shanghai"),  # a day
+    ReleaseWindow(pd.Timestamp("2008-02-05T10:00Z"), pd.Timestamp("2008-02-05T13:00Z"), "UTC"),  # 3 h: records squeezed
+], ids=["local week", "local day", "three hours"])
+def test_every_timestamp_lies_in_the_release_window(prepared, window) -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    params = objtrace.ObjTraceParams(epsilon=5.0)
+    taxis = prepared["object_id"].drop_duplicates().iloc[:60]
+    points = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, window,
+                                 np.random.default_rng(5)).points
+    assert len(points) and points["t"].between(window.start, window.end, inclusive="left").all()
+    assert points.groupby("traj_id")["t"].apply(lambda t: t.is_monotonic_increasing).all()
+    # and they spread over the window instead of sitting on one date
+    days = points.groupby("traj_id")["t"].first().dt.tz_convert(window.timezone).dt.date.nunique()
+    assert days == len(window.local_days())
+
+
+def test_start_days_follow_the_noisy_local_day_of_week_histogram(prepared) -> None:
+    """The days of week of the records' starts follow the noisy local day-of-week histogram the model released, so
+    a weekly release keeps the fleet's weekly rhythm: each share of the n synthetic starts is within 4 standard
+    deviations sqrt(p (1 - p) / n) of the probability it was drawn with; hours and days are counted in the
+    dataset's zone."""
+    grid = GridSpec(BBOX, 2000.0)
+    params = objtrace.ObjTraceParams(epsilon=5.0, n_synthetic=4000)
+    week = ReleaseWindow(pd.Timestamp("2008-02-03T16:00Z"), pd.Timestamp("2008-02-10T16:00Z"), "Asia/Shanghai")
+    result = objtrace.synthesize(prepared, grid, params, week, np.random.default_rng(9))
+    starts = result.points.groupby("traj_id")["t"].first().dt.tz_convert(week.timezone)
+    n = len(starts)
+    p = np.clip(result.model.noisy["weekday"], 0, None)
+    p = p / p.sum()  # the week holds every day of week once
+    share = np.bincount(starts.dt.weekday, minlength=7) / n
+    assert (np.abs(share - p) <= 4 * np.sqrt(p * (1 - p) / n) + 1e-12).all(), (share, p)
+    # the histograms are counted in local time: Beijing's hours are UTC's 8 hours later (no daylight saving)
+    geometry = objtrace.geometry_of(grid, params)
+    local = objtrace.count_points(prepared, geometry, params, week.timezone)
+    in_utc = objtrace.count_points(prepared, geometry, params, "UTC")
+    np.testing.assert_allclose(local.hour.reshape(-1, 24), np.roll(in_utc.hour.reshape(-1, 24), 8, axis=1))
+    assert not np.allclose(local.weekday, in_utc.weekday)  # 16:00-24:00 UTC is the next day in Beijing
+    # the noisy weekday histogram is the true per-object one plus Laplace(1 / epsilon_weekday) per bin: |noise| <
+    # 12 b for all 7 bins but with probability 7 exp(-12) < 1e-4
+    scale = params.scale("weekday")
+    assert scale == 1 / (5.0 * 0.05) and np.abs(result.model.noisy["weekday"] - local.weekday).max() < 12 * scale
