@@ -156,7 +156,7 @@ def test_a_backfill_over_the_cap_is_refused_whole_before_anything_starts(engine,
     assert over.returncode == 1, over.stdout + over.stderr
     assert over.stderr.startswith("error: the windows together need epsilon-DP epsilon 10 per object"), over.stderr
     assert "only 7 of its cap 7 left" in over.stderr and "Traceback" not in over.stderr + over.stdout
-    same_week = cli(*weeks[:6], "2008-02-06", "--every", "1d", "--requested-by", "backfill-operator")
+    same_week = cli(*weeks[:6], "--end", "2008-02-06", "--every", "1d", "--requested-by", "backfill-operator")
     assert same_week.returncode == 1 and "resolve to the same window" in same_week.stderr, same_week.stderr
     with owner.begin() as conn:
         conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 20 WHERE dataset = :d"), {"d": dataset})
