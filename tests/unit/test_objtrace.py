@@ -3,7 +3,7 @@ Dask workers with the real T-Drive sample."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
@@ -150,6 +150,17 @@ def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
     mech = ObjTrace()
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
+    mech.check_spec(spec, mech.parse_params(spec.params))  # its week is where the timestamps go
+
+
+def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
+    """The timestamps go in the release's window: an open end (or none) is refused before anything is charged."""
+    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
+    mech = ObjTrace()
+    for open_end in ({"window_start": None}, {"window_end": None}):
+        with pytest.raises(ParameterError, match="needs window_start and window_end") as err:
+            mech.check_spec(replace(spec, **open_end), mech.parse_params(spec.params))
+        assert err.value.where == "window"
 
 
 def test_an_empty_release_is_an_empty_frame(prepared) -> None:
