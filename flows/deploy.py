@@ -92,8 +92,7 @@ class Backfill:
     bill: compare.Bill
 
 
-def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overrides: dict | None = None,
-                  now: datetime | None = None) -> Backfill:
+def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overrides: dict | None = None) -> Backfill:
     """Resolve the window of every past run time (:func:`backfill_times`; dates without an offset in the dataset's
     zone) and price all of them as one bill against the budget; refuses (one sentence, nothing started, no data
     read) a bad spec, a date not yet past, two dates of the same window, a stricter gate policy than allowed, an
@@ -114,7 +113,7 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
         governance.check_requester(conn, first.requested_by)
     times = backfill_times(local_time(start, timezone, "backfill --start"), local_time(end, timezone, "backfill --end"),
                            every)
-    if times[-1] > (now or datetime.now(UTC)):
+    if times[-1] > datetime.now(UTC):
         raise ParameterError(f"the backfill's last run time {times[-1].isoformat()} is not past yet; the schedule "
                              "runs it", "backfill --end")
     runs, seen = [], {}
@@ -128,7 +127,7 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
         seen[window] = at
         mech = protect.mechanism(resolved.mechanism)
         params, inputs = public_inputs.resolve(eng, mech, params, resolved.grid, resolved)
-        label = f"{window[0].isoformat()} to {window[1].isoformat()}"
+        label = " to ".join(t.astimezone(zone(timezone)).isoformat() for t in window)  # the dataset's local times
         runs.append((at, compare.Planned(label, resolved, mech, params, inputs)))
     policies.check(runs[0][1].spec)
     with eng.begin() as conn:
