@@ -23,6 +23,7 @@ from audits.gate import GatePolicy
 from audits.registry import GRID_ATTACKS, build_attack
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, load_clean, prepare
+from bench.utility_data import TDRIVE_WINDOW
 from tasks.audit import at_resolution
 from tasks.protect import mechanism
 from trajpub.grid import GridSpec
@@ -45,7 +46,7 @@ def synthetic_release(members: pd.DataFrame, seed: int) -> pd.DataFrame:
     spec = read_yaml(SPEC, "spec")
     mech = mechanism("objtrace")
     params = mech.parse_params(spec["params"])
-    inputs = PublicInputs(grid=GridSpec(BBOX, float(spec["prepare"]["cell_size_m"])))
+    inputs = PublicInputs(grid=GridSpec(BBOX, float(spec["prepare"]["cell_size_m"])), window=TDRIVE_WINDOW)
     return run_local(mech, members, inputs, params, np.random.default_rng(seed)).points
 
 

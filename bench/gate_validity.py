@@ -43,6 +43,7 @@ from audits.gate import GatePolicy
 from bench.fgs_pufferfish import machine
 from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
+from bench.utility_data import TDRIVE_WINDOW
 from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
 from tasks.prepare import prepare_partition
@@ -122,9 +123,9 @@ def inputs_and_params(candidate: Candidate, spec: ReleaseSpec) -> tuple[PublicIn
     mech = candidate.mech()
     params = mech.parse_params(dict(spec.params))
     if mech.public_inputs(params).get("road_network") == NETWORK_NAME:
-        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic")
+        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic", window=TDRIVE_WINDOW)
     else:
-        inputs = PublicInputs(spec.grid)
+        inputs = PublicInputs(spec.grid, window=TDRIVE_WINDOW)
     return inputs, mech.resolved(params, inputs)
 
 

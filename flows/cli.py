@@ -335,10 +335,9 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
-    from tasks import policies
-    from tasks.protect import parse_spec
+    from tasks import policies, windows
 
-    spec, _ = parse_spec(data)
+    spec, _ = windows.parse_resolved(_engine(), data)  # a relative window: resolved now, as the run records it
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from tasks import governance
 
@@ -453,6 +452,7 @@ def release_show(release_id: int) -> None:
         click.echo(f"failure: {rel['failure_reason']}")
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
+    click.echo(f"window: {review.window}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
     click.echo(f"gate policy: {review.policy_label}")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
@@ -726,29 +726,43 @@ def recover(dataset: str | None) -> None:
 
 @main.command("backfill")
 @click.argument("deployment")
-@click.option("--start", "start", required=True, help="First window's start (ISO date or time, UTC).")
-@click.option("--end", "end", required=True, help="End of the last window (exclusive).")
-@click.option("--every", default="1d", show_default=True, help="Window length: Nd or Nh.")
+@click.option("--start", "start", required=True,
+              help="Start of the first step (ISO date or time; without an offset, in the dataset's time zone).")
+@click.option("--end", "end", required=True, help="End of the last step (exclusive), a whole number of steps on.")
+@click.option("--every", default="1d", show_default=True,
+              help="The step between run times: Nd, Nw or Nh. Each run is the one the schedule would have made at "
+                   "the end of its step.")
 @click.option("--dataset", help="Release this dataset instead of the deployment's.", callback=_valid_dataset)
 @click.option("--requested-by", help="Who asks for the backfill (recorded with each release).")
+@click.option("--yes", is_flag=True, help="Charge the windows without asking (the bill is still printed).")
+@click.option("--run-timeout", "timeout_s", type=float, default=3600, show_default=True,
+              help="Seconds to wait for each window's run to reach the steward before the next one starts.")
 def backfill_command(deployment: str, start: str, end: str, every: str, dataset: str | None,
-                     requested_by: str | None) -> None:
-    """Start DEPLOYMENT (e.g. release/tdrive-weekly) once per past window, each a governed release."""
-    import re
-    from datetime import timedelta
+                     requested_by: str | None, yes: bool, timeout_s: float) -> None:
+    """Run DEPLOYMENT (e.g. release/tdrive-weekly) for past dates, each a governed release: every date's window
+    is resolved in the dataset's time zone and the whole backfill is priced first (refused over a cap before
+    anything starts); the windows then run in order, each once the previous one has reached the steward."""
+    from flows.deploy import plan_backfill, run_backfill
+    from trajpub.window import parse_duration
 
-    from flows.deploy import backfill
-    from trajpub.spec import parse_utc
-
-    m = re.fullmatch(r"(\d+)([dh])", every)
-    if not m:
-        raise TrajpubError(f"--every must look like 1d or 6h, got {every!r}", "backfill --every")
-    step = timedelta(**{"days" if m.group(2) == "d" else "hours": int(m.group(1))})
+    step = parse_duration(every, "backfill --every")
     overrides = {k: v for k, v in (("dataset", dataset), ("requested_by", requested_by)) if v}
-    runs = backfill(deployment, parse_utc(start, "backfill --start"), parse_utc(end, "backfill --end"), step,
-                    overrides)
-    for run_id, ws, we in runs:
-        click.echo(f"flow run {run_id}: window {ws.isoformat()} .. {we.isoformat()}")
+    plan = plan_backfill(deployment, start, end, step, overrides)
+    click.echo(f"{len(plan.runs)} window(s) of {plan.runs[0][1].spec.dataset}; each is charged when it runs:")
+    for line in plan.bill.lines():
+        click.echo(line)
+    if not yes and not click.confirm("Charge these windows and run the backfill?", default=False):
+        raise TrajpubError("the backfill was not started: nothing was charged", "backfill")
+    _tracebacks_to_the_log_only()
+    outcomes = run_backfill(plan, click.echo, timeout_s)
+    for o in outcomes:
+        click.echo(f"flow run {o['flow_run_id']}: window {o['window']}: "
+                   + (f"release {o['release_id']} {o['status']}" if o["release_id"] else o["status"])
+                   + (f" ({o['message']})" if o["status"] in ("failed", "refused", "blocked") and o["message"] else ""))
+    failed = [o for o in outcomes if o["status"] not in ("awaiting_approval", "blocked", "published", "rejected")]
+    if failed:
+        raise TrajpubError(f"{len(failed)} of {len(outcomes)} window(s) did not reach the steward (see above)",
+                           "backfill")
 
 
 # --- road networks --------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
 from flows.review import StewardDecision, review_markdown, wait_for_answer
-from tasks import governance, lineage, policies, protect, public_inputs, publish
+from tasks import governance, lineage, policies, protect, public_inputs, publish, windows
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
@@ -86,11 +86,13 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 @flow(name="release", log_prints=True)
 def release_flow(spec: ReleaseSpec) -> dict:
     """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
-    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts. Ends
+    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts. A relative
+    window is resolved at the run's expected start in the dataset's time zone (:mod:`tasks.windows`). Ends
     :func:`refused` or :func:`blocked` when the release is (module docstring)."""
     try:
+        spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time())
         mech = protect.mechanism(spec.mechanism)
-        params, inputs = public_inputs.resolve(db_engine(), mech, protect.parse_params(spec), spec.grid)
+        params, inputs = public_inputs.resolve(db_engine(), mech, params, spec.grid, spec)
     except TrajpubError as exc:
         return refused(exc)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock

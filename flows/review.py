@@ -58,7 +58,7 @@ def review_markdown(review: Review) -> str:
              (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
               f"distribution plots): {link} — or `trajpub report {release_id} --out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
-              f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
+              f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`); window {review.window}."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
     lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
     budget = review.budget

@@ -20,6 +20,7 @@ from tasks import governance
 from tasks.protect import mechanism, parse_spec
 from trajpub.errors import ParameterError
 from trajpub.periods import STEP, Spend, Unit, period_start, periods_between, touched, worst_run
+from trajpub.spec import ReleaseSpec
 
 YEAR = timedelta(days=365)
 
@@ -81,11 +82,12 @@ class Forecast:
                 f"{self.stopped[0]:%Y-%m-%d %H:%M} UTC after {self.allowed} more run(s): {self.stopped[1]}")
 
 
-def run_windows(spec_window: tuple[datetime | None, datetime | None],
+def run_windows(spec: ReleaseSpec, timezone: str | None,
                 dates: list[datetime]) -> list[tuple[datetime, datetime | None, datetime | None]]:
-    """(run time, window start, window end) of each scheduled run: the deployment's spec window, as the flow
-    releases it (a side left open stays open, which a per-period unit refuses)."""
-    return [(at, *spec_window) for at in dates]
+    """(run time, window start, window end) of each scheduled run: the deployment's spec window as the flow
+    resolves it at that run (a relative window in the dataset's ``timezone``, :meth:`ReleaseSpec.resolved`; a
+    fixed one as it is, a side left open staying open, which a per-period unit refuses)."""
+    return [(at, (run := spec.resolved(at, timezone)).window_start, run.window_end) for at in dates]
 
 
 def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods: int = 8,
@@ -98,7 +100,7 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
     acc = governance.accounts(conn, parsed.dataset)[charge.account]
     epsilon = charge.epsilon if charge.bounded else None
     result = Forecast(parsed.dataset, unit, charge.account, epsilon, acc.cap, acc.lifetime_cap)
-    result.runs = run_windows((parsed.window_start, parsed.window_end), run_dates(schedule, now, now + horizon))
+    result.runs = run_windows(parsed, unit.tz, run_dates(schedule, now, now + horizon))
     if epsilon is None or acc.cap is None:
         result.allowed = len(result.runs)
         return result

@@ -275,7 +275,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         f"<h1>Release {rid}: {html.escape(rel['mechanism'])} on <code>{html.escape(rel['dataset'])}</code></h1>",
         (f"<p>Requested by <b>{html.escape(str(rel.get('requested_by')))}</b>; snapshot of "
         f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
-        f"</code>).</p>"),
+        f"</code>); window {html.escape(review.window)}.</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         html_table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",

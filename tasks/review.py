@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from tasks import governance
+from trajpub.window import window_words
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,12 @@ class Review:
         """What the gate compared with each threshold (:data:`audits.gate.DECIDE_ON`), as the stored policy says;
         ``point`` for a release audited before policies said (the gate then decided on the point estimate)."""
         return (self.gate.get("policy") or {}).get("decide_on", "point")
+
+    @property
+    def window(self) -> str:
+        """The snapshot's window in words, with how a relative window was resolved (:mod:`trajpub.window`)."""
+        return window_words(self.release.get("window_start"), self.release.get("window_end"),
+                            (self.release.get("spec") or {}).get("window"))
 
     @property
     def policy_label(self) -> str:

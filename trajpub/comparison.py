@@ -10,7 +10,7 @@ expanded to one candidate per combination (``k: [5, 10, 20]`` and ``epsilon: [1,
     bbox: [115.4, 39.4, 117.6, 41.1]
     candidates:
       - mechanism: objtrace
-        params: {cell_size_m: 4000, reference_date: "2008-02-04"}
+        params: {cell_size_m: 4000}
         grid: {epsilon: [1, 5]}
       - mechanism: glove
 

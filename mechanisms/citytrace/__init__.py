@@ -23,7 +23,8 @@ and the authors' code read, none copied):
   directions count only where they clear their noise; elsewhere the coarser estimate (or the density) stands.
   RetraSyn's adaptive allocation over timestamps is not used: a per-object bound lets us release one model for
   the whole window instead of a stream.
-- Plausible times: a day of the public window, an hour per start region, a pace per record and a time per
+- Plausible times: a local day of the release's window from a noisy day-of-week histogram, a local hour per start
+  region (as ObjTrace's), a pace per record and a time per
   move, each from a noisy histogram; a record lasts its pace times its moves (so durations follow the data's)
   while its moves differ as the data's do (stops, fast roads); a public speed bound stretches a segment that
   would be faster than a vehicle (the step histogram's low bins otherwise give a few km-long moves in seconds).

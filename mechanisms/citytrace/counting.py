@@ -5,10 +5,10 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
 ``max_records_per_object`` per object. Records are written in the fine model cells by DPT's discretisation
 (repeats collapsed, jumps filled). The statistics:
 
-- ``length``, ``end``, ``density``, ``hour``, ``pace``: as ObjTrace's, on the fine cells;
+- ``length``, ``end``, ``density``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of
+  week and hours in the dataset's time zone);
 - ``moves``: (block, direction) of each move of the record written in blocks of 2**L x 2**L fine cells
   (its first ``max_moves`` moves at that level);
-- ``day``: the day of the record's first point in the public window (records starting outside it add nothing);
 - ``step``: for each fine move of a record, its time relative to the record's pace (seconds per move): the time
   between the points where the record enters a new fine cell, divided by the moves between them, divided by
   the pace, in the ``step_edges`` bins (records with >= 1 move).
@@ -26,6 +26,7 @@ from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.counting import displacement_key, length_bin, per_object_histogram
 from mechanisms.objtrace.geometry import Geometry
+from mechanisms.objtrace.params import WEEKDAYS
 from mechanisms.objtrace.quadtree import block_index
 
 _NO_JUMP = np.iinfo(np.int64).max // 2
@@ -40,7 +41,7 @@ class CityTraceCounts:
     end: np.ndarray
     density: np.ndarray
     moves: np.ndarray
-    day: np.ndarray
+    weekday: np.ndarray
     hour: np.ndarray
     pace: np.ndarray
     step: np.ndarray
@@ -73,9 +74,10 @@ def step_ratios(traj: np.ndarray, cells: np.ndarray, seconds: np.ndarray, n_cols
     return traj[at][ok], ratio[ok], moves[ok]
 
 
-def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTraceParams) -> CityTraceCounts:
+def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTraceParams,
+                 timezone: str = "UTC") -> CityTraceCounts:
     """The bounded statistics of one partition: ``points`` has ``object_id, traj_id, seq, t, x, y`` and holds
-    every point of each of its objects."""
+    every point of each of its objects; days of week and hours are read in ``timezone`` (the dataset's, public)."""
     df = points.sort_values(["traj_id", "seq"], kind="stable")
     grid = geometry.model
     cells = grid.cell_of(df["x"].to_numpy(), df["y"].to_numpy())
@@ -101,16 +103,14 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
                                  coarse.cells[moving] * N_DIRECTIONS + coarse.directions[moving],
                                  n_blocks * N_DIRECTIONS)
 
-    t0 = pd.to_datetime(heads["t"], utc=True)
-    day = ((t0 - params.window[0]).dt.total_seconds() // 86400).to_numpy()
-    in_window = (day >= 0) & (day < params.days)
+    local = pd.to_datetime(heads["t"], utc=True).dt.tz_convert(timezone)
     region = geometry.region.cell_of(heads["x"].to_numpy(), heads["y"].to_numpy())
-    hour_key = np.maximum(region, 0) * HOURS + t0.dt.hour.to_numpy()
+    hour_key = np.maximum(region, 0) * HOURS + local.dt.hour.to_numpy()
     has_moves = moves_full > 0
     pace = duration[has_moves] / moves_full[has_moves]
     pace_bin = np.searchsorted(np.asarray(params.pace_edges_s), pace, side="right") - 1
 
-    seconds = (pd.to_datetime(df["t"], utc=True) - params.window[0]).dt.total_seconds().to_numpy()
+    seconds = (pd.to_datetime(df["t"], utc=True) - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
     step_rec, ratio, step_moves = step_ratios(traj, mcell, seconds, grid.n_cols,
                                               pd.Series(pace, index=record[has_moves]))
     step_owner = pd.Series(owner, index=record).reindex(step_rec).to_numpy()
@@ -124,7 +124,7 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
                                                          params.max_displacement), (2 * params.max_displacement + 1) ** 2),
         density=per_object_histogram(df["object_id"].astype(str).to_numpy(), mcell, grid.n_cells),
         moves=moves,
-        day=per_object_histogram(owner[in_window], day[in_window].astype(np.int64), params.days),
+        weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),
         hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),
         pace=per_object_histogram(owner[has_moves], pace_bin, len(params.pace_edges_s)),
         step=per_object_histogram(np.repeat(step_owner, step_moves), np.repeat(step_bin, step_moves),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from mechanisms.citytrace.params import PARTS, CityTraceParams
 from trajpub import noise
 from trajpub.guarantee import Guarantee, PrivacyMap
@@ -22,13 +20,12 @@ def guarantee(params: CityTraceParams) -> Guarantee:
       sensitivity is 1; Laplace(1 / ε) on every bin of a public, data-independent key space.
     - Sequential composition: Σ_k ε_k over the density levels is ε_density
       (:meth:`CityTraceParams.level_epsilons`) and Σ ε_part = ε (:meth:`CityTraceParams.budget`). The grids,
-      bins, the window, the speed bound and every parameter are public; the walks, positions and timestamps are
+      bins, the release's window, the dataset's time zone, the speed bound and every parameter are public; the walks, positions and timestamps are
       post-processing of the noisy vectors and the rng.
     """
     eps = params.epsilon
     b = params.budget()
     parts = ", ".join(f"{name} (epsilon {b[name]:.4g})" for name in PARTS)
-    start, end = params.window
     statement = (
         f"epsilon-differential privacy with epsilon = {eps:g} for each object (a taxi, a person: all of its "
         "trajectory records together): for any two input databases that differ by adding or removing one object "
@@ -47,10 +44,11 @@ def guarantee(params: CityTraceParams) -> Guarantee:
         (f"The bounding box, the model cells of {params.cell_size_m:g} m, the blocks of the move directions, the "
          "start-time regions, the histogram bins and every parameter are public and fixed before the data is "
          f"read. The moves of a record after its first {params.max_moves} are not modelled."),
-        (f"Timestamps are synthetic: a day in the public window {start:%Y-%m-%d} to "
-         f"{end - pd.Timedelta(days=1):%Y-%m-%d} (UTC), an hour of day per start region, a "
-         "pace per record and a time per move drawn from noisy histograms; a released segment is never faster "
-         f"than {params.max_speed_kmh:g} km/h (a public bound)."),
+        ("Timestamps are synthetic and lie in the release's window: a local day of the window from a noisy "
+         "day-of-week histogram, a local hour of day per start region (the dataset's time zone), a pace per "
+         "record and a time per move drawn from noisy histograms; a released segment is never faster than "
+         f"{params.max_speed_kmh:g} km/h (a public bound), except in a record longer than the window, which is "
+         "compressed into it."),
         noise.CAVEAT,
         ("Differential privacy bounds what the release reveals about one object, not population-level facts: "
          "hot spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive "

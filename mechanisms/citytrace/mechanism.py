@@ -15,6 +15,7 @@ from mechanisms.citytrace.points import to_points
 from mechanisms.citytrace.synthesis import Synthetic, synthesize_from_model
 from mechanisms.objtrace.geometry import Geometry
 from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,16 +30,19 @@ def geometry_of(grid: GridSpec, params: CityTraceParams) -> Geometry:
     return Geometry(GridSpec(grid.bbox, params.cell_size_m), GridSpec(grid.bbox, params.region_size_m))
 
 
-def release_from_counts(counts, geometry: Geometry, grid: GridSpec, params: CityTraceParams,
+def release_from_counts(counts, geometry: Geometry, grid: GridSpec, params: CityTraceParams, window: ReleaseWindow,
                         rng: np.random.Generator) -> CityTraceResult:
-    """Noise, synthesis and points from the summed bounded counts (the driver's part)."""
+    """Noise, synthesis and points (timestamps in ``window``) from the summed bounded counts (the driver's
+    part)."""
     model = fit(counts, geometry, params, rng)
-    synthetic = synthesize_from_model(model, rng)
-    return CityTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params, rng))
+    synthetic = synthesize_from_model(model, window, rng)
+    return CityTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params, window, rng))
 
 
-def synthesize(points: pd.DataFrame, grid: GridSpec, params: CityTraceParams,
+def synthesize(points: pd.DataFrame, grid: GridSpec, params: CityTraceParams, window: ReleaseWindow,
                rng: np.random.Generator) -> CityTraceResult:
-    """CityTrace on one frame (``object_id, traj_id, seq, t, x, y`` on ``grid``'s projection)."""
+    """CityTrace on one frame (``object_id, traj_id, seq, t, x, y`` on ``grid``'s projection), its timestamps in
+    the public ``window``."""
     geometry = geometry_of(grid, params)
-    return release_from_counts(count_points(points, geometry, params), geometry, grid, params, rng)
+    return release_from_counts(count_points(points, geometry, params, window.timezone), geometry, grid, params,
+                               window, rng)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-import pandas as pd
-
 from mechanisms.objtrace.params import histogram_edges
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
@@ -19,7 +17,7 @@ from trajpub.params import Scope
 _P = Scope("citytrace")
 
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
-PARTS = ("records", "length", "end", "density", "moves", "day", "hour", "pace", "step")
+PARTS = ("records", "length", "end", "density", "moves", "weekday", "hour", "pace", "step")
 HOURS = 24
 
 
@@ -29,7 +27,7 @@ class CityTraceParams:
 
     epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
     cell_size_m: side of the fine model cells (the walks' reference system, DPT's discretisation at this size).
-    region_size_m: side of the start-time regions (the hour-of-day histogram is per region).
+    region_size_m: side of the start-time regions (the local hour-of-day histogram is per region).
     quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells).
     level_ratio: r in (0, 4]: level k (0 = fine cells) gets a share of the density's ε proportional to r**k, a
         geometric budget (Cormode et al., ICDE 2012, Sec. 4.2). Their optimum for range queries with
@@ -45,8 +43,6 @@ class CityTraceParams:
     pace_edges_s: edges (seconds per fine move, from 0) of the pace histogram; the last bin is open.
     step_edges: edges (from 0) of the histogram of each move's time relative to its record's pace; the last
         bin is open. Gives each synthetic move its own duration (stops, fast roads) at the record's pace.
-    first_date, days: the public release window of the timestamps, days ``first_date .. first_date + days - 1``
-        (UTC); the start day of a record comes from a noisy day histogram over these days.
     max_speed_kmh: a released segment takes at least its length at this speed (a public plausibility bound on
         the synthetic times, post-processing).
     max_duration_s: a record lasts at most this long (its pace is lowered to fit): records are cut at gaps and
@@ -57,6 +53,10 @@ class CityTraceParams:
     snr: the signal-to-noise rule of the quadtree and of the per-region hour histograms (as ObjTrace).
     shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1).
     n_synthetic: number of synthetic records; None = the noisy record count.
+
+    The timestamps lie in the release's window (a public input), each record's local day of week and start hour
+    drawn from the noisy ``weekday`` and ``hour`` histograms as ObjTrace's (:func:`mechanisms.objtrace.synthesis.
+    start_times`).
     """
 
     epsilon: float = 5.0
@@ -71,8 +71,6 @@ class CityTraceParams:
     max_records_per_object: int = 24
     pace_edges_s: tuple[float, ...] = (0, 15, 30, 45, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
     step_edges: tuple[float, ...] = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 2, 3, 5, 8)
-    first_date: str = "2008-02-02"
-    days: int = 7
     max_speed_kmh: float = 90.0
     max_duration_s: float = 86400.0
     direction_decay: float = 0.6
@@ -93,7 +91,6 @@ class CityTraceParams:
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
         object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", False, _P))
         object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
-        _P.require_int(self.days, "days", 1)
         _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
         _P.require_real(self.max_duration_s, "max_duration_s", 0)
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
@@ -108,11 +105,6 @@ class CityTraceParams:
                                  _P.where("shares"))
         object.__setattr__(self, "shares", shares)
         _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
-        try:
-            pd.Timestamp(self.first_date, tz="UTC")
-        except (ValueError, TypeError) as e:
-            raise ParameterError(f"first_date must be a date YYYY-MM-DD, got {self.first_date!r}",
-                                 _P.where("first_date")) from e
 
     @classmethod
     def from_dict(cls, d: dict) -> CityTraceParams:
@@ -127,12 +119,6 @@ class CityTraceParams:
     @property
     def max_moves(self) -> int:
         return self.length_edges[-1]
-
-    @property
-    def window(self) -> tuple[pd.Timestamp, pd.Timestamp]:
-        """The released timestamps' window [first_date, first_date + days) (UTC)."""
-        start = pd.Timestamp(self.first_date, tz="UTC")
-        return start, start + pd.Timedelta(days=self.days)
 
     def budget(self) -> dict[str, float]:
         """ε of each part of :data:`PARTS`; the last part gets ε minus the others (S >= ε/2 as its share is

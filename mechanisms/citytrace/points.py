@@ -12,14 +12,16 @@ from mechanisms.citytrace.synthesis import Synthetic
 from mechanisms.objtrace.geometry import Geometry
 from mechanisms.objtrace.points import as_frame, point_layout, positions
 from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 
-def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, params: CityTraceParams,
+def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, params: CityTraceParams, window: ReleaseWindow,
               rng: np.random.Generator) -> pd.DataFrame:
     """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell,
     one pace apart. A segment takes at least its length at ``max_speed_kmh`` (a public plausibility bound: a
     short drawn time on a long segment is stretched); a record that would end after the window is moved
-    earlier so that it ends inside it."""
+    earlier so that it ends inside it, and one longer than the window is compressed into it (its speed may then
+    pass the bound)."""
     cells, traj, seq, point_offsets = point_layout(synth.offsets, synth.cells)
     single = np.diff(synth.offsets) == 1
     step = np.repeat(synth.step_s, np.where(np.repeat(single, np.diff(synth.offsets)), 2, 1))
@@ -31,6 +33,9 @@ def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, params: City
     elapsed = np.cumsum(step) - np.repeat(np.cumsum(step)[point_offsets[:-1]] - step[point_offsets[:-1]],
                                           np.diff(point_offsets))
     last = elapsed[point_offsets[1:] - 1]
-    start = np.maximum(np.minimum(synth.start_s, params.days * 86400.0 - 1.0 - last), 0.0)
-    t = params.window[0] + pd.to_timedelta(start[traj] + elapsed, unit="s")
+    length = (window.end - window.start).total_seconds() - 1.0
+    squeeze = np.minimum(1.0, length / np.maximum(last, 1e-9))  # a record longer than the window is sped up
+    elapsed, last = elapsed * squeeze[traj], last * squeeze
+    start = np.maximum(np.minimum(synth.start_s, length - last), 0.0)
+    t = pd.Timestamp(window.start) + pd.to_timedelta(start[traj] + elapsed, unit="s")
     return as_frame(traj, seq, t, x, y, lon, lat, grid)

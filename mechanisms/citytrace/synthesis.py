@@ -26,7 +26,8 @@ from mechanisms.citytrace.model import NoisyModel
 from mechanisms.dpt import Hierarchy
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.quadtree import block_index, estimate
-from mechanisms.objtrace.synthesis import draw, end_cells, feasible_moves, paces, start_seconds, walk
+from mechanisms.objtrace.synthesis import draw, end_cells, feasible_moves, paces, start_times, walk
+from trajpub.window import ReleaseWindow
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,6 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     return rho / np.where(total > 0, total, 1.0) * direction_shares(model)[block] * usable
 
 
-def start_days(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Each record's day in the public window (0 .. days - 1), from the noisy day histogram."""
-    return draw(model.noisy["day"], n, rng)
-
-
 def step_times(model: NoisyModel, n_moves: np.ndarray, pace_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Per cell of CSR records of ``n_moves`` moves: the time of the move into it (0 for a first cell); a
     record's moves last ``pace × m / mean(m)`` with m from the noisy step histogram, uniform within its bin (the
@@ -94,8 +90,8 @@ def step_times(model: NoisyModel, n_moves: np.ndarray, pace_s: np.ndarray, rng: 
     return out
 
 
-def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthetic:
-    """``n_synthetic`` records, or the noisy record count rounded (at least 0)."""
+def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
+    """``n_synthetic`` records, or the noisy record count rounded (at least 0), starting in ``window``."""
     params = model.params
     n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
     edges = np.asarray(params.length_edges)
@@ -107,6 +103,6 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
     pace_s = np.minimum(paces(model, n, rng), params.max_duration_s / np.maximum(n_moves, 1))
-    start_s = start_days(model, n, rng) * 86400.0 + start_seconds(model, starts, rng)
+    start_s = start_times(model, starts, window, rng)
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept, start_s, pace_s,
                      step_times(model, n_moves, pace_s, rng))

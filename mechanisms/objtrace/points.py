@@ -1,5 +1,5 @@
 """Released points of synthetic records: positions within their model cell and the public bbox, timestamps
-from each record's start and pace (post-processing)."""
+from each record's start and pace in the release's window (post-processing)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pandas as pd
 from mechanisms.objtrace.geometry import Geometry, centre_xy
 from mechanisms.objtrace.synthesis import Synthetic
 from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 
 def positions(cells: np.ndarray, offsets: np.ndarray, geometry: Geometry, grid: GridSpec,
@@ -67,11 +68,16 @@ def as_frame(traj: np.ndarray, seq: np.ndarray, t: pd.Series | pd.DatetimeIndex,
         "cell": np.asarray(grid.cell_of(x, y), dtype=np.int64), "t": t, "lon": lon, "lat": lat, "x": x, "y": y})
 
 
-def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_date: str,
+def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, window: ReleaseWindow,
               rng: np.random.Generator) -> pd.DataFrame:
-    """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell."""
+    """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell. Every
+    timestamp lies in ``window``: a record's pace is lowered so that it fits in the window, and a record that
+    would end after the window is moved earlier (post-processing of its drawn start and pace)."""
     cells, traj, seq, point_offsets = point_layout(synth.offsets, synth.cells)
     x, y, lon, lat = positions(cells, point_offsets, geometry, grid, rng)
-    day = pd.Timestamp(reference_date, tz="UTC")
-    seconds = synth.start_s[traj] + seq * synth.pace_s[traj]
-    return as_frame(traj, seq, day + pd.to_timedelta(seconds, unit="s"), x, y, lon, lat, grid)
+    length = (window.end - window.start).total_seconds() - 1.0
+    last = np.diff(point_offsets) - 1.0
+    pace = np.minimum(synth.pace_s, length / np.maximum(last, 1.0))
+    start = np.clip(synth.start_s, 0.0, length - last * pace)
+    seconds = start[traj] + seq * pace[traj]
+    return as_frame(traj, seq, pd.Timestamp(window.start) + pd.to_timedelta(seconds, unit="s"), x, y, lon, lat, grid)

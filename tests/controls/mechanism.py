@@ -3,9 +3,8 @@
 :class:`CopyControl` is ObjTrace (the demo's synthesizer, ε per object) with ``copy_percent`` % of the input's
 trajectory records passed through verbatim: that many records are drawn uniformly without replacement from the
 prepared input, and each replaces one synthetic record drawn uniformly, so the release keeps ObjTrace's size
-and its count reveals nothing more. A copy keeps its cells, positions and time of day; its date becomes
-ObjTrace's public ``reference_date``, so that copies differ from the synthetic records only by being real (an
-attack must notice copying, not a date). This is Stadler et al.'s leaky-generator setting ("Synthetic Data -
+and its count reveals nothing more. A copy keeps its cells, positions and timestamps, which lie in the release's
+window as ObjTrace's synthetic ones do, so that copies differ from the synthetic records only by being real. This is Stadler et al.'s leaky-generator setting ("Synthetic Data -
 Anonymisation Groundhog Day", USENIX Security 2022, Sec. 5) at the record level.
 
 :class:`Replay` releases every input record unchanged as a synthetic release (no owner table): the upper bound
@@ -80,11 +79,6 @@ def copied(trajectories: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.D
     return out.sort_values(["traj_id", "seq"], kind="stable")[RELEASED_COLUMNS].reset_index(drop=True)
 
 
-def on_date(t: pd.Series, date: str) -> pd.Series:
-    """Timestamps moved to ``date`` (UTC), keeping their time of day."""
-    return pd.Timestamp(date, tz="UTC") + (t - t.dt.floor("D"))
-
-
 class CopyControl(Mechanism, name="copy_control", shape=Shape.SYNTHETIC, params=CopyControlParams,
                   guarantee=copy_guarantee):
     """ObjTrace's release with ``copy_percent`` % of the input records copied into it (the module docstring)."""
@@ -97,7 +91,6 @@ class CopyControl(Mechanism, name="copy_control", shape=Shape.SYNTHETIC, params=
         synthetic = ObjTrace().release(trajectories, inputs, params.synthesizer, rng)
         n_input = trajectories["traj_id"].nunique()
         copies = copied(trajectories, round(params.copy_percent / 100 * n_input), rng)
-        copies = copies.assign(t=on_date(copies["t"], params.synthesizer.reference_date))
         points = synthetic.points
         ids = points["traj_id"].unique()
         replaced = rng.choice(ids, size=min(copies["traj_id"].nunique(), len(ids)), replace=False)

@@ -26,6 +26,8 @@ from trajpub import config
 
 TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
+#: The sample's week in Beijing time (its points lie in 2-8 February 2008, local): a synthesizer's timestamps go here.
+TDRIVE_WEEK = {"window_start": "2008-02-02T00:00:00+08:00", "window_end": "2008-02-09T00:00:00+08:00"}
 BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 

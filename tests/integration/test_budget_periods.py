@@ -354,12 +354,13 @@ def test_a_comparison_is_billed_on_the_weeks_of_its_window(engine, weekly):
             "window_start": week(0, offset_days=5)[0].isoformat(), "window_end": week(1, days=1)[1].isoformat()}
     _, planned = compare.parse(spec)  # Saturday of week 0 to Tuesday of week 1: both weeks
     with engine.connect() as conn, pytest.raises(PolicyError, match=r"the candidates together need epsilon-DP "
-                                                                   r"epsilon 7 per object-week .* only 6 of its cap "
-                                                                   r"10 left in the week from 2008-02-11"):
+                                                                   r"epsilon 7 per object-week .* only 3 of the cap "
+                                                                   r"10 per object-week left in the week from "
+                                                                   r"2008-02-11"):
         compare.bill(conn, planned)
     with engine.connect() as conn:
         bill = compare.bill(conn, planned[:1])
-    assert bill.lines()[-1].endswith("within the cap 10 per object-week for the window's periods")
+    assert bill.lines()[-1].endswith("within the cap 10 per object-week for their windows' periods")
 
 
 def test_a_year_of_weekly_releases_fits_a_per_week_cap(engine, weekly):

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from tasks.db import database_url
 from tests.integration.conftest import (
+    TDRIVE_WEEK,
     assert_no_raw_statistic_for_consumers,
     base_spec,
     cli,
@@ -23,7 +24,8 @@ from tests.integration.exports import check_exports, consumer_engine
 pytestmark = pytest.mark.integration
 
 
-PUBLISHED_SPEC = {"mechanism": "objtrace", "params": {"epsilon": 10.0}, "prepare": {"cell_size_m": 2000}}
+PUBLISHED_SPEC = {"mechanism": "objtrace", "params": {"epsilon": 10.0}, "prepare": {"cell_size_m": 2000},
+                  **TDRIVE_WEEK}
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from prefect.client.schemas.schedules import CronSchedule, IntervalSchedule
 
 from tasks.forecast import Replay, run_dates, run_windows
 from trajpub.periods import Spend, Unit
+from trajpub.spec import ReleaseSpec
 
 
 def utc(*args) -> datetime:
@@ -26,11 +27,26 @@ def test_interval_schedules_are_forecast_too():
                                                                       utc(2026, 1, 19, 3)]
 
 
+def spec_with(**window) -> ReleaseSpec:
+    return ReleaseSpec.from_dict({"dataset": "d", "bbox": [116.0, 39.6, 116.8, 40.2], "mechanism": "objtrace",
+                                  "requested_by": "r", **window})
+
+
 def test_a_run_releases_the_specs_window_or_no_window():
     at = [utc(2026, 1, 5, 3), utc(2026, 1, 12, 3)]
     fixed = (utc(2008, 2, 2), utc(2008, 2, 9))
-    assert run_windows(fixed, at) == [(at[0], *fixed), (at[1], *fixed)]
-    assert run_windows((None, utc(2008, 2, 9)), at)[0] == (at[0], None, utc(2008, 2, 9))
+    spec = spec_with(window_start=fixed[0].isoformat(), window_end=fixed[1].isoformat())
+    assert run_windows(spec, "Asia/Shanghai", at) == [(at[0], *fixed), (at[1], *fixed)]
+    open_start = spec_with(window_end=fixed[1].isoformat())
+    assert run_windows(open_start, "Asia/Shanghai", at)[0] == (at[0], None, fixed[1])
+
+
+def test_a_relative_window_moves_with_each_run_in_the_datasets_zone():
+    at = [utc(2026, 1, 5, 3), utc(2026, 1, 12, 3)]  # Mondays 11:00 in Beijing
+    weekly = spec_with(window={"last": "7d", "align": "local_week"})
+    runs = run_windows(weekly, "Asia/Shanghai", at)
+    assert [(s, e) for _, s, e in runs] == [(utc(2025, 12, 28, 16), utc(2026, 1, 4, 16)),
+                                          (utc(2026, 1, 4, 16), utc(2026, 1, 11, 16))]  # the last whole local weeks
 
 
 def test_the_replayed_rule_refuses_where_the_ledger_would():

@@ -5,12 +5,13 @@ noise scales, the spec window check, and the adapter on real Dask workers with t
 from __future__ import annotations
 
 import math
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import citytrace
 from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
 from mechanisms.citytrace.model import NoisyModel
@@ -56,12 +57,12 @@ def test_the_parts_sum_to_epsilon_and_the_density_levels_to_its_part(epsilon: fl
 
 
 def test_params_refuse_bad_values_with_the_field() -> None:
-    for bad in ({"shares": [0.5, 0.5]}, {"shares": [0.05] * 8 + [0.6]}, {"level_ratio": 0}, {"level_ratio": 5}, {"days": 0},
-                {"first_date": "soon"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3}):
+    for bad in ({"shares": [0.5, 0.5]}, {"shares": [0.05] * 8 + [0.6]}, {"level_ratio": 0}, {"level_ratio": 5}, {"days": 7},
+                {"first_date": "2008-02-02"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3}):
         with pytest.raises(ParameterError) as err:
             CityTrace().parse_params(bad)
         assert err.value.where.startswith("citytrace."), bad
-    params = citytrace.CityTraceParams.from_dict({"length_edges": [0, 1, 5], "days": 3})
+    params = citytrace.CityTraceParams.from_dict({"length_edges": [0, 1, 5], "max_speed_kmh": 50})
     assert citytrace.CityTraceParams.from_dict(params.to_dict()) == params
 
 
@@ -141,8 +142,8 @@ def test_a_record_lasts_its_pace_times_its_moves_and_no_segment_beats_the_speed_
     start = geometry.model.n_cols * (geometry.model.n_rows // 2) + geometry.model.n_cols // 2
     cells = np.concatenate([start + np.arange(k + 1) for k in n_moves])
     synth = Synthetic(offsets, cells, np.array([0.0, 3600.0, 86400.0, 6 * 86400.0]), pace, times)
-    points = to_points(synth, geometry, grid, params, rng)
-    start_t, end_t = params.window
+    points = to_points(synth, geometry, grid, params, TDRIVE_WINDOW, rng)
+    start_t, end_t = TDRIVE_WINDOW.start, TDRIVE_WINDOW.end
     assert (points["t"] >= start_t).all() and (points["t"] < end_t).all()  # the last one moved to end inside
     same = points["traj_id"].eq(points["traj_id"].shift()).to_numpy()[1:]
     dist = np.hypot(np.diff(points["x"].to_numpy()), np.diff(points["y"].to_numpy()))[same]
@@ -156,7 +157,7 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() 
     geometry = citytrace.geometry_of(GridSpec(BBOX, 16000.0), params)
     _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
     shapes = {"records": 1, "length": len(params.length_edges), "end": (2 * params.max_displacement + 1) ** 2,
-              "density": geometry.model.n_cells, "moves": n_blocks * 8, "day": params.days,
+              "density": geometry.model.n_cells, "moves": n_blocks * 8, "weekday": 7,
               "hour": geometry.region.n_cells * 24, "pace": len(params.pace_edges_s), "step": len(params.step_edges)}
     zeros = CityTraceCounts(**{f.name: 0.0 if f.name == "records" else np.zeros(shapes[f.name])
                                for f in fields(CityTraceCounts)})
@@ -178,13 +179,13 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() 
         assert abs(np.abs(noise).mean() - expected[part]) <= 5 * expected[part] / np.sqrt(len(noise)), part
 
 
-def test_a_window_the_spec_does_not_cover_is_refused_before_the_release() -> None:
+def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
     spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_citytrace.yaml"))
     mech = CityTrace()
-    mech.check_spec(spec, mech.parse_params(spec.params))  # the example's 7 days fit its window
-    for bad in ({"first_date": "2008-02-01"}, {"days": 8}):
-        with pytest.raises(ParameterError, match="window"):
-            mech.check_spec(spec, mech.parse_params({**spec.params, **bad}))
+    mech.check_spec(spec, mech.parse_params(spec.params))  # the example's week: its timestamps go there
+    with pytest.raises(ParameterError, match="window") as err:
+        mech.check_spec(replace(spec, window_end=None), mech.parse_params(spec.params))
+    assert err.value.where == "window"
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "citytrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
 
@@ -194,7 +195,8 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
     adapter = CityTrace()
     params = adapter.parse_params({"epsilon": 5.0})
     assert adapter.max_records_per_object(params) is None
-    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(8))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid, window=TDRIVE_WINDOW), params,
+                      np.random.default_rng(8))
     meta = out.metadata
     assert meta["mechanism"] == "citytrace" and meta["params"] == params.to_dict()
     assert meta["released_records"] == out.points["traj_id"].nunique() == round(meta["noisy_records"])
@@ -202,8 +204,7 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
     true_records = float(np.minimum(frame.groupby("object_id")["traj_id"].nunique(), 24).sum())
     assert meta["noisy_records"] != true_records
     assert "seed" not in str(meta).lower()
-    start, end = params.window
-    assert out.points["t"].between(start, end, inclusive="left").all()
+    assert out.points["t"].between(TDRIVE_WINDOW.start, TDRIVE_WINDOW.end, inclusive="left").all()
     whole = citytrace.count_points(frame, citytrace.geometry_of(grid, params), params)
     parts = [citytrace.count_points(p, citytrace.geometry_of(grid, params), params)
              for p in dask_client.gather(futures)]
@@ -218,13 +219,13 @@ def test_a_long_record_at_a_slow_pace_is_sped_up_to_last_at_most_max_duration() 
                                        max_duration_s=86400.0)
     geometry = citytrace.geometry_of(GridSpec(BBOX, 8000.0), params)
     _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
-    length, pace, day = np.zeros(len(params.length_edges)), np.zeros(len(params.pace_edges_s)), np.ones(params.days)
+    length, pace, weekday = np.zeros(len(params.length_edges)), np.zeros(len(params.pace_edges_s)), np.ones(7)
     length[-1] = pace[-1] = 1e3
     counts = CityTraceCounts(records=50.0, length=length, end=np.ones((2 * params.max_displacement + 1) ** 2),
-                             density=np.ones(geometry.model.n_cells), moves=np.ones(n_blocks * 8), day=day,
+                             density=np.ones(geometry.model.n_cells), moves=np.ones(n_blocks * 8), weekday=weekday,
                              hour=np.ones(geometry.region.n_cells * 24), pace=pace, step=np.ones(len(params.step_edges)))
     model = citytrace.fit(counts, geometry, params, np.random.default_rng(2))
-    synth = synthesize_from_model(model, np.random.default_rng(3))
+    synth = synthesize_from_model(model, TDRIVE_WINDOW, np.random.default_rng(3))
     n_moves = np.diff(synth.offsets) - 1
     assert (n_moves >= 300).all()
     assert (synth.pace_s * n_moves <= 86400.0 + 1e-6).all() and synth.pace_s.max() < 1800.0

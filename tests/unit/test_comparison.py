@@ -72,6 +72,14 @@ def test_each_candidate_is_checked_as_a_release_naming_the_candidate():
     assert [p.params.k for p in planned] == [5, 10] and comparison.name == "tdrive_demo"
 
 
+def test_a_comparison_with_a_relative_window_is_refused():
+    """Candidates share one fixed snapshot; a relative window would be resolved per run."""
+    shared = {k: v for k, v in SHARED.items() if k not in ("window_start", "window_end")}
+    with pytest.raises(ParameterError, match="one fixed snapshot") as err:
+        compare.parse({**shared, "window": {"last": "7d", "align": "local_week"}, "candidates": [{"mechanism": "w4m"}]})
+    assert err.value.where == "window"
+
+
 def outcome(rid: int, blocked: bool, per_utility: dict, risk: float = 0.1, epsilon: float | None = 1.0,
             status: str = "awaiting_approval", high: float | None = None) -> dict:
     """A candidate whose one attack has risk ``risk`` with the interval [risk / 2, ``high``] (risk + 0.05 unless

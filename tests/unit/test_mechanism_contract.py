@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
+from bench.utility_data import TDRIVE_WINDOW
 from mechanisms.mixzone import MixzoneParams
 from tasks import audit, check_output, lineage, protect
 from tasks.protect import REGISTRY, mechanism
@@ -54,7 +55,7 @@ def setup_of(name: str, grid) -> tuple:
                              crs=grid.crs)
         return (OnRoadNetwork(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic"),
                 PublicInputs(grid, road_network=net, road_network_source="synthetic"))
-    return mechanism(name).parse_params(PARAMS[name]), PublicInputs(grid)
+    return mechanism(name).parse_params(PARAMS[name]), PublicInputs(grid, window=TDRIVE_WINDOW)
 
 
 def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
