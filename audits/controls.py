@@ -159,16 +159,24 @@ class ControlPolicy:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def unmeasurable(self, comparison: MemberControl, max_risk: float | None = None) -> str | None:
+    def unmeasurable(self, comparison: MemberControl, max_risk: float | None = None,
+                     upper_bound: bool = False) -> str | None:
         """Why ``comparison`` is too uncertain to gate on, or None: fewer members or controls than
-        ``min_objects``, or a risk interval wider than ``max_risk_ci_width``, unless that interval lies wholly
-        above ``max_risk`` (the attack's ceiling, when given): a block measured, however wide."""
+        ``min_objects``; or a risk interval wider than ``max_risk_ci_width``, or, for a policy that decides on the
+        upper bound (``upper_bound``), wider than the attack's ceiling ``max_risk`` itself: the interval lies in
+        [0, 1], so one wider than the ceiling ends above it and can never show a pass, only a block. Either
+        width is measured unless the interval lies wholly above ``max_risk``: a block measured, however wide."""
         fewest = min(comparison.n_members, comparison.n_controls)
         if fewest < self.min_objects:
             return (f"{TOO_FEW}: {comparison.n_members} members and {comparison.n_controls} "
                     f"controls, the policy needs at least {self.min_objects} of each")
-        if comparison.risk_ci_width > self.max_risk_ci_width and not (
-                max_risk is not None and comparison.risk_ci[0] > max_risk):
+        above = max_risk is not None and comparison.risk_ci[0] > max_risk
+        low, high = comparison.risk_ci
+        if upper_bound and max_risk is not None and high - low > max_risk and not above:
+            return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval [{low:.2f}, {high:.2f}] is wider "
+                    f"than the attack's ceiling {max_risk:g}, so it cannot show a pass "
+                    f"({comparison.n_members} members, {comparison.n_controls} controls)")
+        if comparison.risk_ci_width > self.max_risk_ci_width and not above:
             return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval is "
                     f"{comparison.risk_ci_width:.2f} wide, more than the policy's {self.max_risk_ci_width:g} "
                     f"({comparison.n_members} members, {comparison.n_controls} controls)")

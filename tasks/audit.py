@@ -126,11 +126,13 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
 
 
 def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, grid: GridSpec | None,
-            topic: str, controls: ControlPolicy, max_risk: float | None) -> tuple[AttackResult | NotApplicable, float]:
+            topic: str, controls: ControlPolicy, max_risk: float | None,
+            upper_bound: bool) -> tuple[AttackResult | NotApplicable, float]:
     """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`), or its word
     that it cannot measure this release (an outcome, not an error: returned, so that the worker logs no failed
     task), and its running time in seconds. A comparison of members against controls too uncertain for the
-    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk``) is
+    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk`` and
+    whether the policy decides on the ``upper_bound``) is
     such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
     It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
@@ -139,7 +141,8 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     began = time.perf_counter()
     try:
         result = build_attack(name, params).evaluate(raw, release)
-        if result.controls is not None and (why := controls.unmeasurable(result.controls, max_risk)) is not None:
+        why = None if result.controls is None else controls.unmeasurable(result.controls, max_risk, upper_bound)
+        if why is not None:
             result = TooFewObjects(why)
     except NotApplicable as why:
         result = why
@@ -179,7 +182,8 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame | Future, 
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
     raw_f, release_f = on_cluster(client, raw, release)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
-                                   grid, topic, policy.controls, policy.max_risk.get(name), pure=False,
+                                   grid, topic, policy.controls, policy.max_risk.get(name),
+                                   policy.decide_on == "upper_bound", pure=False,
                                    key=f"attack-{name}-{topic}")
                for name in names}
     launched = time.monotonic()

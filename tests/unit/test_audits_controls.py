@@ -223,3 +223,16 @@ def test_shadow_calibration_tells_a_copy_from_a_crowd():
     shadow = attack(SHADOW_NAME)._attack(raw, release.drop(columns="object_id"))
     assert (dcr.n_successes, dcr.baseline) == (2.0, 1.0)     # both members and the control within 100 m
     assert (shadow.n_successes, shadow.baseline) == (1.0, 0.0)  # only the lone member's copy
+
+
+def test_under_an_upper_bound_decision_an_interval_wider_than_the_ceiling_cannot_show_a_pass():
+    policy = ControlPolicy(share=0.3, min_objects=30, max_risk_ci_width=0.4)
+    crossing = MemberControl.rates(90, 200, 30, 86)  # rates 0.45 and 0.35: an interval about 0.3 wide from near 0
+    low, high = crossing.risk_ci
+    assert 0.2 < high - low < 0.4 and high > 0.2 and low < 0.2
+    assert policy.unmeasurable(crossing, max_risk=0.2) is None  # a point decision may still read it
+    assert "wider than the attack's ceiling 0.2, so it cannot show a pass" in policy.unmeasurable(
+        crossing, max_risk=0.2, upper_bound=True)
+    assert policy.unmeasurable(crossing, max_risk=0.35, upper_bound=True) is None  # narrower than this ceiling
+    copied = MemberControl.rates(150, 200, 5, 86)
+    assert copied.risk_ci[0] > 0.2 and policy.unmeasurable(copied, max_risk=0.2, upper_bound=True) is None
