@@ -131,8 +131,10 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`), or its word
     that it cannot measure this release (an outcome, not an error: returned, so that the worker logs no failed
     task), and its running time in seconds. A comparison of members against controls too uncertain for the
-    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk`` and
-    whether the policy decides on the ``upper_bound``) is
+    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk``; on
+    ``grid``'s cells, one of a grid attack's resolutions, also an interval wider than ``max_risk`` when the policy
+    decides on the ``upper_bound``, which :func:`run_at_resolutions` then sets aside if another resolution
+    measured) is
     such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
     It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
@@ -141,7 +143,8 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     began = time.perf_counter()
     try:
         result = build_attack(name, params).evaluate(raw, release)
-        why = None if result.controls is None else controls.unmeasurable(result.controls, max_risk, upper_bound)
+        why = None if result.controls is None else controls.unmeasurable(result.controls, max_risk,
+                                                                          upper_bound and grid is not None)
         if why is not None:
             result = TooFewObjects(why)
     except NotApplicable as why:

@@ -249,7 +249,7 @@ def test_the_unit_is_stated_in_the_review_lineage_and_the_consumers_card(engine,
 
 WEEKLY_SPEC = {"requested_by": "scheduler", "bbox": [115.4, 39.4, 117.6, 41.1], "window_start": "2008-02-02",
                "window_end": "2008-02-09", "mechanism": "objtrace",
-               "params": {"epsilon": 5.0, "cell_size_m": 4000, "reference_date": "2008-02-04"},
+               "params": {"epsilon": 5.0, "cell_size_m": 4000},
                "prepare": {"cell_size_m": 2000}}
 
 
