@@ -1,9 +1,11 @@
 """The audit gate: a policy of thresholds, and the decision to block a release or pass it to the steward.
 
 docs/design.md, "Audits and the gate": the gate runs the attacks a real adversary would run on the candidate
-release and blocks it when a policy threshold is crossed. Thresholds apply to the baseline-corrected risk of
-:class:`audits.result.AttackResult` (comparable across mechanisms, unlike their privacy parameters: Jin et al.,
-TKDE 2023, Sec. 5.3), and optionally to utility errors (a release too distorted to be worth publishing).
+release and blocks it when a policy threshold is crossed, by default when the upper end of a risk's confidence
+interval is (a verdict that holds from one draw of the release to the next, not a coin flip at the threshold).
+Thresholds apply to the baseline-corrected risk of :class:`audits.result.AttackResult` (comparable across
+mechanisms, unlike their privacy parameters: Jin et al., TKDE 2023, Sec. 5.3), and optionally to utility errors (a
+release too distorted to be worth publishing).
 """
 
 from __future__ import annotations
@@ -17,14 +19,20 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from audits.controls import ControlPolicy
 from audits.registry import ATTACKS, RELEASE_KINDS, build_attack
 from audits.result import AttackResult
 from audits.utility import UTILITY_MEANING, UTILITY_METRICS, UTILITY_SCORES
 from trajpub.errors import ParameterError
 from trajpub.yamlfile import read_yaml
 
-"""Attack names a policy may set thresholds for: a misspelt name must fail loudly, never gate nothing."""
 DECISION_RULES = ("block_if_any",)
+DECIDE_ON = ("upper_bound", "point")
+"""What the gate compares with an attack's threshold: the upper end of the risk's confidence interval (a release
+passes only when even that is at or under the threshold) or the point estimate (docs/design.md, "Audits and the
+gate")."""
+VERDICTS = ("passes", "too close to call", "blocked")
+"""An attack's three-way verdict on its risk interval, from best to worst (:func:`verdict`)."""
 NOT_APPLICABLE_RULES = ("block", "pass")
 """What an attack that cannot measure a release (:class:`audits.attack.NotApplicable`) does to the gate."""
 
@@ -47,6 +55,12 @@ class GatePolicy:
     ``resolutions_m``: the grid cell sizes (metres) the adversary tries: every attack that reads grid cells
     (:data:`audits.registry.GRID_ATTACKS`) runs at each, on a grid over the release's bbox independent of the
     mechanism's grid, and the gate takes its worst risk; empty: the release's own grid only.
+    ``controls``: the control objects of releases without owners (:class:`audits.controls.ControlPolicy`: the
+    share held out of a synthetic release's input, and when members against controls are too few to measure).
+    ``decide_on``: ``"upper_bound"`` (the default: an attack passes when the upper end of its risk's confidence
+    interval is at or under its ``max_risk``, so an interval that crosses the threshold blocks) or ``"point"``
+    (the point estimate decides; a crossing interval passes when the estimate is under). Either way each attack's
+    three-way :func:`verdict` is shown.
     ``version``: the policy's own version, recorded with every decision. ``decision``: the rule; the only one is
     ``block_if_any`` (block when any gated attack exceeds its ceiling, any attack fails or is not applicable
     where the policy says block, any listed utility metric is beyond its limit or is missing, or no attack
@@ -56,6 +70,7 @@ class GatePolicy:
 
         version: 2
         decision: block_if_any
+        decide_on: upper_bound
         timeout_s: 300
         attacks:
           signature_linkage: {max_risk: 0.2}
@@ -78,6 +93,8 @@ class GatePolicy:
     version: int = 1
     decision: str = "block_if_any"
     resolutions_m: tuple[float, ...] = ()
+    controls: ControlPolicy = field(default_factory=ControlPolicy)
+    decide_on: str = "upper_bound"
 
     def __post_init__(self) -> None:
         if not self.max_risk:
@@ -118,9 +135,14 @@ class GatePolicy:
         if self.decision not in DECISION_RULES:
             raise ParameterError(f"decision must be one of {', '.join(DECISION_RULES)}, got {self.decision!r}",
                                  "gate policy: decision")
+        if self.decide_on not in DECIDE_ON:
+            raise ParameterError(f"decide_on must be one of {', '.join(DECIDE_ON)}, got {self.decide_on!r}",
+                                 "gate policy: decide_on")
         if not (isinstance(self.resolutions_m, tuple) and all(_is_number(r) and r > 0 for r in self.resolutions_m)):
             raise ParameterError(f"resolutions_m must be a list of positive cell sizes in metres, got "
                                  f"{self.resolutions_m!r}", "gate policy: resolutions_m")
+        if not isinstance(self.controls, ControlPolicy):
+            raise ParameterError(f"expected a ControlPolicy, got {self.controls!r}", "gate policy: controls")
         for name in ("max_risk", "attack_params", "when_not_applicable"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "utility",
@@ -143,6 +165,17 @@ class GatePolicy:
         """What the gate does when attack ``name`` cannot measure a release: the policy's rule, else block."""
         return self.when_not_applicable.get(name, "block")
 
+    def decides_on(self, result: AttackResult) -> float:
+        """The figure of ``result`` this policy compares with its threshold: the risk's upper bound or its point
+        estimate (``decide_on``)."""
+        return result.risk_ci_high if self.decide_on == "upper_bound" else result.risk
+
+    def passes(self, result: AttackResult) -> bool:
+        """Whether ``result`` is within its attack's ceiling under this policy (True for an attack it does not
+        gate). A figure equal to its limit passes."""
+        limit = self.max_risk.get(result.attack)
+        return limit is None or self.decides_on(result) <= limit
+
     def attacks_for(self, release_kind: str) -> list[str]:
         """The policy's attacks that run on a release of this kind."""
         return sorted(name for name in self.max_risk
@@ -154,7 +187,9 @@ class GatePolicy:
         """Read the YAML layout above; unknown keys raise."""
         if not isinstance(policy, Mapping):
             raise ParameterError(f"a gate policy must be a mapping, got {type(policy).__name__}", where)
-        _check_names(policy, {"attacks", "utility", "version", "decision", "timeout_s", "resolutions_m"}, where)
+        _check_names(policy, {"attacks", "utility", "version", "decision", "decide_on", "timeout_s", "resolutions_m",
+                              "controls"},
+                     where)
         attacks = policy.get("attacks")
         if not isinstance(attacks, Mapping):
             raise ParameterError(f"expected a mapping of name -> {{max_risk: value}}, got {attacks!r}",
@@ -175,8 +210,9 @@ class GatePolicy:
         return cls(max_risk=max_risk, utility=utility, attack_params=params, attack_products=products,
                    when_not_applicable=not_applicable,
                    timeout_s=policy.get("timeout_s", 300.0), version=policy.get("version", 1),
-                   decision=policy.get("decision", "block_if_any"),
-                   resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r)
+                   decision=policy.get("decision", "block_if_any"), decide_on=policy.get("decide_on", "upper_bound"),
+                   resolutions_m=tuple(r) if isinstance(r := policy.get("resolutions_m", ()), list | tuple) else r,
+                   controls=ControlPolicy.from_dict(policy.get("controls", {}), f"{where}: controls"))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatePolicy:
@@ -199,8 +235,9 @@ class GatePolicy:
                 attacks[name]["products"] = list(self.attack_products[name])
             if name in self.when_not_applicable:
                 attacks[name]["when_not_applicable"] = self.when_not_applicable[name]
-        return {"version": self.version, "decision": self.decision, "timeout_s": self.timeout_s,
-                "resolutions_m": list(self.resolutions_m), "attacks": attacks,
+        return {"version": self.version, "decision": self.decision, "decide_on": self.decide_on,
+                "timeout_s": self.timeout_s, "resolutions_m": list(self.resolutions_m),
+                "controls": self.controls.to_dict(), "attacks": attacks,
                 "utility": {kind: {name: {limit.bound: limit.value} for name, limit in limits.items()}
                             for kind, limits in self.utility.items()}}
 
@@ -230,10 +267,11 @@ class UtilityLimit:
 class GateDecision:
     """Whether the release is blocked, every reason in words, and each attack's and metric's standing.
 
-    ``per_attack[name]["status"]`` is ``"passed"``, ``"blocked"``, ``"not gated"`` (a result the policy sets no
-    threshold for), ``"failed"`` (an error or a timeout: blocks), ``"not applicable"`` (with ``why`` and the
-    policy's ``when_not_applicable``, which says whether it blocks) or ``"not run"`` (a threshold without a
-    result); ``per_utility[name]["status"]`` is
+    ``per_attack[name]["status"]`` is ``"passed"``, ``"blocked"`` (the policy's ``decide_on`` applied; a measured
+    attack also has its three-way ``"verdict"``, :func:`verdict`, and its ``"risk_ci"``), ``"not gated"`` (a
+    result the policy sets no threshold for), ``"failed"`` (an error or a timeout: blocks), ``"not applicable"``
+    (with ``why`` and the policy's ``when_not_applicable``, which says whether it blocks) or ``"not run"`` (a
+    threshold without a result); ``per_utility[name]["status"]`` is
     ``"passed"``, ``"blocked"``, ``"missing"`` (listed by the policy, not computed: blocks) or ``"not gated"``.
     ``privacy`` and ``utility`` are the two verdicts the review shows side by side: ``"passed"`` or
     ``"blocked"`` (``utility`` is ``"not gated"`` when the policy sets no floor for the release's kind).
@@ -255,8 +293,9 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind:
                   utility: Mapping[str, Any] | None = None,
                   failures: Mapping[str, str] | None = None,
                   not_applicable: Mapping[str, str] | None = None) -> GateDecision:
-    """Block when any attack's risk exceeds its ``max_risk`` or a utility figure is beyond the limit the policy
-    sets for ``release_kind`` (truthful, synthetic, aggregate).
+    """Block when any attack's risk exceeds its ``max_risk`` (its upper confidence bound, or its point estimate
+    when the policy's ``decide_on`` says ``point``) or a utility figure is beyond the limit the policy sets for
+    ``release_kind`` (truthful, synthetic, aggregate). ``results``: one per attack (:func:`worst_per_attack`).
 
     Fails closed: it also blocks when an attack failed (``failures``: name -> what went wrong, an error or a
     timeout), when an attack is not applicable (``not_applicable``: name -> why) unless the policy's
@@ -275,20 +314,25 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind:
     per_attack: dict[str, dict[str, Any]] = {}
     for result in results:
         limit = policy.max_risk.get(result.attack)
+        interval = f"{result.confidence:.0%} CI [{result.risk_ci_low:.3f}, {result.risk_ci_high:.3f}]"
+        entry = {"threshold": limit, "risk": result.risk, "risk_ci": [result.risk_ci_low, result.risk_ci_high],
+                 "success_rate": result.success_rate, "ci": [result.ci_low, result.ci_high],
+                 "baseline": result.baseline, "n_targets": result.n_targets}
         if limit is None:
-            status = "not gated"
-        elif result.risk <= limit:
-            status = "passed"
-        else:
-            status = "blocked"
-            reasons.append(
-                f"{result.attack}: risk {result.risk:.3f} exceeds max_risk {limit:g} (success rate "
-                f"{result.success_rate:.3f}, {result.confidence:.0%} CI [{result.ci_low:.3f}, {result.ci_high:.3f}], "
-                f"baseline {result.baseline:.4f}, {result.n_targets} targets)")
-        per_attack[result.attack] = {"status": status, "threshold": limit, "risk": result.risk,
-                                     "risk_ci": [result.risk_ci_low, result.risk_ci_high],
-                                     "success_rate": result.success_rate, "ci": [result.ci_low, result.ci_high],
-                                     "baseline": result.baseline, "n_targets": result.n_targets}
+            per_attack[result.attack] = {"status": "not gated", **entry}
+            continue
+        said = verdict(result, limit)
+        passed = policy.passes(result)
+        if not passed:
+            why = ("the whole interval is above it" if said == "blocked" else
+                   "too close to call (the interval crosses it), which blocks: the policy decides on the upper bound"
+                   if policy.decide_on == "upper_bound" else
+                   "too close to call (the interval crosses it) and the point estimate, which the policy decides on, "
+                   "is above it")
+            reasons.append(f"{result.attack}: risk {result.risk:.3f}, {interval}, against max_risk {limit:g}: "
+                           f"blocked, {why} (success rate {result.success_rate:.3f}, baseline "
+                           f"{result.baseline:.4f}, {result.n_targets} targets)")
+        per_attack[result.attack] = {"status": "passed" if passed else "blocked", "verdict": said, **entry}
     for name, why in (failures or {}).items():
         reasons.append(f"{name}: the attack failed ({why}); the gate fails closed")
         per_attack[name] = {"status": "failed", "threshold": policy.max_risk.get(name), "error": why}
@@ -330,6 +374,32 @@ def evaluate_gate(policy: GatePolicy, results: list[AttackResult], release_kind:
     return GateDecision(blocked=bool(reasons), reasons=reasons, per_attack=per_attack, per_utility=per_utility,
                         privacy="blocked" if privacy_blocked else "passed",
                         utility="blocked" if utility_blocked else "passed" if limits else "not gated")
+
+
+def verdict(result: AttackResult, limit: float) -> str:
+    """The three-way verdict of ``result`` against the ceiling ``limit``, read off the risk's confidence interval:
+    ``"passes"`` (its upper end is at or under the limit), ``"blocked"`` (its lower end is above) or ``"too close
+    to call"`` (the interval contains values on both sides). Whether a release that is too close to call passes
+    is the policy's ``decide_on``; the verdict itself does not depend on it."""
+    if result.risk_ci_high <= limit:
+        return "passes"
+    return "blocked" if result.risk_ci_low > limit else "too close to call"
+
+
+def worst_per_attack(policy: GatePolicy, results: list[tuple[float, AttackResult]]) -> list[AttackResult]:
+    """Each attack's worst result over the resolutions it ran at (the gate decides on the worst case): the worst
+    :func:`verdict`, then the largest figure the policy decides on (:meth:`GatePolicy.decides_on`), then the
+    largest risk. So the attack blocks when any of its resolutions does, and a result passed to the steward is
+    the one nearest its threshold."""
+    def badness(r: AttackResult) -> tuple:
+        limit = policy.max_risk.get(r.attack)
+        return (-1 if limit is None else VERDICTS.index(verdict(r, limit)), policy.decides_on(r), r.risk)
+
+    worst: dict[str, AttackResult] = {}
+    for _, r in results:
+        if r.attack not in worst or badness(r) > badness(worst[r.attack]):
+            worst[r.attack] = r
+    return list(worst.values())
 
 
 def _check_names(mapping: Mapping[str, Any], allowed: frozenset[str] | set[str], where: str) -> None:

@@ -6,11 +6,12 @@ with :func:`build_attack`. Release kinds:
 - ``"truthful"``: released records still belong to raw objects; the release carries ``object_id`` (the
   auditor's private link to the owner), e.g. W4M, (k-Psi)-anonymity, FGS-Pufferfish, geo-indistinguishability;
 - ``"synthetic"``: records with no owner (the noisy prefix tree, AdaTrace-style synthesizers); ``t`` may be
-  NaT;
+  NaT; every attack on them scores members against held-out controls (:mod:`audits.controls`);
 - ``"aggregate"``: tables of counts (fragments or cells with ``count``), e.g. FASTPub.
 
 Some names share one attack class and differ by a fixed parameter (``signature_linkage`` and
-``signature_linkage_synthetic``: ``mode``; the ``reidentification_*`` family: ``kind``); the registry fixes it,
+``signature_linkage_synthetic``: ``mode``; ``membership_dcr`` and ``membership_shadow``: ``calibration``; the
+``reidentification_*`` family: ``kind``); the registry fixes it,
 and a policy may not override it.
 """
 
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 from audits.ap_attack import NAME as AP_NAME
 from audits.ap_attack import APAttack, APAttackParams
 from audits.attack import Attack
+from audits.closest_record import DCR_NAME, SHADOW_NAME, ClosestRecord, ClosestRecordParams
 from audits.home_work import NAME as HOME_WORK_NAME
 from audits.home_work import HomeWorkInference, HomeWorkParams
 from audits.known_points import NAME as KNOWN_POINTS_NAME
@@ -59,6 +61,10 @@ ATTACKS: dict[str, RegisteredAttack] = {
     **{NAME_PREFIX + kind: RegisteredAttack(Reidentification, ReidentificationParams, _TRUTHFUL,
                                             MappingProxyType({"kind": kind})) for kind in KINDS},
     MEMBERSHIP_NAME: RegisteredAttack(MembershipInference, MembershipParams, frozenset({"aggregate"})),
+    DCR_NAME: RegisteredAttack(ClosestRecord, ClosestRecordParams, frozenset({"synthetic"}),
+                               MappingProxyType({"calibration": "none"})),
+    SHADOW_NAME: RegisteredAttack(ClosestRecord, ClosestRecordParams, frozenset({"synthetic"}),
+                                  MappingProxyType({"calibration": "reference"})),
 }
 """Policy name -> :class:`RegisteredAttack`: an attack is registered by one line here (docs/extending.md)."""
 

@@ -9,7 +9,10 @@ similar object.
 
 Locations are the cells of a fine lon/lat grid (0.001 degrees, TrjLink's grid step; TrjLink snaps to road
 intersections, which needs a road network we do not assume), or the frame's ``cell`` column when both frames
-have one.
+have one. Besides the spatial signature (the locations visited), TrjLink builds a spatiotemporal one (location
+and hour of the day, ``signatures/Spatiotemporal.java``) and a sequential one (n-grams of consecutive locations,
+``signatures/Sequential.java``); ``signatures`` chooses which the adversary tries, and the attack reports the one
+that links the most (bench/EXTERNAL_ATTACKS_RESULTS.md measures where each matters).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 
 from audits.attack import Attack
+from audits.controls import MemberControl, members_and_controls
 from audits.result import MAX_EXAMPLES, AttackResult
 from audits.stats import baseline_corrected_risk
 from trajpub.errors import InputError, ParameterError
@@ -37,6 +41,10 @@ _TIE_TOLERANCE = 1e-12
 SIMILARITY_BLOCK_ENTRIES = 20_000_000
 _GRID_KEY_STRIDE = 2**31
 _GRID_KEY_OFFSET = 2**30
+SIGNATURE_KINDS = ("spatial", "spatiotemporal", "sequential")
+"""What a signature dimension is: a location; a (location, hour of the day) pair; a transition from one location
+to the next different one within a trajectory."""
+HOURS_PER_DAY = 24
 
 
 @dataclass(frozen=True)
@@ -50,22 +58,27 @@ class SignatureLinkageParams:
     grid_deg: side of the lon/lat grid cells that serve as locations (TrjLink's grid step, 0.001 degrees).
     use_cell_column: use the ``cell`` column as the location when both frames have one.
     top_m: the number of highest-weighted locations kept in a signature (TrjLink's ``reduction = 10``);
-        ``None`` keeps the full signature.
+        ``None`` keeps the full signature (TrjLink's ``reduction = 0``). A list tries each, with each signature
+        kind, and the largest risk is reported.
     top_k: the k of the Acc@k values reported (truthful mode); Acc@1 is the survey's LA.
     threshold: similarity above which a synthetic record counts as linked (the survey's 0.5).
     max_assignment_records: the largest number of released records for which the global one-to-one
         assignment (A4) is solved; it needs a dense records x objects matrix and cubic time. 0 disables it.
     confidence: the confidence level of the reported Wilson interval.
+    signatures: the signature kinds the adversary tries (:data:`SIGNATURE_KINDS`), each a separate linkage; the
+        one of largest risk is reported. ``spatiotemporal`` needs ``t`` in both frames, ``sequential`` needs
+        ``traj_id`` and ``seq`` (the order of the points) in both.
     """
 
     mode: Literal["truthful", "synthetic"] = "truthful"
     grid_deg: float = 0.001
     use_cell_column: bool = True
-    top_m: int | None = 10
+    top_m: int | None | tuple[int | None, ...] = 10
     top_k: tuple[int, ...] = (1, 5)
     threshold: float = 0.5
     max_assignment_records: int = 5000
     confidence: float = 0.95
+    signatures: tuple[str, ...] = ("spatial",)
 
     def __post_init__(self) -> None:
         where = "signature_linkage params"
@@ -73,8 +86,18 @@ class SignatureLinkageParams:
             raise ParameterError(f"mode must be 'truthful' or 'synthetic', got {self.mode!r}", where)
         if not 1e-7 <= self.grid_deg <= 1:
             raise ParameterError(f"grid_deg must be in [1e-7, 1] degrees, got {self.grid_deg}", where)
-        if self.top_m is not None and not (isinstance(self.top_m, int) and self.top_m >= 1):
-            raise ParameterError(f"top_m must be a positive integer or None, got {self.top_m!r}", where)
+        for name in ("signatures", "top_m"):  # a YAML list
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        if (not isinstance(self.signatures, tuple) or not self.signatures
+                or not set(self.signatures) <= set(SIGNATURE_KINDS) or len(set(self.signatures)) < len(self.signatures)):
+            raise ParameterError(f"signatures must be a non-empty list of distinct kinds among "
+                                 f"{', '.join(SIGNATURE_KINDS)}, got {self.signatures!r}", where)
+        if (not self.reductions or len(set(self.reductions)) < len(self.reductions)
+                or not all(m is None or (isinstance(m, int) and not isinstance(m, bool) and m >= 1)
+                           for m in self.reductions)):
+            raise ParameterError(f"top_m must be a positive integer, None, or a non-empty list of distinct ones, "
+                                 f"got {self.top_m!r}", where)
         if not self.top_k or not all(isinstance(k, int) and k >= 1 for k in self.top_k):
             raise ParameterError(f"top_k must be a non-empty tuple of positive integers, got {self.top_k!r}",
                                  where)
@@ -86,6 +109,12 @@ class SignatureLinkageParams:
                 where)
         if not 0 < self.confidence < 1:
             raise ParameterError(f"confidence must be in (0, 1), got {self.confidence}", where)
+
+
+    @property
+    def reductions(self) -> tuple[int | None, ...]:
+        """The values of ``top_m`` to try."""
+        return self.top_m if isinstance(self.top_m, tuple) else (self.top_m,)
 
 
 @dataclass(frozen=True)
@@ -101,6 +130,8 @@ class Signatures:
     raw: sparse.csr_matrix
     release: sparse.csr_matrix
     location: str
+    kind: str = "spatial"
+    top_m: int | None = 10
 
     def similarity(self, records: slice = slice(None)) -> sparse.csr_matrix:
         """Cosine similarity, records (all, or the slice ``records``) x objects: a sparse product of unit vectors,
@@ -118,41 +149,80 @@ class Signatures:
             yield self.similarity(slice(start, start + step))
 
 
-def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams) -> Signatures:
-    """Spatial TF-IDF signatures, TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
+def build_signatures(raw: pd.DataFrame, release: pd.DataFrame, params: SignatureLinkageParams,
+                     kind: str = "spatial", top_m: int | None | str = "first") -> Signatures:
+    """TF-IDF signatures of one ``kind`` (:data:`SIGNATURE_KINDS`) cut to ``top_m`` (``"first"``: the first of
+    ``params.reductions``), TrjLink's ``fromCount2TFIDF`` and ``cutSignature``.
 
-    With c(v,u) the number of points of u in location v and N the number of raw objects:
-    ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw objects
-    that visit v (computed on the raw side only, so released records are weighted by what the adversary
-    knows; a location no raw object visits gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
-    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive constant changes neither which
-    weights are the top m nor the final unit vector, so the tf denominator and the first normalisation cancel
-    and are not computed.
+    With c(v,u) the number of points of u in dimension v (a location; a location at an hour of the day; or the
+    transition into a location from the previous different one of the same trajectory) and N the number of raw
+    objects: ``tf(v,u) = c(v,u) / sum_v' c(v',u)``, ``idf(v) = ln((N+1) / df(v))`` with df(v) the number of raw
+    objects that have v (computed on the raw side only, so released records are weighted by what the adversary
+    knows; a dimension no raw object has gets ``df = 1``, the largest weight), ``w = tf * idf``, L2-normalised;
+    keep the top-m weights (and those tied with the m-th) and L2-normalise again. Dividing a row by a positive
+    constant changes neither which weights are the top m nor the final unit vector, so the tf denominator and the
+    first normalisation cancel and are not computed.
     """
     raw_loc, raw_ok, location = _location_keys(raw, release, params, "raw")
     rel_loc, rel_ok, _ = _location_keys(release, raw, params, "release")
+    n_raw = len(raw)
+    codes, locations = pd.factorize(np.concatenate([raw_loc, rel_loc]))  # one location vocabulary, dense codes
+    raw_key, raw_ok = _dimension_keys(raw, codes[:n_raw], raw_ok, kind, ("object_id", "traj_id"), len(locations))
+    rel_key, rel_ok = _dimension_keys(release, codes[n_raw:], rel_ok, kind, ("traj_id",), len(locations))
     objects, raw_rows = _factorize(raw["object_id"].astype(str))
     records, rel_rows = _factorize(release["traj_id"])
-    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_loc[raw_ok], rel_loc[rel_ok]]))
+    loc_codes, vocabulary = pd.factorize(np.concatenate([raw_key[raw_ok], rel_key[rel_ok]]))
     n_raw_points = int(raw_ok.sum())
     counts_raw = _count_matrix(raw_rows[raw_ok], loc_codes[:n_raw_points], len(objects), len(vocabulary))
     counts_rel = _count_matrix(rel_rows[rel_ok], loc_codes[n_raw_points:], len(records), len(vocabulary))
     df = np.bincount(counts_raw.indices, minlength=len(vocabulary))
     idf = np.log((len(objects) + 1) / np.maximum(df, 1))
+    m = params.reductions[0] if top_m == "first" else top_m
     return Signatures(
         objects=objects,
         records=records,
-        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), params.top_m)),
-        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), params.top_m)),
+        raw=_unit_rows(_keep_top(_scale_columns(counts_raw, idf), m)),
+        release=_unit_rows(_keep_top(_scale_columns(counts_rel, idf), m)),
         location=location,
+        kind=kind,
+        top_m=m,
     )
+
+
+def _dimension_keys(frame: pd.DataFrame, loc: np.ndarray, ok: np.ndarray, kind: str,
+                    trajectory: tuple[str, ...], n_locations: int) -> tuple[np.ndarray, np.ndarray]:
+    """The signature dimension of every point (``loc``: codes < ``n_locations`` of the vocabulary both frames
+    share) and the mask of points that have one. ``spatiotemporal``: location x 24 + hour of the day (UTC; any whole-hour offset cuts the day into the same
+    hours), no dimension without a time. ``sequential``: the pair (previous location, location) for a point whose
+    location differs from the one of the point before it in the same trajectory (``trajectory`` columns, ordered
+    by ``seq``), TrjLink's 2-gram without its repeats."""
+    if kind == "spatial":
+        return loc, ok
+    if kind == "spatiotemporal":
+        hour = pd.to_datetime(frame["t"], utc=True).dt.hour
+        has_time = hour.notna().to_numpy()
+        return loc * HOURS_PER_DAY + hour.fillna(0).to_numpy(dtype=np.int64), ok & has_time
+    order = np.lexsort([frame["seq"].to_numpy(), *(pd.factorize(frame[c])[0] for c in reversed(trajectory))])
+    group = np.zeros(len(frame), dtype=np.int64)
+    for c in trajectory:
+        group = group * (len(frame) + 1) + pd.factorize(frame[c])[0]
+    g, here, usable = group[order], loc[order], ok[order]
+    follows = np.zeros(len(frame), dtype=bool)
+    follows[1:] = (g[1:] == g[:-1]) & usable[1:] & usable[:-1] & (here[1:] != here[:-1])
+    previous = np.zeros(len(frame), dtype=np.int64)
+    previous[1:] = here[:-1]
+    key, has_key = np.empty_like(loc), np.empty_like(ok)
+    key[order] = previous * n_locations + here
+    has_key[order] = follows
+    return key, has_key
 
 
 class SignatureLinkage(Attack[SignatureLinkageParams]):
     """The survey's linkage attack LA (A1), with the global-assignment strengthening (A4).
 
     Raw objects are grouped by ``object_id`` (each object's whole history is one signature, as in the survey's
-    experiments); released records by ``traj_id`` (each released trajectory is one record).
+    experiments); released records by ``traj_id`` (each released trajectory is one record). Everything below is
+    done once per signature kind and ``top_m`` of the parameters, and the result of largest risk is reported.
 
     ``truthful`` mode (attack name ``signature_linkage``): every released record whose ``object_id`` is a raw
     object is a target; it is linked to the arg-max raw object and the link succeeds if that is its owner
@@ -165,13 +235,15 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
     dilute the risk of real people. Baseline: a random guess, 1/N for N raw objects.
 
     ``synthetic`` mode (attack name ``signature_linkage_synthetic``): there are no owners, so the survey
-    uses a threshold: LA = the fraction of released records whose best-match similarity to any raw object
-    exceeds ``threshold`` (0.5); those records are the successes. This is a different quantity from the
-    truthful LA and must not be compared with it (docs/design.md, "Audits and the gate"). Baseline: the same
-    criterion for
-    a random guess, the mean over records of the fraction of raw objects more similar than the threshold;
-    it is close to 1/N when signatures are distinct, and tends to 1 when every record resembles every object
-    (then nothing about an individual is revealed and the risk is 0).
+    uses a threshold: a record more than ``threshold`` (0.5) cosine-similar to an object links to it. Counted
+    against the survey's share of linked records, that measures how much the release looks like the fleet
+    (records link to taxis that were never in the input as often as to those that were). We count per object,
+    members against held-out controls (:mod:`audits.controls`): an object is linked when some released record
+    is more than ``threshold`` similar to it; success = the share of members linked, baseline = the share of
+    controls linked, risk ``(members - controls) / (1 - controls)`` with Newcombe's interval. A release that
+    learns the population links members and controls alike (risk ~0); one that copies members links them more.
+    Signatures are built over members and controls together (the idf is the population's, the same for both).
+    A different quantity from the truthful LA; not to be compared with it (docs/design.md, "Audits and the gate").
 
     The Wilson interval assumes independent targets; the assignment's successes are not independent, so its
     interval is indicative.
@@ -182,19 +254,45 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return TRUTHFUL_NAME if self.params.mode == "truthful" else SYNTHETIC_NAME
 
     @property
+    def _signature_columns(self) -> tuple[str, ...]:
+        kinds = self.params.signatures
+        return (("t",) if "spatiotemporal" in kinds else ()) + (("seq",) if "sequential" in kinds else ())
+
+    @property
     def raw_columns(self) -> tuple[str, ...]:
-        return ("object_id", "lon", "lat")
+        """A synthetic release is measured on members against controls (the ``member`` column)."""
+        trajectory = ("traj_id",) if "sequential" in self.params.signatures else ()
+        member = ("member",) if self.params.mode == "synthetic" else ()
+        return ("object_id", *trajectory, "lon", "lat", *self._signature_columns, *member)
 
     @property
     def release_columns(self) -> tuple[str, ...]:
         """A truthful release also needs ``object_id``: the owner the auditor keeps privately."""
-        return ("traj_id", "object_id", "lon", "lat") if self.params.mode == "truthful" else ("traj_id", "lon", "lat")
+        owner = ("object_id",) if self.params.mode == "truthful" else ()
+        return ("traj_id", *owner, "lon", "lat", *self._signature_columns)
 
     def _attack(self, raw: pd.DataFrame, release: pd.DataFrame) -> AttackResult:
-        signatures = build_signatures(raw, release, self.params)
-        if self.params.mode == "truthful":
-            return self._truthful(signatures, signatures.similarity(), _record_owners(release, signatures.records))
-        return self._synthetic(signatures)
+        """One linkage per signature kind and ``top_m``; the one whose risk interval reaches highest (then the
+        largest risk; the first of them on a tie) is reported, as the gate decides on the interval, with every
+        one's figures in its evidence (keys ``kind`` or ``kind/top_m``)."""
+        if self.params.mode == "synthetic":
+            members, controls = members_and_controls(raw, f"{self.name}: raw frame")
+        results = []
+        for kind in self.params.signatures:
+            for m in self.params.reductions:
+                signatures = build_signatures(raw, release, self.params, kind, m)
+                if self.params.mode == "truthful":
+                    results.append(self._truthful(signatures, signatures.similarity(),
+                                                  _record_owners(release, signatures.records)))
+                else:
+                    results.append(self._synthetic(signatures, members, controls))
+        several = len(self.params.reductions) > 1
+        reported = max(results, key=lambda r: (r.risk_ci_high, r.risk))
+        by_signature = {(f"{r.evidence['signature']}/{r.evidence['top_m'] or 'all'}" if several
+                         else r.evidence["signature"]): {"n_successes": r.n_successes,
+                                                         "success_rate": r.success_rate, "risk": r.risk}
+                        for r in results}
+        return reported.with_evidence({**reported.evidence, "by_signature": by_signature})
 
     def _truthful(self, sig: Signatures, sim: sparse.csr_matrix, owners: np.ndarray) -> AttackResult:
         n_objects = len(sig.objects)
@@ -205,8 +303,8 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
                              f"{self.name}: release frame")
         sim, owner_col = sim[targets], owner_col[targets]
         owner_sim = np.asarray(sim[np.arange(len(targets)), owner_col]).ravel()
-        above, tied = _rank_counts(sim, owner_sim, n_objects)
-        acc = {k: float(_expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
+        above, tied = owner_rank_counts(sim, owner_sim, n_objects)
+        acc = {k: float(expected_in_top(k, above, tied).sum()) for k in sorted({1, *self.params.top_k})}
         baseline = 1 / n_objects
         variants = {"argmax": acc[1]}
         assignment: dict[str, Any] = {"applicable": False}
@@ -220,8 +318,9 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         reported = max(variants, key=lambda v: baseline_corrected_risk(variants[v] / len(targets), baseline))
         evidence = {
             "mode": "truthful",
+            "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "n_objects": n_objects,
             "n_records": len(sig.records),
             "n_records_without_owner": len(sig.records) - len(targets),
@@ -234,37 +333,41 @@ class SignatureLinkage(Attack[SignatureLinkageParams]):
         return AttackResult(attack=self.name, n_targets=len(targets), n_successes=variants[reported],
                             baseline=baseline, evidence=evidence, confidence=self.params.confidence)
 
-    def _synthetic(self, sig: Signatures) -> AttackResult:
-        """Per record: the best similarity, its object and the number of objects above the threshold, one
-        block of records at a time (only these per-record figures are kept)."""
-        n_records, n_objects = len(sig.records), len(sig.objects)
-        best, best_col, n_above = np.zeros(n_records), np.zeros(n_records, dtype=np.int64), np.zeros(n_records)
+    def _synthetic(self, sig: Signatures, members: pd.Index, controls: pd.Index) -> AttackResult:
+        """Per raw object: its best similarity to any released record (one block of records at a time; only the
+        per-object maximum and its record are kept); linked when above the threshold; members against controls."""
+        n_objects = len(sig.objects)
+        best, best_row = np.zeros(n_objects), np.full(n_objects, -1, dtype=np.int64)
         start = 0
         for sim in sig.similarity_blocks():
-            block = slice(start, start + sim.shape[0])
-            best[block] = sim.max(axis=1).toarray().ravel()
-            best_col[block] = np.asarray(sim.argmax(axis=1)).ravel()
-            rows = np.repeat(np.arange(sim.shape[0]), np.diff(sim.indptr))
-            n_above[block] = np.bincount(rows, weights=sim.data > self.params.threshold, minlength=sim.shape[0])
-            start = block.stop
-        linked = best > self.params.threshold
-        baseline = float(n_above.mean() / n_objects)
-        order = np.flatnonzero(linked)[np.argsort(-best[linked], kind="stable")][:MAX_EXAMPLES]
+            block_best = sim.max(axis=0).toarray().ravel()
+            better = block_best > best
+            best_row[better] = start + np.asarray(sim[:, better].argmax(axis=0)).ravel()
+            best[better] = block_best[better]
+            start += sim.shape[0]
+        by_object = pd.Series(best, index=pd.Index(sig.objects))
+        linked = by_object > self.params.threshold
+        m, c = linked.reindex(members), linked.reindex(controls)
+        comparison = MemberControl.rates(float(m.sum()), len(m), float(c.sum()), len(c), self.params.confidence)
+        in_members = pd.Index(sig.objects).isin(members)
+        order = np.flatnonzero(linked.to_numpy() & in_members)
+        order = order[np.argsort(-best[order], kind="stable")][:MAX_EXAMPLES]
         evidence = {
             "mode": "synthetic",
+            "signature": sig.kind,
             "location": sig.location,
-            "top_m": self.params.top_m,
+            "top_m": sig.top_m,
             "threshold": self.params.threshold,
-            "n_objects": n_objects,
-            "n_records": n_records,
-            "baseline_kind": "random raw object more similar than the threshold",
+            "n_records": len(sig.records),
+            "baseline_kind": "the same criterion on controls: objects of the population the mechanism never saw",
             "best_similarity_quantiles": {
-                q: float(np.quantile(best, float(q))) for q in ("0.5", "0.9", "0.99", "1.0")},
-            "examples": [{"release_traj_id": _plain(sig.records[i]), "matched_object": str(sig.objects[best_col[i]]),
+                group: {q: float(np.quantile(values, float(q))) for q in ("0.5", "0.9", "1.0")}
+                for group, values in (("members", by_object.reindex(members)),
+                                      ("controls", by_object.reindex(controls)))},
+            "examples": [{"member": str(sig.objects[i]), "release_traj_id": _plain(sig.records[best_row[i]]),
                           "similarity": round(float(best[i]), 4)} for i in order],
         }
-        return AttackResult(attack=self.name, n_targets=n_records, n_successes=float(linked.sum()),
-                            baseline=baseline, evidence=evidence, confidence=self.params.confidence)
+        return AttackResult.against_controls(self.name, comparison, evidence)
 
 
 def _location_keys(frame: pd.DataFrame, other: pd.DataFrame, params: SignatureLinkageParams,
@@ -337,7 +440,7 @@ def _record_owners(release: pd.DataFrame, records: np.ndarray) -> np.ndarray:
     return owners["first"].reindex(records).astype(str).to_numpy()
 
 
-def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
+def owner_rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) -> tuple[np.ndarray, np.ndarray]:
     """Per row: objects strictly more similar than the owner, and objects tied with it (the owner included).
 
     Objects not stored in a row have similarity 0; they tie with an owner of similarity 0.
@@ -352,7 +455,7 @@ def _rank_counts(sim: sparse.csr_matrix, owner_sim: np.ndarray, n_objects: int) 
     return above, tied
 
 
-def _expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
+def expected_in_top(k: int, above: np.ndarray, tied: np.ndarray) -> np.ndarray:
     """P(owner among the k first) when ties are ordered uniformly at random: clip((k - above) / tied, 0, 1)."""
     return np.clip((k - above) / tied, 0.0, 1.0)
 

@@ -39,7 +39,7 @@ UTILITY_METRICS = frozenset({
 })
 """The names under which the caller reports these error metrics to the gate (lower is better: a policy caps them
 with ``max``)."""
-UTILITY_SCORES = frozenset({"pattern_f1", "retained_share", "fragments"})
+UTILITY_SCORES = frozenset({"pattern_f1", "pattern_f1_city", "retained_share", "fragments"})
 """The names of the figures where higher is better (a policy sets a floor on them with ``min``)."""
 UTILITY_MEANING = {
     "density_jsd": "where the points are differs from the raw data: JSD of point counts per grid cell, max ln 2",
@@ -51,6 +51,8 @@ UTILITY_MEANING = {
     "circle_query_re": "range counts over circles answer worse than an empty release would (relative error > 1)",
     "ffp_error": "the raw data's frequent routes are missing (1 - F1 of the top-100 patterns)",
     "pattern_f1": "the release keeps too few of the raw data's 100 most frequent routes (F1)",
+    "pattern_f1_city": "at city resolution (~1.5 km cells) the release keeps too few of the raw data's 100 most "
+                       "frequent routes (F1): it is right only at coarse resolution",
     "information_loss": "raw points not reproduced within 100 m (share)",
     "point_error_m": "released records lie far from their own raw trajectories (mean Hausdorff distance, m)",
     "fragment_count_re_median": "released fragment counts are far from the exact counts (median relative error)",
@@ -307,16 +309,19 @@ def _diameters(xy: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bucket_jsd(raw_values: np.ndarray, release_values: np.ndarray, n_buckets: int) -> float:
-    """JSD of histograms over ``n_buckets`` equal-width buckets of ``[0, max(raw_values)]``.
+def _bucket_jsd(raw_values: np.ndarray, release_values: np.ndarray, n_buckets: int, quantile: float = 1.0) -> float:
+    """JSD of histograms over ``n_buckets`` equal-width buckets of ``[0, q]``, q the ``quantile`` of the raw values
+    (1: their maximum).
 
     The edges come from the raw data alone, so every release of the same raw data is measured on the same
-    buckets; released values beyond the raw maximum fall in the last bucket. (AdaTrace measures its 20 buckets
-    from 0 in the same way.)
+    buckets; values beyond q fall in the last bucket. (AdaTrace measures its 20 buckets from 0 to the maximum in
+    the same way; a quantile below 1 keeps a few raw outliers, such as GPS glitches, from stretching the buckets.)
     """
     if not (isinstance(n_buckets, int) and n_buckets >= 1):
         raise ParameterError(f"n_buckets must be a positive integer, got {n_buckets!r}", "utility histogram")
-    top = raw_values.max()
+    if not 0 < quantile <= 1:
+        raise ParameterError(f"quantile must be in (0, 1], got {quantile!r}", "utility histogram")
+    top = raw_values.max() if quantile == 1 else np.quantile(raw_values, quantile)
     width = top / n_buckets if top > 0 else np.finfo(float).tiny  # all raw values 0: any positive one is "far"
 
     def histogram(values: np.ndarray) -> np.ndarray:
@@ -715,6 +720,21 @@ TRAJECTORY_METRICS = ("density", "query", "trip", "length", "pattern_f1", "trans
 """The keys of :func:`trajectory_metrics` (pattern_f1: higher is better; every other: lower is better)."""
 
 
+CITY_CELL_M = 1500.0
+"""The cell side of city-resolution figures: a planner's question (a district, a few blocks), not 6 km."""
+
+
+def city_grid_size(raw: pd.DataFrame, cell_m: float = CITY_CELL_M, limit: int = 256) -> int:
+    """The number of cells per side of a grid over the raw data's bounding box (as :func:`raw_box_cells`)
+    whose cells are about ``cell_m`` on the longer side (at least 6, at most ``limit``): 128 for T-Drive's
+    Beijing box at 1.5 km."""
+    points = _frame(raw, "raw", ("lon", "lat"))
+    lon, lat = points["lon"].to_numpy(dtype=float), points["lat"].to_numpy(dtype=float)
+    k = EARTH_RADIUS_M * np.pi / 180
+    side = max((lon.max() - lon.min()) * k * np.cos(np.radians(lat.mean())), (lat.max() - lat.min()) * k)
+    return int(np.clip(round(side / cell_m), 6, limit))
+
+
 def transition_jsd(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = TRAJECTORY_GRID_SIZE) -> float:
     """JSD of the first-order cell transitions ``(cell_i, cell_{i+1})`` of all trajectories (issue 13).
 
@@ -776,13 +796,43 @@ def start_hour_jsd(raw: pd.DataFrame, release: pd.DataFrame) -> float:
     return jsd(hours[0], hours[1])
 
 
-def duration_jsd(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20) -> float:
-    """JSD of trajectory durations (last t - first t, seconds), ``n_buckets`` over [0, max raw] (as lengths)."""
+def duration_jsd(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20, quantile: float = 1.0) -> float:
+    """JSD of trajectory durations (last t - first t, seconds), ``n_buckets`` over [0, the raw ``quantile``]
+    (1: the raw maximum, as lengths; :func:`_bucket_jsd`)."""
     durations = []
     for frame, label in ((raw, "raw"), (release, "release")):
         span = _timed(frame, label).groupby("traj_id")["t"].agg(["min", "max"])
         durations.append((span["max"] - span["min"]).dt.total_seconds().to_numpy())
-    return _bucket_jsd(durations[0], durations[1], n_buckets)
+    return _bucket_jsd(durations[0], durations[1], n_buckets, quantile)
+
+
+def segment_speeds(raw: pd.DataFrame, release: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame, the speed (km/h) of every segment between consecutive points of a trajectory (``seq`` order)
+    with a positive time step; distances in the equirectangular projection about the raw mean latitude (as
+    :func:`_planar_trajectories`)."""
+    out = []
+    frames = [_in_order(_frame(f, label, ("traj_id", "seq", "t", "lon", "lat")), ["traj_id", "seq"])
+              for f, label in ((raw, "raw"), (release, "release"))]
+    cos_lat0 = np.cos(np.radians(frames[0]["lat"].mean()))
+    for f in frames:
+        x = EARTH_RADIUS_M * np.radians(f["lon"].to_numpy(dtype=float)) * cos_lat0
+        y = EARTH_RADIUS_M * np.radians(f["lat"].to_numpy(dtype=float))
+        t, traj = epoch_seconds(f["t"]), f["traj_id"].to_numpy()
+        dt = np.diff(t)
+        ok = (traj[1:] == traj[:-1]) & (dt > 0)
+        out.append(np.hypot(np.diff(x), np.diff(y))[ok] / dt[ok] * 3.6)
+    return out[0], out[1]
+
+
+def speed_jsd(raw: pd.DataFrame, release: pd.DataFrame, n_buckets: int = 20, quantile: float = 0.99) -> float:
+    """JSD of segment speeds (:func:`segment_speeds`), ``n_buckets`` over [0, the raw ``quantile``]; the raw
+    data's GPS glitches (T-Drive's p99.9 is ~800 km/h) would otherwise stretch the buckets."""
+    raw_speeds, rel_speeds = segment_speeds(raw, release)
+    if len(raw_speeds) == 0:
+        raise InputError("the raw trajectories have no segment with a positive time step", "speed_jsd")
+    if len(rel_speeds) == 0:
+        return float(np.log(2))
+    return _bucket_jsd(raw_speeds, rel_speeds, n_buckets, quantile)
 
 
 def _timed(frame: pd.DataFrame, label: str) -> pd.DataFrame:
@@ -793,11 +843,12 @@ def _timed(frame: pd.DataFrame, label: str) -> pd.DataFrame:
 
 
 def trajectory_metrics(raw: pd.DataFrame, release: pd.DataFrame, bbox: tuple[float, float, float, float],
-                       rng_seed: int) -> dict[str, float | None]:
+                       rng_seed: int, grid_size: int = TRAJECTORY_GRID_SIZE) -> dict[str, float | None]:
     """Issue 13's utility of a synthetic trajectory release, one figure per key of :data:`TRAJECTORY_METRICS`.
 
     Frames: ``traj_id, lon, lat`` and ``t`` where present (points in trajectory order: ``seq`` if given, else
-    the frame's row order, then ``t``). On the 32 x 32 grid over the raw bounding box, JSD in natural log:
+    the frame's row order, then ``t``). On the ``grid_size`` x ``grid_size`` grid over the raw bounding box
+    (issue 13's 32 by default; query and length are grid-free), JSD in natural log:
     density (:func:`density_jsd` of point cells), query (:func:`circle_query_re`, 200 circles drawn with
     ``rng_seed``), trip (:func:`trip_error`), length (:func:`length_jsd` of travelled distance, 20 buckets),
     pattern_f1 (:func:`frequent_patterns`, top 100 patterns of 2-5 cells, higher is better), transition
@@ -806,16 +857,15 @@ def trajectory_metrics(raw: pd.DataFrame, release: pd.DataFrame, bbox: tuple[flo
     """
     raw, release = _with_seq(raw, "raw"), _with_seq(release, "release")
     raw_pts, rel_pts, box = _ordered_points(raw, release)
-    cells = {"raw": raw_box_cells(raw_pts, box, TRAJECTORY_GRID_SIZE),
-             "release": raw_box_cells(rel_pts, box, TRAJECTORY_GRID_SIZE)}
+    cells = {"raw": raw_box_cells(raw_pts, box, grid_size), "release": raw_box_cells(rel_pts, box, grid_size)}
     timed = all("t" in f.columns and f["t"].notna().any() for f in (raw, release))
     return {
         "density": density_jsd(pd.DataFrame({"cell": cells["raw"]}), pd.DataFrame({"cell": cells["release"]})),
         "query": circle_query_re(raw, release, np.random.default_rng(rng_seed)),
-        "trip": trip_error(raw, release, TRAJECTORY_GRID_SIZE),
+        "trip": trip_error(raw, release, grid_size),
         "length": length_jsd(raw, release, "distance"),
-        "pattern_f1": frequent_patterns(raw, release, TRAJECTORY_GRID_SIZE, 2, 5, 100)["ffp"],
-        "transition": transition_jsd(raw, release),
+        "pattern_f1": frequent_patterns(raw, release, grid_size, 2, 5, 100)["ffp"],
+        "transition": transition_jsd(raw, release, grid_size),
         "outside_bbox_share": outside_bbox_share(release, bbox),
         "start_hour_jsd": start_hour_jsd(raw, release) if timed else None,
         "duration_jsd": duration_jsd(raw, release) if timed else None,

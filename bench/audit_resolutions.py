@@ -17,11 +17,11 @@ from pathlib import Path
 
 from distributed import Client
 
-from audits.gate import GatePolicy
+from audits.gate import GatePolicy, worst_per_attack
 from bench.audit_runtime import ATTACK_PARAMS, BAR_10X_S, forms
 from bench.fgs_pufferfish import machine
 from bench.tdrive import GRID, load_clean, prepare
-from tasks.audit import run_at_resolutions, run_attacks, worst_per_attack
+from tasks.audit import run_at_resolutions, run_attacks
 from tasks.dask_cluster import local_cluster
 
 ROOT = Path(__file__).resolve().parent
@@ -51,7 +51,7 @@ def main() -> None:
             began = time.perf_counter()
             by_res, failures, _ = run_at_resolutions(client, policy, background, release, kind, GRID.bbox)
             res_s = time.perf_counter() - began
-            where = {r.attack: (size, r.risk) for size, r in by_res if r in worst_per_attack(by_res)}
+            where = {r.attack: (size, r.risk) for size, r in by_res if r in worst_per_attack(policy, by_res)}
             out["forms"][kind] = {"own_grid_s": own_s, "four_resolutions_s": res_s, "failures": failures,
                                   "own_grid_risk": {r.attack: r.risk for r in results},
                                   "worst": {a: {"resolution_m": s, "risk": k} for a, (s, k) in where.items()},

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from tasks import compare, protect
 from tasks.db import engine, owner_engine
 from trajpub import config
+from trajpub.errors import ReleaseBlocked
 from trajpub.spec import example_spec_file, read_spec_file
 
 NEEDS_PUBLIC_INPUTS = {"mixzone", "klt"}  # their examples read Helsinki's roads and POIs, not loaded for Beijing
@@ -66,7 +67,11 @@ def main() -> None:
     _, planned = compare.parse(spec)
     print(f"{len(planned)} candidates: " + "; ".join(p.label for p in planned))
     began = time.perf_counter()
-    outcome = compare_flow(spec=spec)
+    try:
+        outcome = compare_flow(spec=spec)
+    except ReleaseBlocked as blocked:  # no candidate to recommend: the table still says why
+        print(f"blocked: {blocked}")
+        outcome = blocked.outcome
     print(f"comparison to the end of the pause: {time.perf_counter() - began:.0f} s (the pause: {args.wait:g} s)")
     with engine().connect() as conn:
         rows = [compare.outcome(conn, r, p.label) for r, p in zip(outcome["releases"], planned, strict=True)]

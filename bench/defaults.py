@@ -19,19 +19,21 @@ import pandas as pd
 from distributed import Client
 
 from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
-from bench.references import DATASETS
+from bench.references import DATASETS, WINDOWS
 from tasks import protect
 from tasks.dask_cluster import local_cluster
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
 from trajpub.segment import to_grid
+from trajpub.window import ReleaseWindow
 
 N_PARTITIONS = 2
 
 
-def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, mechanism: str, params: dict,
+def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, window: ReleaseWindow, mechanism: str, params: dict,
             seeds: list[int]) -> pd.DataFrame:
-    """One row per seed: the metrics of the release of ``mechanism`` with ``params``, and its runtime (s)."""
+    """One row per seed: the metrics of the release of ``mechanism`` with ``params`` (timestamps in ``window``),
+    and its runtime (s)."""
     codes = pd.factorize(frame["object_id"])[0] % N_PARTITIONS  # whole objects per partition
     futures = client.scatter([frame[codes == p].reset_index(drop=True) for p in range(N_PARTITIONS)])
     mech = protect.mechanism(mechanism)
@@ -40,7 +42,8 @@ def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, mechanism: str,
     rows = []
     for seed in seeds:
         start = time.perf_counter()
-        out = protect.run(mech, client, futures, PublicInputs(grid), parsed, np.random.default_rng(seed))
+        out = protect.run(mech, client, futures, PublicInputs(grid, window=window), parsed,
+                          np.random.default_rng(seed))
         seconds = time.perf_counter() - start
         metrics = (trajectory_metrics(raw, out.points, grid.bbox, seed) if len(out.points)
                    else dict.fromkeys(TRAJECTORY_METRICS))  # an empty release has no utility to measure
@@ -79,7 +82,7 @@ def main() -> None:
             frame = to_grid(df, grid)
             for run in args.runs:
                 label = f"{args.mechanism} {run} cell {cell:g} m"
-                results[label] = measure(client, frame, grid, args.mechanism, json.loads(run),
+                results[label] = measure(client, frame, grid, WINDOWS[args.dataset], args.mechanism, json.loads(run),
                                          list(range(args.seeds)))
                 print(markdown({label: results[label]}).splitlines()[-1], flush=True)
     print(markdown(results))

@@ -53,10 +53,11 @@ from mechanisms.fgs_pufferfish import (
     prepare,
     release_object,
 )
+from trajpub import config
 from trajpub.grid import GridSpec
 
 OUT = Path(__file__).resolve().parent / "fgs"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = config.SHARED_DATA_DIR
 BEIJING = GridSpec((115.4, 39.4, 117.6, 41.1), 1000.0)
 METHODS = ("fgs", "cts", "fpa")
 LABELS = {"fgs": "FGS (paper)", "cts": "CTS (not from paper)", "fpa": "FPA_5 (not from paper)"}

@@ -72,6 +72,7 @@ RUNTIME_BAR_S = 10.0
 DIGITS = {"wall_s": 1, "records": 0}
 DATASETS = {"tdrive": (utility_data.tdrive_records, utility_data.TDRIVE_BBOX),
             "geolife": (utility_data.geolife_records, utility_data.GEOLIFE_BBOX)}
+WINDOWS = {"tdrive": utility_data.TDRIVE_WINDOW, "geolife": utility_data.GEOLIFE_WINDOW}
 EARTH_RADIUS_M = 6_371_008.8
 PRIVTRACE_INPUT = "trajpub_input.dat"
 LDPTRACE_NAME = "porto"
@@ -231,7 +232,7 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
         for model in mechanism_models():
             if only and model.mechanism not in only:
                 continue
-            model = replace(model, grid=GridSpec(bbox, model.grid.cell_size_m))
+            model = replace(model, grid=GridSpec(bbox, model.grid.cell_size_m), window=WINDOWS[dataset])
             params = model.parsed()
             prepared = to_grid(keep_trajectories(records, 2, mechanism(model.mechanism).max_records_per_object(params)),
                                model.grid)

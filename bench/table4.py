@@ -37,6 +37,7 @@ from distributed import Client
 from bench.audit_runtime import policy
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
+from bench.utility_data import TDRIVE_WINDOW
 from mechanisms.mixzone import MixzoneParams
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
@@ -46,6 +47,7 @@ from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.mechanism import OnRoadNetwork, PublicInputs
 from trajpub.roads import RoadNetwork, synthetic_grid
+from trajpub.window import ReleaseWindow
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "table4"
@@ -79,12 +81,14 @@ class Model:
     survey: str | None = None
     grid: GridSpec = GRID
     setup: Callable[[GridSpec], Any] | None = None
+    window: ReleaseWindow = TDRIVE_WINDOW
 
     def inputs(self) -> PublicInputs:
-        """The public inputs of the model's release: the synthetic network of central Beijing for mix zones."""
+        """The public inputs of the model's release: the synthetic network of central Beijing for mix zones; the
+        sample's window for timestamps."""
         if self.mechanism == "mixzone":
-            return PublicInputs(self.grid, central_beijing_network(self.grid), "synthetic")
-        return PublicInputs(self.grid)
+            return PublicInputs(self.grid, central_beijing_network(self.grid), "synthetic", window=self.window)
+        return PublicInputs(self.grid, window=self.window)
 
     def parsed(self) -> Any:
         """The adapter's parameters (built once per model: a setup may build a road network)."""

@@ -14,13 +14,19 @@ as the previous point of the piece) dropped; pieces with < 2 points dropped. On 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pandas as pd
 
 from trajpub.config import SHARED_DATA_DIR as DATA
 from trajpub.segment import segment
+from trajpub.window import ReleaseWindow
 
 TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 GEOLIFE_BBOX = (116.0, 39.6, 116.8, 40.3)
+#: The public windows of the samples' releases (where a synthesizer places its timestamps), in Beijing time.
+TDRIVE_WINDOW = ReleaseWindow(datetime(2008, 2, 2, tzinfo=UTC), datetime(2008, 2, 9, tzinfo=UTC), "Asia/Shanghai")
+GEOLIFE_WINDOW = ReleaseWindow(datetime(2008, 10, 1, tzinfo=UTC), datetime(2009, 4, 1, tzinfo=UTC), "Asia/Shanghai")
 MAX_GAP_S = 30 * 60
 COLUMNS = ["object_id", "traj_id", "t", "lon", "lat"]
 
@@ -54,3 +60,11 @@ def geolife_records() -> pd.DataFrame:
     points = pd.DataFrame({"object_id": g["uid"].astype(str), "t": pd.to_datetime(g["datetime"], utc=True),
                            "lon": g["lng"], "lat": g["lat"]})
     return clean(points, GEOLIFE_BBOX)
+
+
+def taxi_halves(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The records split by object into two halves, (tuning, report): objects in sorted id order, the even
+    positions tune hyper-parameters, the odd ones are held out for reporting (a public, data-independent rule)."""
+    ids = pd.Series(sorted(records["object_id"].unique()))
+    tune = records["object_id"].isin(set(ids[0::2]))
+    return records[tune.to_numpy()].reset_index(drop=True), records[~tune.to_numpy()].reset_index(drop=True)

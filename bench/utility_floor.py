@@ -35,6 +35,7 @@ RELEASES = [
           {"epsilon": 1.0, "height": 8, "max_records_per_object": 7}),
     *[m for m in MODELS if m.mechanism in ("dpt", "adatrace", "fgs_pufferfish", "w4m", "glove", "klt", "mixzone")],
     *objtrace_models(),
+    Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0}),
     Model("AdaTrace eps=10 (the integration tests' release)", "adatrace", {"epsilon": 10.0, "max_records_per_object": 7}),
     Model("ObjTrace eps=10 per object (the consumer-guide test's)", "objtrace", {"epsilon": 10.0}),
 ]

@@ -15,6 +15,8 @@ from trajpub import config
 
 config.apply_environment()
 
+from datetime import UTC
+
 from trajpub.errors import ParameterError, TrajpubError
 
 
@@ -333,10 +335,9 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
-    from tasks import policies
-    from tasks.protect import parse_spec
+    from tasks import policies, windows
 
-    spec, _ = parse_spec(data)
+    spec, _ = windows.parse_resolved(_engine(), data)  # a relative window: resolved now, as the run records it
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from tasks import governance
 
@@ -344,8 +345,7 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
         governance.check_requester(conn, spec.requested_by)
     from flows.release import release_flow
     _tracebacks_to_the_log_only()
-    outcome = release_flow(spec=spec)
-    click.echo(json.dumps(outcome))
+    click.echo(json.dumps(_unless_blocked(lambda: release_flow(spec=spec))))
 
 
 @release.command("compare")
@@ -375,7 +375,21 @@ def release_compare(spec_file: Path, yes: bool) -> None:
         raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
     from flows.compare import compare_flow
     _tracebacks_to_the_log_only()
-    click.echo(json.dumps(compare_flow(spec=data)))
+    click.echo(json.dumps(_unless_blocked(lambda: compare_flow(spec=data))))
+
+
+def _unless_blocked(run) -> dict:
+    """The outcome of ``run`` (a flow called as a function); a run that ends ``Blocked`` prints its outcome,
+    then its reason in one sentence on stderr, and exits with :attr:`ReleaseBlocked.EXIT_CODE` (3), so that a
+    script tells it from a release that reached the steward (0) and from an error or a refusal (1)."""
+    from trajpub.errors import ReleaseBlocked
+
+    try:
+        return run()
+    except ReleaseBlocked as exc:
+        click.echo(json.dumps(exc.outcome))
+        click.secho(f"blocked: {exc}", fg="red", err=True)
+        sys.exit(ReleaseBlocked.EXIT_CODE)
 
 
 @release.command("pick")
@@ -425,7 +439,7 @@ def release_list(dataset: str | None) -> None:
 def release_show(release_id: int) -> None:
     """Everything about one release: status history, validation, audits, approval, budget, lineage."""
     from tasks import lineage
-    from tasks.report import mechanism_rows
+    from tasks.report import DECIDE_ON_WORDS, mechanism_rows
     from tasks.review import read_review
     from trajpub.guarantee import empirical_bound_words
 
@@ -438,6 +452,7 @@ def release_show(release_id: int) -> None:
         click.echo(f"failure: {rel['failure_reason']}")
     click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
                f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
+    click.echo(f"window: {review.window}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
     click.echo(f"gate policy: {review.policy_label}")
     click.echo(f"parameters: {json.dumps(rel['params'])}")
@@ -451,8 +466,9 @@ def release_show(release_id: int) -> None:
         click.echo(f"\nvalidation: {v['n_quarantined']} of {v['n_rows']} raw points quarantined")
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
                + _table([_audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
-                                                                 "baseline", "risk", "threshold", "passed",
-                                                                 "outcome", "error"]))
+                                                                 "baseline", "risk", "risk_ci", "threshold",
+                                                                 "verdict", "outcome", "error"]))
+    click.echo(f"  {DECIDE_ON_WORDS[review.decide_on]}")
     run = mechanism_rows(review.mechanism_run)
     if run:
         click.echo("\nmechanism run (steward only, never in lineage):\n"
@@ -471,14 +487,17 @@ def release_show(release_id: int) -> None:
 
 def _audit_row(a: dict) -> dict:
     """An audit row of the review record as ``release show`` lists it: figures rounded as a reader compares
-    them (4 digits, the baseline 5)."""
+    them (4 digits, the baseline 5), the verdict as the review words it (:func:`tasks.report.attack_verdict`)."""
+    from tasks.report import attack_verdict
+
     def rounded(key: str, digits: int = 4) -> str | None:
         return None if a[key] is None else f"{a[key]:.{digits}f}"
 
     return {"attack": a["attack"], "cells_m": a["resolution_m"], "success": rounded("success_rate"),
             "ci_low": rounded("ci_low"), "ci_high": rounded("ci_high"), "baseline": rounded("baseline", 5),
-            "risk": rounded("risk"), "threshold": a["threshold"], "passed": a["passed"], "outcome": a["outcome"],
-            "error": a["error"]}
+            "risk": rounded("risk"),
+            "risk_ci": None if a["risk_ci_low"] is None else f"[{a['risk_ci_low']:.4f}, {a['risk_ci_high']:.4f}]",
+            "threshold": a["threshold"], "verdict": attack_verdict(a), "outcome": a["outcome"], "error": a["error"]}
 
 
 @main.command("report")
@@ -678,7 +697,7 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
     from flows.deploy import serve
 
     click.echo(f"serving deployment release/{name} ({cron}, {timezone}); Ctrl-C to stop")
-    serve(spec_file, name, cron, timezone)
+    serve(spec_file, name, cron, timezone, say=click.echo)
 
 
 @main.command()
@@ -707,29 +726,43 @@ def recover(dataset: str | None) -> None:
 
 @main.command("backfill")
 @click.argument("deployment")
-@click.option("--start", "start", required=True, help="First window's start (ISO date or time, UTC).")
-@click.option("--end", "end", required=True, help="End of the last window (exclusive).")
-@click.option("--every", default="1d", show_default=True, help="Window length: Nd or Nh.")
+@click.option("--start", "start", required=True,
+              help="Start of the first step (ISO date or time; without an offset, in the dataset's time zone).")
+@click.option("--end", "end", required=True, help="End of the last step (exclusive), a whole number of steps on.")
+@click.option("--every", default="1d", show_default=True,
+              help="The step between run times: Nd, Nw or Nh. Each run is the one the schedule would have made at "
+                   "the end of its step.")
 @click.option("--dataset", help="Release this dataset instead of the deployment's.", callback=_valid_dataset)
 @click.option("--requested-by", help="Who asks for the backfill (recorded with each release).")
+@click.option("--yes", is_flag=True, help="Charge the windows without asking (the bill is still printed).")
+@click.option("--run-timeout", "timeout_s", type=float, default=3600, show_default=True,
+              help="Seconds to wait for each window's run to reach the steward before the next one starts.")
 def backfill_command(deployment: str, start: str, end: str, every: str, dataset: str | None,
-                     requested_by: str | None) -> None:
-    """Start DEPLOYMENT (e.g. release/tdrive-weekly) once per past window, each a governed release."""
-    import re
-    from datetime import timedelta
+                     requested_by: str | None, yes: bool, timeout_s: float) -> None:
+    """Run DEPLOYMENT (e.g. release/tdrive-weekly) for past dates, each a governed release: every date's window
+    is resolved in the dataset's time zone and the whole backfill is priced first (refused over a cap before
+    anything starts); the windows then run in order, each once the previous one has reached the steward."""
+    from flows.deploy import plan_backfill, run_backfill
+    from trajpub.window import parse_duration
 
-    from flows.deploy import backfill
-    from trajpub.spec import parse_utc
-
-    m = re.fullmatch(r"(\d+)([dh])", every)
-    if not m:
-        raise TrajpubError(f"--every must look like 1d or 6h, got {every!r}", "backfill --every")
-    step = timedelta(**{"days" if m.group(2) == "d" else "hours": int(m.group(1))})
+    step = parse_duration(every, "backfill --every")
     overrides = {k: v for k, v in (("dataset", dataset), ("requested_by", requested_by)) if v}
-    runs = backfill(deployment, parse_utc(start, "backfill --start"), parse_utc(end, "backfill --end"), step,
-                    overrides)
-    for run_id, ws, we in runs:
-        click.echo(f"flow run {run_id}: window {ws.isoformat()} .. {we.isoformat()}")
+    plan = plan_backfill(deployment, start, end, step, overrides)
+    click.echo(f"{len(plan.runs)} window(s) of {plan.runs[0][1].spec.dataset}; each is charged when it runs:")
+    for line in plan.bill.lines():
+        click.echo(line)
+    if not yes and not click.confirm("Charge these windows and run the backfill?", default=False):
+        raise TrajpubError("the backfill was not started: nothing was charged", "backfill")
+    _tracebacks_to_the_log_only()
+    outcomes = run_backfill(plan, click.echo, timeout_s)
+    for o in outcomes:
+        click.echo(f"flow run {o['flow_run_id']}: window {o['window']}: "
+                   + (f"release {o['release_id']} {o['status']}" if o["release_id"] else o["status"])
+                   + (f" ({o['message']})" if o["status"] in ("failed", "refused", "blocked") and o["message"] else ""))
+    failed = [o for o in outcomes if o["status"] not in ("awaiting_approval", "blocked", "published", "rejected")]
+    if failed:
+        raise TrajpubError(f"{len(failed)} of {len(outcomes)} window(s) did not reach the steward (see above)",
+                           "backfill")
 
 
 # --- road networks --------------------------------------------------------------------------------------------
@@ -833,18 +866,52 @@ def budget() -> None:
 
 @budget.command("show")
 @click.option("--dataset", callback=_valid_dataset)
-def budget_show(dataset: str | None) -> None:
+@click.option("--forecast", "deployment", metavar="DEPLOYMENT",
+              help="A deployment (release/NAME): what is left per upcoming period and how many more scheduled runs "
+                   "the caps allow.")
+@click.option("--periods", "n_periods", type=click.IntRange(1, 366), default=8, show_default=True,
+              help="How many upcoming periods the forecast lists.")
+def budget_show(dataset: str | None, deployment: str | None, n_periods: int) -> None:
+    """The ledger of each dataset in its unit of protection; with --forecast, a deployment's budget forecast."""
     from tasks import governance
 
+    if deployment:
+        from datetime import datetime
+
+        from tasks.forecast import forecast
+
+        spec, schedule = _deployment(deployment)
+        if dataset and spec.get("dataset") != dataset:
+            raise TrajpubError(f"deployment {deployment} releases dataset '{spec.get('dataset')}', not '{dataset}'",
+                               "budget show --forecast")
+        with _engine().connect() as conn:
+            found = forecast(conn, spec, schedule, datetime.now(UTC), n_periods)
+        click.echo("\n".join(found.lines()))
+        return
     with _engine().connect() as conn:
         for ds in governance.datasets(conn, dataset):
-            click.echo(f"{ds} (unit of protection: one {governance.dataset_unit(conn, ds)}):")
+            click.echo(f"{ds} (unit of protection: {governance.unit_of(conn, ds).describe()}):")
             for account in governance.accounts(conn, ds).values():
                 click.echo(f"  {account.describe()}")
             click.echo(_table(governance.ledger(conn, ds), ["entry_id", "release_id", "entry_kind", "mechanism",
                                                             "account", "unit_epsilon", "unit_delta", "unit",
-                                                            "epsilon", "privacy_unit", "conversion", "charged_at",
-                                                            "status"]))
+                                                            "period_first", "period_last", "epsilon",
+                                                            "privacy_unit", "conversion", "charged_at", "status"]))
+
+
+def _deployment(name: str):
+    """The default spec and the first schedule of a deployment on the Prefect server (``release/NAME``)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            found = client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            raise TrajpubError(f"deployment '{name}' does not exist", "budget show --forecast") from None
+    if not found.schedules:
+        raise TrajpubError(f"deployment '{name}' has no schedule to forecast", "budget show --forecast")
+    return dict(found.parameters["spec"]), found.schedules[0].schedule
 
 
 @budget.command("cap")
@@ -853,35 +920,46 @@ def budget_show(dataset: str | None) -> None:
 @click.option("--delta", type=float, help="The ε-DP δ cap (default: unchanged; 0 refuses every mechanism with a δ).")
 @click.option("--account", type=click.Choice(["epsilon-DP", "epsilon-LDP", "Pufferfish"]), default="epsilon-DP",
               show_default=True, help="The model whose cap this is: models are never summed under one cap.")
+@click.option("--lifetime", is_flag=True, help="Set the lifetime cap: over every charge of the account, whatever "
+                                               "the unit's period.")
 @STEWARD_OPTION
-def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, steward: str) -> None:
-    """Set a dataset's ε cap of one model (per its unit of protection), and optionally the ε-DP δ cap."""
-    from tasks.governance import CAP_COLUMNS
+def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, lifetime: bool, steward: str) -> None:
+    """Set a dataset's ε cap of one model (per its unit of protection: per object, per object-period, or over
+    any w periods), or with --lifetime its lifetime cap, and optionally the ε-DP δ cap."""
+    from tasks.governance import CAP_COLUMNS, LIFETIME_CAP_COLUMNS
 
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
-    if delta is not None and (account != "epsilon-DP" or not 0 <= delta < 1):
-        raise TrajpubError("the δ cap is an ε-DP cap in [0, 1)", "budget cap --delta")
-    _set_dataset_policy(steward, dataset, **{CAP_COLUMNS[account]: epsilon},
-                        **({"delta_cap": delta} if delta is not None else {}))
-    click.echo(f"{dataset}: {account} ε cap set to {epsilon:g}" + (f", δ cap to {delta:g}" if delta is not None
-                                                                  else ""))
+    if delta is not None and (account != "epsilon-DP" or lifetime or not 0 <= delta < 1):
+        raise TrajpubError("the δ cap is an ε-DP cap in [0, 1), set without --lifetime", "budget cap --delta")
+    column = (LIFETIME_CAP_COLUMNS if lifetime else CAP_COLUMNS)[account]
+    _set_dataset_policy(steward, dataset, **{column: epsilon}, **({"delta_cap": delta} if delta is not None else {}))
+    click.echo(f"{dataset}: {account} {'lifetime ' if lifetime else ''}ε cap set to {epsilon:g}"
+               + (f", δ cap to {delta:g}" if delta is not None else ""))
 
 
 @budget.command("unit")
 @click.argument("dataset")
 @click.argument("unit", type=click.Choice(["object", "record"]))
+@click.option("--period", type=click.Choice(["day", "week", "month"]),
+              help="Protect one object per period (one object-week: releases of different periods compose in "
+                   "parallel; a window touching two periods is charged to both).")
+@click.option("--w-event", "w", type=click.IntRange(1, 366), default=1, show_default=True,
+              help="With --period: the cap bounds the releases of any W consecutive periods together (w-event).")
 @STEWARD_OPTION
-def budget_unit(dataset: str, unit: str, steward: str) -> None:
-    """Declare what DATASET protects: one object (a person, a vehicle; the default) or one trajectory record.
-    Only before its first charge: a ledger is kept in one unit."""
+def budget_unit(dataset: str, unit: str, period: str | None, w: int, steward: str) -> None:
+    """Declare what DATASET protects: one object (a person, a vehicle; the default), one object per period, or
+    one trajectory record. Only before its first charge: a ledger is kept in one unit."""
     from tasks import governance
+    from trajpub.periods import Unit
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
+    declared = Unit(unit, period, w)
     with _steward_engine(steward).begin() as conn:
-        governance.set_privacy_unit(conn, dataset, unit)
-    click.echo(f"{dataset}: unit of protection set to one {unit}")
+        governance.set_privacy_unit(conn, dataset, declared)
+        stated = governance.unit_of(conn, dataset)
+    click.echo(f"{dataset}: unit of protection set to {stated.describe()}")
 
 
 @main.command()

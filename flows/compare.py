@@ -6,6 +6,11 @@ flow's own stages, the mechanisms concurrently on the shared Dask cluster → on
 maps, recommendation) → pause for the steward's pick (Prefect UI form or ``trajpub release pick``) → publish the
 pick, with lineage naming the comparison; the other candidates are rejected as not picked and their staging is
 discarded.
+
+The run ends Completed (published, or still awaiting the pick), ``Blocked`` when no candidate can be recommended
+(none passed the gate with every interval clear of its threshold: nothing to pick) or ``Refused`` when the
+comparison was refused before any data was read (the bill over a cap, a candidate refused at plan); see
+flows/release.py.
 """
 
 # No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value, and
@@ -15,9 +20,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.input import RunInput
 from prefect.runtime import flow_run
+from prefect.states import State
 from pydantic import Field
 
-from flows.release import abort, fail, nothing_released, recover_interrupted
+from flows.release import abort, blocked, fail, nothing_released, recover_interrupted, refused
 from flows.review import wait_for_answer
 from tasks import compare, compare_review, governance, lineage, publish, report
 from tasks.dask_cluster import dask_client
@@ -45,22 +51,27 @@ def compare_flow(spec: Comparison) -> dict:
     """A comparison of candidate releases of ``spec``: a comparison spec (:mod:`trajpub.comparison`), or its mapping
     (YAML, a deployment's parameters, the Prefect UI's form), which Prefect parses with
     :func:`~trajpub.comparison.parse_comparison` before the run starts."""
-    comparison, planned = compare.parse(spec)
-    planned = compare.resolve(db_engine(), planned)
+    try:
+        comparison, planned = compare.parse(spec)
+        planned = compare.resolve(db_engine(), planned)
+    except TrajpubError as exc:
+        return refused(exc)
     dataset = planned[0].spec.dataset
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        bill = transaction(lambda conn: compare.bill(conn, planned), "price the comparison", say=print)
-        for line in bill.lines():
-            print(f"budget: {line}")
         rids, policies = [], []
         try:
+            bill = transaction(lambda conn: compare.bill(conn, planned), "price the comparison", say=print)
+            for line in bill.lines():
+                print(f"budget: {line}")
             for p in planned:
                 rid, policy = plan(p.spec, p.mechanism, p.params)
                 rids.append(rid)
                 policies.append(policy)
-        except Exception as exc:  # a candidate refused at plan: nothing of the comparison runs
+        except Exception as exc:  # the bill or a candidate refused at plan: nothing of the comparison runs
             for rid in rids:
                 fail(rid, dataset, exc)
+            if isinstance(exc, TrajpubError):
+                return refused(exc)
             raise
         record = {"name": comparison.name, "flow_run_id": str(flow_run.get_id()), "recommended": None,
                   "candidates": [{"release_id": r, "mechanism": p.spec.mechanism, "params": p.spec.params}
@@ -76,7 +87,7 @@ def compare_flow(spec: Comparison) -> dict:
 
 
 def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], policies: list, bill_lines: list[str],
-                   record: dict) -> dict:
+                   record: dict) -> dict | State:
     first = planned[0].spec
     try:
         with release_slot(db_engine(), first.dataset, first.queue_timeout_s, say=print), \
@@ -88,8 +99,9 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
             raw = pd.concat(client.gather(client.map(lambda df: df[["lon", "lat"]], clean)), ignore_index=True)
             # the mechanisms run concurrently (Prefect's thread pool, each on the shared Dask cluster); audits follow
             # in the order the candidates were listed, their attacks in parallel on the cluster
-            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean)
-                         for p, rid in zip(planned, rids, strict=True)]
+            protected = [prepare_and_protect.submit(client, p.spec, p.mechanism, rid, p.params, p.inputs, clean,
+                                                    policy.policy.controls)
+                         for p, rid, policy in zip(planned, rids, policies, strict=True)]
             released = []
             for p, rid, policy, future in zip(planned, rids, policies, protected, strict=True):
                 result = audit_candidate(client, p, rid, policy, future)
@@ -125,7 +137,9 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
                                                     "candidates")
     print(f"comparison review: {path}; recommended: {recommendation.reason}")
     if recommendation.release_id is None:
-        return {"comparison": name, "releases": rids, "status": "nothing to pick", "published": None}
+        reason = f"comparison {name}: {recommendation.reason}"
+        return blocked(reason, {"comparison": name, "releases": rids, "status": "nothing to pick", "published": None,
+                                "reason": reason})
     markdown = compare_review.markdown(name, outcomes, recommendation, str(artifact))
     create_markdown_artifact(key=f"pick-{name.replace('_', '-')}-r{rids[0]}", markdown=markdown,
                              description=f"Steward pick of comparison {name}")
@@ -142,7 +156,7 @@ def audit_candidate(client, p: compare.Planned, rid: int, policy, protected):
         if result.released_nothing:
             nothing_released(p.spec, rid)
             return None
-        if not audit_and_gate(client, p.spec, rid, policy, raw, result):
+        if audit_and_gate(client, p.spec, rid, policy, raw, result).blocked:
             abort(rid, "blocked by the audit gate")
             print(f"candidate {p.label} (release {rid}) is BLOCKED by the audit gate")
         return result

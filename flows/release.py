@@ -2,7 +2,10 @@
 → publish.
 
 Every step records its outcome in ``governance``; any failure marks the release ``failed`` with the reason and
-emits a lineage FAIL event, and nothing is published.
+emits a lineage FAIL event, and nothing is published. The flow run's final state says how it ended: Completed
+(published, rejected by the steward, or still awaiting approval), ``Blocked`` (the gate stopped it),
+``Refused`` (refused before any data was read: the budget, the gate policy, the public inputs) or Failed (an
+error); the last three are Prefect Failed states, so that nothing downstream takes them for a success.
 """
 
 # No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value
@@ -14,24 +17,40 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
+from prefect.states import Failed, State
 
 from flows.review import StewardDecision, review_markdown, wait_for_answer
-from tasks import governance, lineage, policies, protect, public_inputs, publish
+from tasks import governance, lineage, policies, protect, public_inputs, publish, windows
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
 from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
-from trajpub.errors import PolicyError, TrajpubError
+from trajpub.errors import PolicyError, ReleaseBlocked, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
 NOTHING_RELEASED = "nothing was released"
 
 
+def blocked(reason: str, outcome: dict) -> State:
+    """The final state of a run stopped by the gate: a Failed state named ``Blocked`` whose message is ``reason``
+    (one sentence, shown in the Prefect UI) and whose error (:class:`~trajpub.errors.ReleaseBlocked`, raised where
+    the flow is called as a function) carries the ``outcome`` the flow would have returned."""
+    return Failed(name="Blocked", message=reason, data=ReleaseBlocked(reason, outcome))
+
+
+def refused(exc: TrajpubError) -> State:
+    """The final state of a run refused before any data was read (over the budget cap, a gate policy weaker than
+    the dataset's, a public input that does not exist): a Failed state named ``Refused`` with the refusal's
+    sentence, carrying the refusal (raised where the flow is called as a function)."""
+    return Failed(name="Refused", message=str(exc), data=exc)
+
+
 def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
     """The mechanism ran (its budget is spent) and released no record or fragment: an outcome of its own, not an
-    attack's error. No attack runs and nothing can be published; the release ends blocked with that reason."""
+    attack's error. No attack runs and nothing can be published; the release ends blocked with that reason (the
+    caller ends the run :func:`blocked`)."""
     reason = (f"{NOTHING_RELEASED}: {spec.mechanism} released no record or fragment (its budget is spent); "
               "nothing to audit or publish")
 
@@ -42,7 +61,7 @@ def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
     transaction(record, "record that nothing was released", say=print)
     abort(release_id, NOTHING_RELEASED)
     print(f"release {release_id}: {reason}")
-    return {"release_id": release_id, "status": "blocked", "outcome": NOTHING_RELEASED}
+    return {"release_id": release_id, "status": "blocked", "outcome": NOTHING_RELEASED, "reason": reason}
 
 
 def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecision | None]:
@@ -67,12 +86,21 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 @flow(name="release", log_prints=True)
 def release_flow(spec: ReleaseSpec) -> dict:
     """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
-    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts."""
-    mech = protect.mechanism(spec.mechanism)
-    params, inputs = public_inputs.resolve(db_engine(), mech, protect.parse_params(spec), spec.grid)
+    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts. A relative
+    window is resolved at the run's expected start in the dataset's time zone (:mod:`tasks.windows`). Ends
+    :func:`refused` or :func:`blocked` when the release is (module docstring)."""
+    try:
+        spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time())
+        mech = protect.mechanism(spec.mechanism)
+        params, inputs = public_inputs.resolve(db_engine(), mech, params, spec.grid, spec)
+    except TrajpubError as exc:
+        return refused(exc)
     # held until this process ends, however it ends: a release whose flow is gone is found by its free lock
     with session_lock(db_engine(), alive_lock_key(str(flow_run.get_id()))):
-        release_id, policy = plan(spec, mech, params)
+        try:
+            release_id, policy = plan(spec, mech, params)
+        except TrajpubError as exc:  # the budget or the policy refused it; nothing was recorded or read
+            return refused(exc)
         print(f"release {release_id} planned: {spec.mechanism} on {spec.dataset}, gated by policy "
               f"{policy.label}")
         lineage.deliver(db_engine())  # START reaches a configured lineage backend now, the rest at the end
@@ -83,24 +111,26 @@ def release_flow(spec: ReleaseSpec) -> dict:
 
 
 def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
-           policy: policies.RegisteredPolicy) -> dict:
+           policy: policies.RegisteredPolicy) -> dict | State:
     try:
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
                 dask_client() as client:
             recover_interrupted(spec.dataset, running=release_id)
             # the validated partitions go straight into protect, unnamed: let go once it returns
             raw, result = prepare_and_protect(client, spec, mech, release_id, params, inputs,
-                                              ingest_and_validate(client, spec, release_id))
+                                              ingest_and_validate(client, spec, release_id), policy.policy.controls)
             if result.released_nothing:
-                return nothing_released(spec, release_id)
-            passed = audit_and_gate(client, spec, release_id, policy, raw, result)
+                outcome = nothing_released(spec, release_id)
+                return blocked(f"release {release_id}: {outcome['reason']}", outcome)
+            decision = audit_and_gate(client, spec, release_id, policy, raw, result)
     except Exception as exc:
         fail(release_id, spec.dataset, exc)
         raise
-    if not passed:
+    if decision.blocked:
         abort(release_id, "blocked by the audit gate")
-        print(f"release {release_id} is BLOCKED by the audit gate; nothing is published")
-        return {"release_id": release_id, "status": "blocked"}
+        reason = f"release {release_id} is blocked by the audit gate: {'; '.join(decision.reasons)}"
+        print(f"{reason}; nothing is published")
+        return blocked(reason, {"release_id": release_id, "status": "blocked", "reason": reason})
     try:
         markdown, decision = steward_review(release_id, spec.approval_timeout_s)
     except Exception as exc:

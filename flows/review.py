@@ -58,27 +58,30 @@ def review_markdown(review: Review) -> str:
              (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
               f"distribution plots): {link} — or `trajpub report {release_id} --out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "
-              f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`)."), "",
+              f"(sha256 `{(rel['snapshot_hash'] or '')[:16]}`); window {review.window}."), "",
              "## Guarantee", "", g.get("statement", "(none stated)"), ""]
     lines += [f"- caveat: {c}" for c in g.get("caveats", [])]
     budget = review.budget
     lines += ["", "## Privacy budget (this release included)", "", f"**{budget[0]}** {budget[1]}", ""]
     lines += [f"- {line}" for line in budget[2:]]
-    lines += ["", "## Linkage attacks", "", f"Gated by policy **{review.policy_label}**.", "",
+    lines += ["", "## Linkage attacks", "", f"Gated by policy **{review.policy_label}**.", ""]
+    if words := report.controls_words(s):
+        lines += [words, ""]
+    lines += [
               ("Grid-based attacks run at each cell size of the gate policy (the adversary's choice); the gate "
-               "takes the worst."), "",
-              "| attack | cells | success | 95% CI | baseline | risk | threshold | verdict |",
-              "|---|---|---|---|---|---|---|---|"]
+               "takes the worst."), "", report.DECIDE_ON_WORDS[review.decide_on], "",
+              "| attack | cells | success | 95% CI | baseline | risk | risk 95% CI | threshold | verdict |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for a in review.audits:
         cells = f"{a['resolution_m']:g} m" if a["resolution_m"] else "-"
+        threshold = "-" if a["threshold"] is None else format(a["threshold"], ".3f")
         if a["error"] is not None:
-            lines.append(f"| {a['attack']} | {cells} | {a['outcome']}: {a['error']} | | | | {a['threshold']} | "
-                         f"{'pass' if a['passed'] else 'BLOCK'} |")
+            lines.append(f"| {a['attack']} | {cells} | {a['outcome']}: {a['error']} | | | | | {threshold} | "
+                         f"{report.attack_verdict(a)} |")
             continue
         lines.append(f"| {a['attack']} | {cells} | {a['success_rate']:.3f} | [{a['ci_low']:.3f}, {a['ci_high']:.3f}] | "
-                     f"{a['baseline']:.4f} | {a['risk']:.3f} | "
-                     f"{'-' if a['threshold'] is None else format(a['threshold'], '.3f')} | "
-                     f"{'pass' if a['passed'] else 'BLOCK'} |")
+                     f"{a['baseline']:.4f} | {a['risk']:.3f} | {report.risk_interval(a)} | {threshold} | "
+                     f"{report.attack_verdict(a)} |")
     gate = review.gate
     privacy, utility_verdict = report.verdicts(gate)
     lines += ["", f"**Gate verdicts** — privacy: **{privacy}**, utility: **{utility_verdict}**."]

@@ -23,7 +23,8 @@ from distributed import wait as wait_futures
 
 from audits import utility
 from audits.attack import NotApplicable
-from audits.gate import GateDecision, GatePolicy, evaluate_gate
+from audits.controls import MEMBER_COLUMN, TOO_FEW, ControlPolicy, TooFewObjects, hold_out
+from audits.gate import GateDecision, GatePolicy, evaluate_gate, verdict, worst_per_attack
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
 from trajpub.candidate import CandidateRelease, Shape
@@ -55,14 +56,31 @@ REVIEW_SAMPLE_POINTS = 2_000_000
 """The review's plots read the whole raw frame up to this many points, every k-th trajectory beyond it."""
 
 
-def raw_on_cluster(client: Client, prepared: list[Future]) -> Future:
+def raw_on_cluster(client: Client, prepared: list[Future], controls: np.ndarray | None = None) -> Future:
     """The auditor's background knowledge, every prepared raw point, built on a worker: it stays out of any
-    published table and off the flow process (16 M points are several GiB; bench/SCALE_RESULTS.md)."""
-    return client.submit(_raw_frame, prepared, pure=False)
+    published table and off the flow process (16 M points are several GiB; bench/SCALE_RESULTS.md). With
+    ``controls`` (the objects held out of a synthetic release's input), the ``member`` column says which objects
+    the mechanism read (:mod:`audits.controls`)."""
+    return client.submit(_raw_frame, prepared, controls, pure=False)
 
 
-def _raw_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat([df[RAW_COLUMNS] for df in parts], ignore_index=True)
+def _raw_frame(parts: list[pd.DataFrame], controls: np.ndarray | None) -> pd.DataFrame:
+    raw = pd.concat([df[RAW_COLUMNS] for df in parts], ignore_index=True)
+    return raw if controls is None else raw.assign(**{MEMBER_COLUMN: ~raw["object_id"].isin(controls)})
+
+
+def hold_out_controls(client: Client, prepared: list[Future], share: float, rng: np.random.Generator) -> np.ndarray:
+    """The control objects of a synthetic release: ``share`` of the prepared objects, drawn by object
+    (:func:`audits.controls.hold_out`; ``rng`` is fresh entropy outside test mode). Only object ids reach the
+    driver."""
+    objects = np.unique(np.concatenate(client.gather(client.map(
+        lambda df: df["object_id"].unique(), prepared, pure=False))))
+    return hold_out(objects, share, rng)
+
+
+def without(client: Client, prepared: list[Future], controls: np.ndarray) -> list[Future]:
+    """The prepared partitions without the control objects' rows: the mechanism's input, which never holds them."""
+    return client.map(lambda df, held: df[~df["object_id"].isin(held)], prepared, held=controls, pure=False)
 
 
 def review_sample(client: Client, raw: Future, cap: int = REVIEW_SAMPLE_POINTS) -> tuple[pd.DataFrame, int]:
@@ -108,17 +126,27 @@ def attack_frames(raw: pd.DataFrame, candidate: CandidateRelease) -> tuple[pd.Da
 
 
 def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, grid: GridSpec | None,
-            topic: str) -> tuple[AttackResult | NotApplicable, float]:
+            topic: str, controls: ControlPolicy, max_risk: float | None,
+            upper_bound: bool) -> tuple[AttackResult | NotApplicable, float]:
     """On a worker: one attack of the policy (on ``grid``'s cells when given: :func:`at_resolution`), or its word
     that it cannot measure this release (an outcome, not an error: returned, so that the worker logs no failed
-    task), and its running time in seconds. It first tells the driver that it has started (its timeout counts
-    from there, not from when it was queued)."""
+    task), and its running time in seconds. A comparison of members against controls too uncertain for the
+    policy's ``controls`` (:meth:`audits.controls.ControlPolicy.unmeasurable`, given the attack's ``max_risk``; on
+    ``grid``'s cells, one of a grid attack's resolutions, also an interval wider than ``max_risk`` when the policy
+    decides on the ``upper_bound``, which :func:`run_at_resolutions` then sets aside if another resolution
+    measured) is
+    such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
+    It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
         raw, release = at_resolution(raw, grid), at_resolution(release, grid)
     get_worker().log_event(topic, {"attack": name})
     began = time.perf_counter()
     try:
         result = build_attack(name, params).evaluate(raw, release)
+        why = None if result.controls is None else controls.unmeasurable(result.controls, max_risk,
+                                                                          upper_bound and grid is not None)
+        if why is not None:
+            result = TooFewObjects(why)
     except NotApplicable as why:
         result = why
     return result, time.perf_counter() - began
@@ -157,7 +185,10 @@ def run_attacks(client: Client, policy: GatePolicy, raw: pd.DataFrame | Future, 
     topic = f"trajpub-attack-start-{uuid.uuid4().hex}"
     raw_f, release_f = on_cluster(client, raw, release)
     futures = {name: client.submit(_attack, name, dict(policy.attack_params.get(name, {})), raw_f, release_f,
-                                   grid, topic, pure=False, key=f"attack-{name}-{topic}") for name in names}
+                                   grid, topic, policy.controls, policy.max_risk.get(name),
+                                   policy.decide_on == "upper_bound", pure=False,
+                                   key=f"attack-{name}-{topic}")
+               for name in names}
     launched = time.monotonic()
     started: dict[str, float] = {}
     results, failures, not_applicable = [], {}, {}
@@ -214,7 +245,7 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     locations drawn from the cells the raw data visits), the range-count error of 200 random circles (issue 13,
     sanity bound 1% of |D|), density, trip and length distribution divergences (JSD,
     natural log, max ln 2), diameter error, FFP error and pattern F1 (of the top-100 frequent patterns; F1 higher
-    is better), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
+    is better; on 6 x 6 cells, and at city resolution, ~1.5 km cells: :func:`audits.utility.city_grid_size`), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
     the Hausdorff point error of up to 200 records, the share of released points more than 1 km from their own
     raw trajectory and the released points of real records per raw point (retained share, higher is better; these
     three need records paired with their sources and are left out when none is). Fragment releases: the number
@@ -241,6 +272,7 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
         "diameter_error": utility.diameter_error(raw, release),
         "ffp_error": 1.0 - patterns["ffp"],
         "pattern_f1": patterns["ffp"],
+        "pattern_f1_city": utility.frequent_patterns(raw, release, utility.city_grid_size(raw), 2, 5, 100)["ffp"],
         "outside_bbox_share": utility.outside_bbox_share(release, bbox),
         "information_loss": utility.information_loss(raw, release, tolerance_m=100.0, tolerance_s=None,
                                                      match="owner" if release_kind == "truthful" else "any"),
@@ -284,13 +316,22 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the resolution;
     issue 14), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
     are sequences of them). Returns every (resolution, result), the failures (a grid attack's error names its
-    resolution) and the attacks not applicable (attack -> why)."""
+    resolution) and the attacks not applicable (attack -> why).
+
+    A grid attack that is "too few objects to measure" (:class:`audits.controls.TooFewObjects`) at some
+    resolutions and measured at others is decided on those it measured: a resolution whose interval is too wide
+    to say anything (at 2 km a third or more of the controls link, and ~90 controls give a risk interval ~0.5
+    wide whatever the release does) would otherwise block every release of a city-sized fleet. A resolution whose
+    whole interval lies above the threshold is a measured block, never set aside (:func:`_attack`). Each measured
+    result of such an attack names the set-aside resolutions in its evidence (``unmeasured_resolutions``); an
+    attack too few to measure at every resolution is not applicable, as before."""
     names = policy.attacks_for(release_kind)
     gridded = [n for n in names if n in GRID_ATTACKS] if policy.resolutions_m and release_kind != "aggregate" else []
     raw, release = on_cluster(client, raw, release)
     results, failures, not_applicable = run_attacks(client, policy, raw, release, release_kind,
                                                     [n for n in names if n not in gridded])
     out = [(0.0, r) for r in results]
+    too_few: dict[str, dict[str, str]] = {}
     for size in policy.resolutions_m if gridded else ():
         found, failed, inapplicable = run_attacks(client, policy, raw, release, release_kind, gridded,
                                                   GridSpec(bbox, size))
@@ -298,17 +339,19 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")
         for name, why in inapplicable.items():
-            not_applicable.setdefault(name, f"at {size:g} m: {why}")
+            if why.startswith(TOO_FEW):
+                too_few.setdefault(name, {})[f"{size:g}"] = why
+            else:
+                not_applicable.setdefault(name, f"at {size:g} m: {why}")
+    for name, by_size in too_few.items():
+        if name in not_applicable or not any(r.attack == name for _, r in out):
+            size, why = next(iter(by_size.items()))
+            not_applicable.setdefault(name, f"at {size} m: {why}")
+            continue
+        print(f"audit: {name}: set aside at {', '.join(by_size)} m (too few objects to measure there)")
+        out = [(size, r.with_evidence({**r.evidence, "unmeasured_resolutions": by_size}) if r.attack == name else r)
+               for size, r in out]
     return out, failures, not_applicable
-
-
-def worst_per_attack(results: list[tuple[float, AttackResult]]) -> list[AttackResult]:
-    """Each attack's result of largest risk over its resolutions (the gate decides on the worst case)."""
-    worst: dict[str, AttackResult] = {}
-    for _, r in results:
-        if r.attack not in worst or r.risk > worst[r.attack].risk:
-            worst[r.attack] = r
-    return list(worst.values())
 
 
 def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease, policy: GatePolicy,
@@ -328,7 +371,7 @@ def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease,
     utility_f = client.submit(measure_utility, raw_f, candidate_f, release_f, seed, bbox, pure=False)
     by_resolution, failures, not_applicable = run_at_resolutions(client, policy, attack_raw, release_f,
                                                                  release_kind, bbox)
-    results = worst_per_attack(by_resolution)
+    results = worst_per_attack(policy, by_resolution)
     try:
         measured = utility_f.result()
     except InputError as exc:  # e.g. an empty release: no figure, so every floor of the policy blocks
@@ -346,11 +389,12 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
         threshold = outcome.decision.per_attack[r.attack]["threshold"]
         conn.execute(sa.text(
             "INSERT INTO governance.audit_results (release_id, attack, resolution_m, success_rate, ci_low, ci_high,"
-            " baseline, risk, threshold, passed, evidence) VALUES (:rel, :a, :res, :s, :lo, :hi, :b, :risk, :th,"
-            " :ok, CAST(:ev AS jsonb))"),
+            " baseline, risk, risk_ci_low, risk_ci_high, threshold, passed, verdict, evidence) VALUES (:rel, :a,"
+            " :res, :s, :lo, :hi, :b, :risk, :rlo, :rhi, :th, :ok, :verdict, CAST(:ev AS jsonb))"),
             {"rel": release_id, "a": r.attack, "res": resolution, "s": r.success_rate, "lo": r.ci_low,
-             "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "th": threshold,
-             "ok": threshold is None or r.risk <= threshold, "ev": json.dumps(r.to_dict())})
+             "hi": r.ci_high, "b": r.baseline, "risk": r.risk, "rlo": r.risk_ci_low, "rhi": r.risk_ci_high,
+             "th": threshold, "ok": outcome.policy.passes(r),
+             "verdict": None if threshold is None else verdict(r, threshold), "ev": json.dumps(r.to_dict())})
     unmeasured = [(name, "failed", error, False) for name, error in outcome.failures.items()]
     unmeasured += [(name, "not applicable", why, outcome.policy.not_applicable_rule(name) == "pass")
                    for name, why in outcome.not_applicable.items()]

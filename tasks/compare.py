@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import sqlalchemy as sa
 
 from tasks import governance, protect, public_inputs
+from tasks.forecast import Replay
 from trajpub.comparison import Comparison, parse_comparison
 from trajpub.errors import ParameterError, PolicyError
 from trajpub.guarantee import Charge
@@ -41,6 +42,9 @@ def parse(data: dict | Comparison) -> tuple[Comparison, list[Planned]]:
     candidate's release spec and parameters, all checked before anything is planned: an error names the candidate
     (``candidates: glove k=1``) and what is wrong with it."""
     comparison = data if isinstance(data, Comparison) else parse_comparison(data)
+    if comparison.shared.get("window") is not None:
+        raise ParameterError("a comparison's candidates share one fixed snapshot: give window_start and window_end, "
+                             "not a relative window", "window")
     planned = []
     for candidate in comparison.candidates:
         try:
@@ -58,7 +62,7 @@ def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
     out = []
     for p in planned:
         try:
-            params, inputs = public_inputs.resolve(engine, p.mechanism, p.params, p.spec.grid)
+            params, inputs = public_inputs.resolve(engine, p.mechanism, p.params, p.spec.grid, p.spec)
         except ParameterError as exc:
             raise ParameterError(exc.message, f"candidate {p.label}" + (f", {exc.where}" if exc.where else "")) \
                 from None
@@ -68,11 +72,13 @@ def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
 
 @dataclass(frozen=True)
 class Bill:
-    """What the comparison costs: each candidate's charge, and per account the total with what is left."""
+    """What a comparison (or a backfill, ``flows/deploy.py``) costs: each item's charge, and per account the total
+    with what is left. ``item``: what the items are called (candidate, window)."""
 
     charges: list[tuple[str, Charge]]
-    totals: dict[str, tuple[float, float]]  # account -> (epsilon, delta) summed over its candidates
+    totals: dict[str, tuple[float, float]]  # account -> (epsilon, delta) summed over its items
     accounts: dict[str, governance.Account]
+    item: str = "candidate"
 
     def lines(self) -> list[str]:
         """The bill as a steward reads it before confirming."""
@@ -83,23 +89,27 @@ class Bill:
         for account, (eps, delta) in self.totals.items():
             acc = self.accounts[account]
             out.append(f"TOTAL {account}: epsilon {eps:g} per {acc.unit}" + (f", delta {delta:g}" if delta else "")
-                       + f" for {sum(1 for _, c in self.charges if c.account == account)} candidate(s); "
-                       f"{acc.left:g} of the cap {acc.cap:g} is left before the comparison, "
-                       f"{acc.left - eps:g} after")
+                       + f" for {sum(1 for _, c in self.charges if c.account == account)} {self.item}(s); "
+                       + (f"{acc.left:g} of the cap {acc.cap:g} is left before them, {acc.left - eps:g} after"
+                          if acc.unit in ("object", "record") else
+                          f"within the cap {acc.cap:g} {acc.cap_words} for their windows' periods"))
         return out
 
 
-def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
-    """Every (resolved) candidate's charge in the dataset's unit and the totals per account; refuses (one sentence) a
-    candidate the ledger would refuse on its own, and a comparison whose candidates together pass an account's
-    epsilon or delta cap. Reads no data."""
+def bill(conn: sa.Connection, planned: list[Planned], item: str = "candidate") -> Bill:
+    """Every (resolved) item's charge in the dataset's unit and the totals per account; refuses (one sentence) an
+    item the ledger would refuse on its own, and items that together pass an account's epsilon cap (the ledger's
+    rule replayed item by item on each item's window, :class:`tasks.forecast.Replay`: per period or lifetime) or
+    delta cap. ``item``: what the items are (a comparison's candidates on one window, a backfill's windows).
+    Reads no data."""
     dataset = planned[0].spec.dataset
     charges = []
     for p in planned:
         try:
-            charges.append((p.label, governance.check_budget(conn, dataset, p.mechanism.guarantee(p.params))))
+            charges.append((p.label, governance.check_budget(conn, dataset, p.mechanism.guarantee(p.params),
+                                                             (p.spec.window_start, p.spec.window_end))))
         except PolicyError as exc:
-            raise PolicyError(f"candidate {p.label}: {exc.message}", exc.where) from None
+            raise PolicyError(f"{item} {p.label}: {exc.message}", exc.where) from None
     accounts = governance.accounts(conn, dataset)
     totals: dict[str, tuple[float, float]] = {}
     for _, c in charges:
@@ -108,16 +118,22 @@ def bill(conn: sa.Connection, planned: list[Planned]) -> Bill:
             totals[c.account] = (eps + c.epsilon, delta + c.delta)
     for account, (eps, delta) in totals.items():
         acc = accounts[account]
-        if acc.spent + eps > acc.cap + 1e-12:
-            raise PolicyError(f"the candidates together need {account} epsilon {eps:g} per {acc.unit} (each is "
-                              f"charged: running them all on the same data composes) but dataset '{dataset}' has "
-                              f"only {acc.left:g} of its cap {acc.cap:g} left; compare fewer or cheaper candidates",
-                              "governance.budget_ledger")
+        if acc.cap is not None:  # each item in order, on its own window, after the items before it
+            replay = Replay.read(conn, dataset, account)
+            for p, (label, c) in zip(planned, charges, strict=True):
+                if c.account != account:
+                    continue
+                window = (p.spec.window_start, p.spec.window_end)
+                if why := replay.refusal(*window, c.epsilon):
+                    raise PolicyError(f"the {item}s together need {account} epsilon {eps:g} per {acc.unit} (each is "
+                                      f"charged: their releases of the same objects compose), and {item} {label} "
+                                      f"would find {why}; ask for fewer or cheaper {item}s", "governance.budget_ledger")
+                replay.charge(*window, c.epsilon)
         if delta > 0 and acc.delta_spent + delta > acc.delta_cap * (1 + 1e-12):
-            raise PolicyError(f"the candidates together need delta {delta:g} per {acc.unit} but dataset "
+            raise PolicyError(f"the {item}s together need delta {delta:g} per {acc.unit} but dataset "
                               f"'{dataset}' has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its delta cap "
                               f"{acc.delta_cap:g} left", "governance.budget_ledger")
-    return Bill(charges, totals, accounts)
+    return Bill(charges, totals, accounts, item)
 
 
 def share_validation(conn: sa.Connection, validated: int, release_id: int) -> None:
@@ -168,8 +184,8 @@ def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:
     s = rel["summary"] or {}
     charge = governance.release_charge(conn, release_id)
     attacks = [dict(a) for a in conn.execute(sa.text(
-        "SELECT attack, resolution_m, risk, threshold, passed FROM governance.audit_results WHERE release_id = :r"
-        " AND error IS NULL"), {"r": release_id}).mappings()]
+        "SELECT attack, resolution_m, risk, risk_ci_low, risk_ci_high, threshold, verdict, passed"
+        " FROM governance.audit_results WHERE release_id = :r AND error IS NULL"), {"r": release_id}).mappings()]
     return {"release_id": release_id, "label": label,
             "mechanism": rel["mechanism"], "status": rel["status"], "failure": rel["failure_reason"],
             "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}),

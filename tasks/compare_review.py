@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from audits.gate import VERDICTS
 from tasks import report
-from trajpub.comparison import Recommendation, privacy_load, utility_load
+from trajpub.comparison import Recommendation, privacy_load, too_close, utility_load
 
 
 def _number(o: dict) -> str:
@@ -21,9 +22,10 @@ def _number(o: dict) -> str:
 
 
 def frontier_plot(outcomes: list[dict]) -> str | None:
-    """One panel per utility metric the gate limits for some candidate: x is the worst attack risk as a share of
-    its threshold (the gate blocks right of 1), y the metric's value with its limit per release kind drawn; a point
-    per audited candidate, green when the gate passed it, red when it blocked it."""
+    """One panel per utility metric the gate limits for some candidate: x is the worst upper confidence bound of
+    an attack risk as a share of its threshold (the default gate blocks right of 1), y the metric's value with its
+    limit per release kind drawn; a point per audited candidate, green when the gate passed it, orange when it
+    passed it on a point estimate too close to call, red when it blocked it."""
     audited = [o for o in outcomes if privacy_load(o["attacks"]) is not None]
     metrics = sorted({n for o in audited for n, e in o["gate"].get("per_utility", {}).items()
                       if "max" in e or "min" in e})
@@ -39,7 +41,9 @@ def frontier_plot(outcomes: list[dict]) -> str | None:
             if entry is None or entry.get("value") is None:
                 continue
             x = privacy_load(o["attacks"])
-            ax.scatter([x], [entry["value"]], color="#d62728" if o["gate"].get("blocked") else "#2ca02c", zorder=3)
+            colour = ("#d62728" if o["gate"].get("blocked") else "#ff7f0e" if too_close(o["attacks"])
+                      else "#2ca02c")
+            ax.scatter([x], [entry["value"]], color=colour, zorder=3)
             ax.annotate(_number(o), (x, entry["value"]), textcoords="offset points", xytext=(4, 3), fontsize=8)
             if "max" in entry or "min" in entry:
                 limits.add(("max", entry["max"]) if "max" in entry else ("min", entry["min"]))
@@ -48,7 +52,7 @@ def frontier_plot(outcomes: list[dict]) -> str | None:
             ax.annotate(f"{bound} {value:g}", (0, value), textcoords="offset points", xytext=(2, 2), fontsize=7)
         ax.axvline(1.0, color="k", linestyle=":", linewidth=0.8)
         ax.set_xlim(left=0)
-        ax.set_xlabel("worst attack risk / its threshold")
+        ax.set_xlabel("worst attack risk (upper 95% bound) / its threshold")
         ax.set_title(metric)
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
@@ -72,24 +76,40 @@ def density_maps(raw: pd.DataFrame, releases: list[tuple[str, pd.DataFrame, np.n
     return report.png(fig)
 
 
+def attack_verdicts(attacks: list[dict]) -> str:
+    """Each gated attack's three-way verdict with its risk and interval, at its worst resolution (the worst
+    verdict, then the highest upper bound): ``name risk [low, high] verdict``."""
+    worst: dict[str, dict] = {}
+    for a in attacks:
+        if a.get("verdict") is None:
+            continue
+        rank = (VERDICTS.index(a["verdict"]), a["risk_ci_high"])
+        if a["attack"] not in worst or rank > (VERDICTS.index(worst[a["attack"]]["verdict"]),
+                                               worst[a["attack"]]["risk_ci_high"]):
+            worst[a["attack"]] = a
+    return "; ".join(f"{name} {a['risk']:.3f} {report.risk_interval(a)} {a['verdict']}"
+                     for name, a in sorted(worst.items())) or "-"
+
+
 def table_rows(outcomes: list[dict]) -> list[list[str]]:
-    """One row per candidate: release, candidate, status, ε charged, privacy and utility verdicts, the worst
-    attack's share of its threshold, the share of the utility floor used, and why it was blocked or failed."""
+    """One row per candidate: release, candidate, status, ε charged, privacy and utility verdicts, each attack's
+    verdict on its risk interval (:func:`attack_verdicts`), the worst upper bound's share of its threshold, the
+    share of the utility floor used, and why it was blocked or failed."""
     rows = []
     for o in outcomes:
         gate = o["gate"]
         privacy, utility = report.verdicts(gate) if gate else ("-", "-")
         p = privacy_load(o["attacks"])
         eps = "not DP" if o["account"] == "heuristic" else "-" if o["epsilon"] is None else f"{o['epsilon']:g}"
-        rows.append([_number(o), o["label"], o["status"], eps, privacy, utility,
+        rows.append([_number(o), o["label"], o["status"], eps, privacy, utility, attack_verdicts(o["attacks"]),
                      "-" if p is None else f"{p:.0%}",
                      f"{utility_load(gate.get('per_utility', {})):.0%}" if gate else "-",
                      "; ".join(gate.get("reasons", [])) if gate else (o["failure"] or "")])
     return rows
 
 
-HEADER = ["release", "candidate", "status", "ε charged", "privacy", "utility", "worst risk / threshold",
-          "utility floor used", "why blocked"]
+HEADER = ["release", "candidate", "status", "ε charged", "privacy", "utility", "attacks: risk [95% CI] verdict",
+          "worst upper bound / threshold", "utility floor used", "why blocked"]
 
 
 def page(name: str, dataset: str, outcomes: list[dict], recommendation: Recommendation, bill_lines: list[str],

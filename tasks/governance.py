@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,6 +16,7 @@ from tasks import lineage
 from tasks.db import alive_lock_key, lock_is_held
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.guarantee import ACCOUNTS, Charge, Guarantee
+from trajpub.periods import Spend, Unit
 
 # planned → validated → protected → audited → blocked | awaiting_approval → approved | rejected → published
 # → withdrawn; any non-final status → failed (with the reason). The moves are the table
@@ -168,12 +170,17 @@ def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 
 #: The cap column of ``governance.datasets`` of each account that has one (heuristic guarantees are counted,
 #: not capped: they spend no ε). δ is capped only for ε-DP (``delta_cap``); the other accounts refuse a δ.
 CAP_COLUMNS = {"epsilon-DP": "epsilon_cap", "epsilon-LDP": "ldp_epsilon_cap", "Pufferfish": "pufferfish_epsilon_cap"}
+#: The optional lifetime cap column of each capped account (sql/031): over every charge, whatever the unit's period.
+LIFETIME_CAP_COLUMNS = {"epsilon-DP": "lifetime_epsilon_cap", "epsilon-LDP": "lifetime_ldp_epsilon_cap",
+                        "Pufferfish": "lifetime_pufferfish_epsilon_cap"}
 
 
 @dataclass(frozen=True)
 class Account:
-    """One currency of a dataset's ledger in the dataset's unit: its cap (None: counted, not capped), what its
-    charges add up to (sequential composition), and the releases whose charge could not be converted."""
+    """One currency of a dataset's ledger: its cap in the dataset's unit (None: counted, not capped; per period
+    or per w periods under a per-period unit), what all its charges add up to per object (sequential
+    composition; under a per-period unit, the lifetime figure), its optional lifetime cap, and the releases whose
+    charge could not be converted."""
 
     account: str
     unit: str
@@ -183,17 +190,26 @@ class Account:
     delta_spent: float
     releases: int
     unconvertible: tuple[int, ...]
+    cap_words: str = ""
+    lifetime_cap: float | None = None
 
     @property
     def left(self) -> float | None:
+        """What is left of the cap (the lifetime unit); under a per-period unit, see ``trajpub budget show``."""
         return None if self.cap is None else self.cap - self.spent
 
     def describe(self) -> str:
         """One line for a steward: spent, cap and left, per unit."""
         if self.cap is None:
             return f"{self.account}: {self.releases} release(s), no epsilon (not DP; counted, not capped)"
-        text = (f"{self.account}: epsilon {self.spent:g} per {self.unit} spent of cap {self.cap:g} "
-                f"({self.left:g} left) over {self.releases} release(s)")
+        if self.unit in ("object", "record"):
+            text = (f"{self.account}: epsilon {self.spent:g} per {self.unit} spent of cap {self.cap:g} "
+                    f"({self.left:g} left) over {self.releases} release(s)")
+        else:
+            text = (f"{self.account}: cap {self.cap:g} {self.cap_words}; epsilon {self.spent:g} per object "
+                    f"over the dataset's life, {self.releases} release(s)")
+        if self.lifetime_cap is not None:
+            text += f"; lifetime cap {self.lifetime_cap:g} per object ({self.lifetime_cap - self.spent:g} left)"
         if self.account == "epsilon-DP":
             text += f"; delta {self.delta_spent:g} of cap {self.delta_cap:g}"
         if self.unconvertible:
@@ -203,22 +219,28 @@ class Account:
 
 
 def dataset_unit(conn: sa.Connection, dataset: str) -> str:
-    """The dataset's declared unit of protection (``object`` or ``record``)."""
-    unit = conn.execute(sa.text("SELECT privacy_unit FROM governance.datasets WHERE dataset = :d"),
-                        {"d": dataset}).scalar()
-    if unit is None:
+    """Whose data the dataset protects (``object`` or ``record``): the unit a guarantee's privacy map converts to."""
+    return unit_of(conn, dataset).subject
+
+
+def unit_of(conn: sa.Connection, dataset: str) -> Unit:
+    """The dataset's declared unit of protection: object or record, and its period and w (sql/031)."""
+    row = conn.execute(sa.text("SELECT privacy_unit, budget_period, budget_w, timezone FROM governance.datasets"
+                               " WHERE dataset = :d"), {"d": dataset}).first()
+    if row is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    return unit
+    return Unit(row.privacy_unit, row.budget_period, row.budget_w, row.timezone)
 
 
 def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str, Account]:
     """Every account of a dataset's ledger (:data:`trajpub.guarantee.ACCOUNTS`), in the dataset's unit;
     ``lock`` holds the dataset row until commit."""
     row = conn.execute(sa.text(
-        "SELECT privacy_unit, epsilon_cap, delta_cap, ldp_epsilon_cap, pufferfish_epsilon_cap FROM"
-        " governance.datasets WHERE dataset = :d" + (" FOR UPDATE" if lock else "")), {"d": dataset}).mappings().first()
+        "SELECT * FROM governance.datasets WHERE dataset = :d" + (" FOR UPDATE" if lock else "")),
+        {"d": dataset}).mappings().first()
     if row is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
+    unit = Unit(row["privacy_unit"], row["budget_period"], row["budget_w"], row["timezone"])
     sums = {r.account: r for r in conn.execute(sa.text(
         "SELECT account, coalesce(sum(unit_epsilon), 0) AS eps, coalesce(sum(unit_delta), 0) AS delta,"
         " count(*) FILTER (WHERE entry_kind = 'charge') - count(*) FILTER (WHERE entry_kind = 'release') AS n,"
@@ -230,10 +252,12 @@ def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str,
     for name in ACCOUNTS:
         s = sums.get(name)
         cap = row[CAP_COLUMNS[name]] if name in CAP_COLUMNS else None
-        out[name] = Account(name, row["privacy_unit"], None if cap is None else float(cap),
+        lifetime = row[LIFETIME_CAP_COLUMNS[name]] if name in LIFETIME_CAP_COLUMNS else None
+        out[name] = Account(name, unit.words, None if cap is None else float(cap),
                             float(s.eps) if s else 0.0, float(row["delta_cap"]) if name == "epsilon-DP" else 0.0,
                             float(s.delta) if s else 0.0, int(s.n) if s else 0,
-                            tuple(s.unconvertible or ()) if s else ())
+                            tuple(s.unconvertible or ()) if s else (), unit.cap_words,
+                            None if lifetime is None else float(lifetime))
     return out
 
 
@@ -242,10 +266,11 @@ def charge_of(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Charge
     return guarantee.charge(dataset_unit(conn, dataset))
 
 
-def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Charge:
+def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee,
+                 window: tuple[datetime | str | None, datetime | str | None] = (None, None)) -> Charge:
     """The release's charge in the dataset's unit; refuses one that is unbounded (no cap on records per object),
-    or would pass its account's ε or δ cap (sequential composition within one account: its charges add up;
-    accounts are never summed), or falls in an account holding unconvertible charges."""
+    or falls in an account holding unconvertible charges, or would pass a cap of its account
+    (:func:`cap_refusal`) for a release on ``window``."""
     charge = charge_of(conn, dataset, guarantee)
     if not charge.bounded:
         raise PolicyError(f"this release is {guarantee.model} per {guarantee.privacy_unit} and nothing caps the "
@@ -260,26 +285,57 @@ def check_budget(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> Cha
                           f"converted to epsilon per {charge.unit} (releases "
                           f"{', '.join(map(str, acc.unconvertible))}), so what is left of its cap is unknown",
                           "governance.budget_ledger")
-    if acc.spent + charge.epsilon > acc.cap + 1e-12:
-        raise PolicyError(f"this release needs {charge.account} epsilon {charge.epsilon:g} per {charge.unit} "
-                          f"({charge.how}) but dataset '{dataset}' has only {acc.left:g} of its cap {acc.cap:g} "
-                          "left", "governance.budget_ledger")
-    if charge.delta > 0 and (charge.account != "epsilon-DP"
-                             or acc.delta_spent + charge.delta > acc.delta_cap * (1 + 1e-12)):
-        raise PolicyError(f"this release needs delta {charge.delta:g} per {charge.unit} but dataset '{dataset}' "
-                          f"has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its {charge.account} delta cap "
-                          f"{acc.delta_cap:g} left", "governance.budget_ledger")
+    if refusal := cap_refusal(conn, dataset, charge.account, charge.epsilon, charge.delta, window):
+        raise PolicyError(f"{refusal} ({charge.how})", "governance.budget_ledger")
     return charge
+
+
+def cap_refusal(conn: sa.Connection, dataset: str, account: str, epsilon: float, delta: float,
+                window: tuple[datetime | str | None, datetime | str | None]) -> str | None:
+    """Why a charge of (``epsilon``, ``delta``) in ``account`` by a release on ``window`` would pass a cap, in one
+    sentence, or None: the database's own check (``governance.budget_refusal``, sql/031), which the ledger's
+    trigger repeats under the dataset's row lock: the lifetime unit sums every charge (sequential composition;
+    accounts are never summed), a per-period unit the charges of every run of w consecutive periods the window
+    touches, and a lifetime cap every charge."""
+    return conn.execute(sa.text(
+        "SELECT governance.budget_refusal(:d, :a, :e, :dl, CAST(:ws AS timestamptz), CAST(:we AS timestamptz),"
+        " false)"), {"d": dataset, "a": account, "e": epsilon, "dl": delta,
+                     "ws": window[0], "we": window[1]}).scalar()
+
+
+def guarantee_record(conn: sa.Connection, dataset: str, guarantee: Guarantee) -> dict:
+    """The guarantee as a release records it (``governance.releases.guarantee``, which the review, lineage and
+    the consumer's card carry): the mechanism's own, plus ``protection``, its charge stated verbatim in the
+    dataset's unit with the lifetime figure beside it (:meth:`trajpub.periods.Unit.statement`)."""
+    unit = unit_of(conn, dataset)
+    charge = guarantee.charge(unit.subject)
+    acc = accounts(conn, dataset).get(charge.account)
+    epsilon = charge.epsilon if charge.bounded else None
+    return {**guarantee.to_dict(), "protection": {
+        "unit": unit.words, "period": unit.period, "w": unit.w, "timezone": unit.tz if unit.period else None,
+        "account": charge.account, "epsilon": epsilon,
+        "statement": unit.statement(epsilon, acc.cap if acc else None, acc.lifetime_cap if acc else None)}}
+
+
+def spends(conn: sa.Connection, dataset: str, account: str) -> list[Spend]:
+    """The account's ledger rows under a per-period unit, as periods and ε (give-backs negative)."""
+    return [Spend(r.period_first, r.period_last, float(r.unit_epsilon)) for r in conn.execute(sa.text(
+        "SELECT period_first, period_last, unit_epsilon FROM governance.budget_ledger WHERE dataset = :d AND"
+        " account = :a AND period_first IS NOT NULL AND unit_epsilon IS NOT NULL ORDER BY entry_id"),
+        {"d": dataset, "a": account})]
 
 
 def charge_budget(conn: sa.Connection, release_id: int, dataset: str, mechanism: str, guarantee: Guarantee) -> Charge:
     """Charge the ledger in the dataset's unit (sequential composition: spent = Σ ε (and Σ δ) per account of every
-    run on the raw data, published or not). The mechanism's own ε and unit are kept beside the charge. The flow
+    run on the raw data, published or not; under a per-period unit, to every period the release's window
+    touches, sql/031). The mechanism's own ε and unit are kept beside the charge. The flow
     charges at plan, before any data is read: a reservation, given back by :func:`release_reservation` if the
     release fails before its mechanism runs. :func:`check_budget` refuses first with the whole reason; the
-    ledger's trigger (sql/015) checks the same caps again under a lock on the dataset's row, so two releases
+    ledger's trigger (sql/015, sql/031) checks the same caps again under a lock on the dataset's row, so two releases
     cannot overspend together (the pipeline role itself cannot lock that row)."""
-    charge = check_budget(conn, dataset, guarantee)
+    window = conn.execute(sa.text("SELECT window_start, window_end FROM governance.releases WHERE release_id = :r"),
+                          {"r": release_id}).one()
+    charge = check_budget(conn, dataset, guarantee, tuple(window))
     with refusals():
         conn.execute(sa.text(
             "INSERT INTO governance.budget_ledger (dataset, release_id, mechanism, epsilon, delta, privacy_unit,"
@@ -329,11 +385,10 @@ def release_charge(conn: sa.Connection, release_id: int) -> dict | None:
 def budget_lines(conn: sa.Connection, release: dict) -> list[str]:
     """The review's budget section, in the dataset's unit: the unit, this release's charge and how it was
     derived from the mechanism's own ε, and every account (never summed across models)."""
-    unit = dataset_unit(conn, release["dataset"])
     g = release.get("guarantee") or {}
-    lines = [f"Unit of protection of dataset '{release['dataset']}': one {unit}"
-             + (" (a person, a vehicle: all its records together)." if unit == "object" else
-                " (one trajectory record; an object with several records is protected less).")]
+    lines = [f"Unit of protection of dataset '{release['dataset']}': {unit_of(conn, release['dataset']).describe()}."]
+    if protection := g.get("protection"):
+        lines.append(f"As this release states it: {protection['statement']}")
     c = release_charge(conn, release["release_id"])
     if c is None:
         lines.append(f"Not charged yet; the mechanism states epsilon {g.get('epsilon')} per {g.get('privacy_unit')}.")
@@ -448,23 +503,27 @@ def datasets(conn: sa.Connection, dataset: str | None = None) -> list[str]:
     return found
 
 
-def set_privacy_unit(conn: sa.Connection, dataset: str, unit: str) -> None:
-    """A steward's change of the dataset's unit of protection, only before its first charge (a ledger is kept
-    in one unit); ``conn`` is the steward's."""
+def set_privacy_unit(conn: sa.Connection, dataset: str, unit: Unit) -> None:
+    """A steward's change of the dataset's unit of protection (object or record, its period and w), only before
+    its first charge (a ledger is kept in one unit; the database refuses it too, sql/026 and sql/031); ``conn``
+    is the steward's."""
     accounts(conn, dataset, lock=True)  # a charge locks the same row: no charge can slip between
     charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
                            {"d": dataset}).scalar()
     if charged:
         raise TrajpubError(f"dataset '{dataset}' already has {charged} ledger entries in its unit; the unit "
                            "cannot change under them", "budget unit")
-    conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u WHERE dataset = :d"),
-                 {"u": unit, "d": dataset})
+    with refusals():
+        conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u, budget_period = :p, budget_w = :w"
+                             " WHERE dataset = :d"), {"u": unit.subject, "p": unit.period, "w": unit.w, "d": dataset})
 
 
 def set_dataset_policy(conn: sa.Connection, dataset: str, **values: Any) -> None:
-    """A steward's change of a dataset's policy columns (the ε caps of :data:`CAP_COLUMNS`, ``delta_cap``,
+    """A steward's change of a dataset's policy columns (the ε caps of :data:`CAP_COLUMNS` and
+    :data:`LIFETIME_CAP_COLUMNS`, ``delta_cap``,
     ``four_eyes``, ``staging_retention_days``); ``conn`` is the steward's (the pipeline cannot update them)."""
-    allowed = {*CAP_COLUMNS.values(), "delta_cap", "four_eyes", "staging_retention_days"}
+    allowed = {*CAP_COLUMNS.values(), *LIFETIME_CAP_COLUMNS.values(), "delta_cap", "four_eyes",
+               "staging_retention_days"}
     unknown = sorted(set(values) - allowed)
     if unknown:
         raise TrajpubError(f"unknown dataset policy column(s) {', '.join(unknown)}", "governance.datasets")

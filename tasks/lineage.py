@@ -53,6 +53,13 @@ def public_metadata(metadata: dict) -> dict:
     return {k: metadata[k] for k in PUBLIC_METADATA if k in metadata}
 
 
+def controls_facet(summary: dict) -> dict:
+    """The audit facet's ``controls`` of a release measured against held-out control objects: the protocol and
+    the policy's share, never the number of objects held out (a raw count stays in governance)."""
+    c = summary.get("controls")
+    return {"controls": {"protocol": c["protocol"], "share": c["share"]}} if c else {}
+
+
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """The git commit the code runs from (with '+dirty' if the tree has changes), or the package version."""

@@ -107,9 +107,13 @@ def history(conn: sa.Connection, dataset: str) -> list[dict]:
 def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
     """Every way ``candidate`` is less strict than ``floor`` (empty: at least as strict). Attack by attack: each
     of the floor's attacks must stay, with a ceiling no higher, the same parameters, on at least the same release
-    kinds, and blocking a release it cannot measure where the floor blocks one; the adversary's resolutions must
-    all stay; each utility limit of each release kind likewise must stay and be no looser."""
+    kinds, and blocking a release it cannot measure where the floor blocks one; the same control share, and no
+    fewer objects or wider intervals before "too few objects to measure"; the adversary's resolutions must
+    all stay; a floor that decides on the upper confidence bound may not be replaced by one that decides on the
+    point estimate; each utility limit of each release kind likewise must stay and be no looser."""
     out = []
+    if (candidate.decide_on, floor.decide_on) == ("point", "upper_bound"):
+        out.append("it decides on the point estimate of each risk, where the floor decides on its upper bound")
     for name, limit in floor.max_risk.items():
         if name not in candidate.max_risk:
             out.append(f"it drops attack {name}")
@@ -124,6 +128,11 @@ def weakenings(candidate: GatePolicy, floor: GatePolicy) -> list[str]:
             out.append(f"it runs {name} on fewer release kinds")
         if (candidate.not_applicable_rule(name), floor.not_applicable_rule(name)) == ("pass", "block"):
             out.append(f"it passes releases that {name} cannot measure, where the floor blocks them")
+    mine, theirs = candidate.controls, floor.controls
+    if mine.share != theirs.share:  # another split is another measurement, not a stricter one
+        out.append(f"it changes the control share from {theirs.share:g} to {mine.share:g}")
+    if mine.min_objects < theirs.min_objects or mine.max_risk_ci_width > theirs.max_risk_ci_width:
+        out.append("it measures members against controls on fewer objects or wider intervals than the floor")
     missing = sorted(set(floor.resolutions_m) - set(candidate.resolutions_m))
     if missing:  # the adversary's grids: dropping one lets a release pass where it would link more
         out.append(f"it drops the adversary's resolutions {', '.join(f'{r:g} m' for r in missing)}")

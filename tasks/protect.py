@@ -22,6 +22,7 @@ __all__ = ["REGISTRY", "mechanism", "parse_params", "parse_spec", "registered", 
 #: name -> "module:Class" of every mechanism a release can name.
 REGISTRY: dict[str, str] = {
     "adatrace": "tasks.adapters.adatrace:AdaTrace",
+    "citytrace": "tasks.adapters.citytrace:CityTrace",
     "dpt": "tasks.adapters.dpt:Dpt",
     "dummy": "tasks.adapters.dummy:Dummy",
     "fastpub": "tasks.adapters.fastpub:FastPub",

@@ -14,16 +14,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from tasks import roads
+from tasks import roads, windows
 from trajpub.grid import GridSpec
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.osm import pois_from_pbf
+from trajpub.spec import ReleaseSpec
+from trajpub.window import ReleaseWindow
 
 
-def resolve(engine: sa.Engine, mechanism: Mechanism, params: Any, grid: GridSpec) -> tuple[Any, PublicInputs]:
-    """(the parameters completed, the public inputs) of a release of ``mechanism`` over ``grid``."""
+def resolve(engine: sa.Engine, mechanism: Mechanism, params: Any, grid: GridSpec,
+            spec: ReleaseSpec | None = None) -> tuple[Any, PublicInputs]:
+    """(the parameters completed, the public inputs) of a release of ``mechanism`` over ``grid``; with the release's
+    ``spec``, its window (both ends set) and the dataset's time zone, in which synthetic timestamps are placed."""
     wanted = mechanism.public_inputs(params)
     found: dict[str, Any] = {}
+    if spec is not None and spec.window_start and spec.window_end:
+        with engine.connect() as conn:
+            found["window"] = ReleaseWindow(spec.window_start, spec.window_end,
+                                            windows.dataset_timezone(conn, spec.dataset) or "UTC")
     if wanted.get("road_network"):
         info, found["road_network"] = roads.road_network(engine, wanted["road_network"], grid.crs)
         found["road_network_source"] = roads.SOURCE_FOR_GUARANTEE[info["source"]]

@@ -141,7 +141,8 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
                                            "metadata": lineage.public_metadata(summary.get("mechanism", {}))},
                              "guarantee": rel["guarantee"], "gate_policy": summary.get("gate_policy"),
                              "validation": dict(validation) if validation else None,
-                             "audit": {"attacks": json.loads(json.dumps(audits, default=str))},
+                             "audit": {"attacks": json.loads(json.dumps(audits, default=str)),
+                                       **lineage.controls_facet(summary)},
                              "approval": json.loads(json.dumps(decision, default=str)),
                              "comparison": summary.get("comparison")})  # the comparison it was picked from
     return table

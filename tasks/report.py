@@ -124,20 +124,25 @@ def _label(result: dict) -> str:
 
 
 def attack_plot(results: list[dict]) -> str:
-    """Each attack's success rate with its interval, its baseline, and the risk against the threshold."""
+    """Each attack's risk with its interval against its threshold (the gate decides on the interval), coloured by
+    its verdict: blue passes, orange too close to call, red blocked; grey or red full bars for an attack that did
+    not measure the release (passes or blocks)."""
+    colours = {"passes": "#1f77b4", "too close to call": "#ff7f0e", "blocked": "#d62728", None: "#7f7f7f"}
     fig, ax = plt.subplots(figsize=(10, 0.6 + 0.55 * max(1, len(results))))
     for i, a in enumerate(results):
-        rate = a.get("success_rate")
-        if rate is None:  # failed or not applicable: a full bar, red when it blocks
+        risk = a.get("risk")
+        if risk is None:  # failed or not applicable: a full bar, red when it blocks
             ax.barh(i, 1.0, color="#7f7f7f" if a.get("passed") else "#d62728", alpha=0.35)
             continue
-        ax.barh(i, rate, color="#1f77b4" if a.get("passed") else "#d62728", alpha=0.8)
-        below, above = max(rate - a["ci_low"], 0.0), max(a["ci_high"] - rate, 0.0)  # rounding: never negative
-        ax.errorbar(rate, i, xerr=[[below], [above]], color="k", capsize=3)
-        ax.plot([a["baseline"]], [i], "k|", markersize=16)
+        ax.barh(i, risk, color=colours.get(a.get("verdict"), "#7f7f7f"), alpha=0.8)
+        if a.get("risk_ci_low") is not None:
+            below, above = max(risk - a["risk_ci_low"], 0.0), max(a["risk_ci_high"] - risk, 0.0)  # never negative
+            ax.errorbar(risk, i, xerr=[[below], [above]], color="k", capsize=3)
+        if a.get("threshold") is not None:
+            ax.plot([a["threshold"]], [i], "|", color="#d62728", markersize=16, markeredgewidth=2)
     ax.set_yticks(range(len(results)), [_label(a) for a in results])
     ax.set_xlim(0, 1)
-    ax.set_xlabel("success rate (bar, 95% CI); black tick = baseline")
+    ax.set_xlabel("baseline-corrected risk (bar, 95% CI); red tick = the policy's threshold")
     ax.invert_yaxis()
     return png(fig)
 
@@ -150,6 +155,35 @@ def html_table(header: list[str], rows: list[list]) -> str:
 
 def _fmt(v, spec: str = ".3f") -> str:
     return "-" if v is None else format(v, spec) if isinstance(v, float) else str(v)
+
+
+DECIDE_ON_WORDS = {
+    "upper_bound": ("Each verdict is read off the risk's 95% confidence interval: passes (the whole interval at or "
+                    "under the threshold), blocked (the whole interval above it) or too close to call (it crosses "
+                    "the threshold); the policy decides on the upper bound, so too close to call blocks."),
+    "point": ("Each verdict is read off the risk's 95% confidence interval: passes (the whole interval at or under "
+              "the threshold), blocked (the whole interval above it) or too close to call (it crosses the "
+              "threshold); the policy decides on the point estimate, so too close to call passes when the "
+              "estimate is under the threshold: another draw of the release may not."),
+}
+"""The review's sentence on how the verdicts were reached, by the policy's ``decide_on``."""
+
+
+def risk_interval(a: dict) -> str:
+    """An audit row's risk interval, ``[low, high]``, or ``-`` for an attack that did not measure."""
+    return "-" if a.get("risk_ci_low") is None else f"[{a['risk_ci_low']:.3f}, {a['risk_ci_high']:.3f}]"
+
+
+def attack_verdict(a: dict) -> str:
+    """An audit row's verdict as the steward reads it: the three-way verdict on its risk interval (``passes``,
+    ``too close to call``, ``BLOCKED``), with what the gate made of an interval too close to call (it blocks
+    unless the policy decides on the point estimate); ``not gated`` without a threshold; for an attack that did
+    not measure, pass or BLOCK by the policy's rule."""
+    if a.get("error") is not None or a.get("risk") is None:
+        return "pass" if a.get("passed") else "BLOCK"
+    return {"passes": "passes", "blocked": "BLOCKED", None: "not gated",
+            "too close to call": "too close to call: " + ("pass (point estimate)" if a.get("passed") else "BLOCK")
+            }[a.get("verdict")]
 
 
 def verdicts(decision: dict) -> list[str]:
@@ -192,6 +226,24 @@ def _map_words(guarantee: dict) -> str:
             "not_dp": "not DP (heuristic)"}.get(m.get("rule"), "-")
 
 
+def controls_words(summary: dict) -> str | None:
+    """What the steward reads about the control objects of a release without owners (:mod:`audits.controls`):
+    the protocol, how many objects were held out (a raw count: governance and the review only, never lineage),
+    what the attack table's figures then mean, and what the ledger says about the controls. None without
+    controls."""
+    c = summary.get("controls")
+    if not c:
+        return None
+    total = c["n_members"] + c["n_controls"]
+    return (f"Members against controls (protocol '{c['protocol']}', Anonymeter's): {c['n_controls']} of the "
+            f"{total} objects ({c['share']:.0%}, the policy's share) were drawn at random, by object, and held out "
+            f"of the mechanism's input; the release was made from the other {c['n_members']}. Every attack on it "
+            "scores the members against these controls: success is the members' rate, baseline the controls', "
+            "risk (members - controls) / (1 - controls). The mechanism never read the controls' data, so this "
+            "release spent none of their privacy; the ledger still charges the dataset's unit, a bound that holds "
+            "for every object. The audit reads the controls as it reads every raw object.")
+
+
 def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | None,
            fragments: pd.DataFrame | None, every: int = 1) -> str:
     """The page of the review record, with plots of the audit's frames: ``raw`` points (every ``every``-th raw
@@ -213,8 +265,8 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
     attack_rows = [[a["attack"], f"{a['resolution_m']:g} m" if a.get("resolution_m") else "-",
                     _fmt(a.get("success_rate")) if a.get("error") is None else f"{a['outcome']}: {a['error']}",
                     "-" if a.get("ci_low") is None else f"[{a['ci_low']:.3f}, {a['ci_high']:.3f}]",
-                    _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), _fmt(a.get("threshold")),
-                    "pass" if a.get("passed") else "BLOCK"] for a in results]
+                    _fmt(a.get("baseline"), ".4f"), _fmt(a.get("risk")), risk_interval(a), _fmt(a.get("threshold")),
+                    attack_verdict(a)] for a in results]
     utility_rows = utility_table(review.utility, decision.get("per_utility", {}))
     eps = g.get("epsilon")
     verdict = ("BLOCKED by the audit gate: " + "; ".join(decision.get("reasons", []))
@@ -223,7 +275,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         f"<h1>Release {rid}: {html.escape(rel['mechanism'])} on <code>{html.escape(rel['dataset'])}</code></h1>",
         (f"<p>Requested by <b>{html.escape(str(rel.get('requested_by')))}</b>; snapshot of "
         f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
-        f"</code>).</p>"),
+        f"</code>); window {html.escape(review.window)}.</p>"),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         html_table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
@@ -236,8 +288,11 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in budget[2:]) + "</ul>",
         "<h2>Linkage attacks</h2>",
         (f"<p>Gated by policy <b>{html.escape(review.policy_label)}</b>. Grid-based attacks "
-         "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst.</p>"),
-        html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "threshold", "verdict"], attack_rows),
+         "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst. "
+         f"{html.escape(DECIDE_ON_WORDS[review.decide_on])}</p>"),
+        f"<p>{html.escape(words)}</p>" if (words := controls_words(review.summary)) else "",
+        html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "risk 95% CI", "threshold",
+                    "verdict"], attack_rows),
         "<h2>Utility</h2>",
         html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",

@@ -19,6 +19,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from audits.controls import PROTOCOL, ControlPolicy
+from audits.gate import GateDecision
 from tasks import (
     audit,
     check_output,
@@ -62,14 +64,15 @@ def plan(spec: ReleaseSpec, mech: Mechanism, params) -> tuple[int, policies.Regi
 
     def record(conn) -> tuple[int, policies.RegisteredPolicy]:
         policy = policies.resolve(conn, spec)
-        release_id = governance.create_release(conn, spec.to_record(), spec.params, guarantee.to_dict())
+        stated = governance.guarantee_record(conn, spec.dataset, guarantee)
+        release_id = governance.create_release(conn, spec.to_record(), spec.params, stated)
         governance.update_release(conn, release_id, flow_run_id=flow_run.get_id())
         governance.charge_budget(conn, release_id, spec.dataset, spec.mechanism, guarantee)
         governance.merge_summary(conn, release_id, {"gate_policy": policy.to_record()})
         lineage.emit(conn, release_id, "START", run_id=flow_run.get_id(), dataset=spec.dataset,
                      inputs=[{"name": "trajpub.raw.points", "facets": {"snapshot": {"dataset": spec.dataset}}}],
                      facets={"mechanism": {"name": spec.mechanism, "parameters": spec.params},
-                             "guarantee": guarantee.to_dict(), "spec": spec.to_record(),
+                             "guarantee": stated, "spec": spec.to_record(),
                              "gate_policy": policy.to_record()})
         return release_id, policy
 
@@ -121,10 +124,12 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
 
 @task(cache_policy=NO_CACHE, retries=0)
 def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: int, params, inputs: PublicInputs,
-                        clean) -> tuple[Future, CandidateRelease]:
-    """Segment and grid the clean points, run the mechanism, check its output, stage the candidate. Returns the
-    auditor's raw frame, built on a worker from the prepared partitions (:func:`tasks.audit.raw_on_cluster`: the
-    partitions are then let go, so that a city's points are not held twice), and the candidate.
+                        clean, controls: ControlPolicy) -> tuple[Future, CandidateRelease]:
+    """Segment and grid the clean points, hold the control objects out of a synthetic mechanism's input
+    (``controls.share`` of the objects, drawn by object: :func:`tasks.audit.hold_out_controls`), run the
+    mechanism, check its output, stage the candidate. Returns the auditor's raw frame, built on a worker from the
+    prepared partitions with the ``member`` column of a synthetic release (:func:`tasks.audit.raw_on_cluster`:
+    the partitions are then let go, so that a city's points are not held twice), and the candidate.
 
     Retry policy: none. Once the mechanism starts, the budget reserved at plan is spent
     (:func:`tasks.governance.mark_mechanism_started`); a second run would release a second noisy view of the same
@@ -142,7 +147,16 @@ def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: 
 
     transaction(start, "start the mechanism", say=print)
     rng = np.random.default_rng(spec.seed)  # seed is None outside test mode: fresh OS entropy
-    result = protect.run(mech, client, prepared, inputs, params, rng)
+    held_out = None
+    if mech.shape is Shape.SYNTHETIC:  # records without owners: measured on members against held-out controls
+        held_out = audit.hold_out_controls(client, prepared, controls.share, rng.spawn(1)[0])
+        members_only = audit.without(client, prepared, held_out)
+        print(f"controls: {controls.share:.0%} of the objects held out of the mechanism's input "
+              f"({len(held_out)} objects, never read by {spec.mechanism})")
+        transaction(lambda conn: governance.merge_summary(conn, release_id, {"controls": {
+            "protocol": PROTOCOL, "share": controls.share, "n_controls": len(held_out),
+            "n_members": stats["objects"] - len(held_out)}}), "record the controls", say=print)
+    result = protect.run(mech, client, prepared if held_out is None else members_only, inputs, params, rng)
     if result.shape is not Shape.FRAGMENTS:  # check output: what would be published, on a worker (GX is warm there)
         result = check_output.coarsen_times(result, spec.time_precision_s)
         checked = client.submit(check_output.check, result, spec.time_precision_s, pure=False).result()
@@ -156,16 +170,16 @@ def prepare_and_protect(client, spec: ReleaseSpec, mech: Mechanism, release_id: 
 
     transaction(stage, "stage the candidate", say=print)
     print(f"protected: {spec.mechanism} released {result.metadata.get('released_records')} trajectories")
-    raw = audit.raw_on_cluster(client, prepared)
+    raw = audit.raw_on_cluster(client, prepared, held_out)
     wait_futures(raw)
     return raw, result
 
 
 @task(cache_policy=NO_CACHE, retries=0)
 def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.RegisteredPolicy, raw: Future,
-                   result: CandidateRelease) -> bool:
+                   result: CandidateRelease) -> GateDecision:
     """Run the gate policy's attacks and utility metrics on the staged candidate, record them with the gate's
-    decision and the review report; True when the gate passes.
+    decision and the review report; returns the decision (``blocked``, with its ``reasons``).
 
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
@@ -189,11 +203,12 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
                 "record the report artifact", say=print)
     print(f"review report: {page} (in the Prefect UI: artifact review-report-r{release_id})")
     for r in outcome.results:
+        said = outcome.decision.per_attack[r.attack].get("verdict", "not gated")
         print(f"audit: {r.attack}: success {r.success_rate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}], "
-              f"baseline {r.baseline:.4f}, risk {r.risk:.3f}")
+              f"baseline {r.baseline:.4f}, risk {r.risk:.3f} [{r.risk_ci_low:.3f}, {r.risk_ci_high:.3f}]: {said}")
     for name, error in outcome.failures.items():
         print(f"audit: {name}: FAILED ({error})")
     for name, why in outcome.not_applicable.items():
         rule = outcome.policy.not_applicable_rule(name)
         print(f"audit: {name}: not applicable ({why}); the policy {'passes' if rule == 'pass' else 'blocks'} it")
-    return not outcome.decision.blocked
+    return outcome.decision

@@ -10,7 +10,7 @@ expanded to one candidate per combination (``k: [5, 10, 20]`` and ``epsilon: [1,
     bbox: [115.4, 39.4, 117.6, 41.1]
     candidates:
       - mechanism: objtrace
-        params: {cell_size_m: 4000, reference_date: "2008-02-04"}
+        params: {cell_size_m: 4000}
         grid: {epsilon: [1, 5]}
       - mechanism: glove
 
@@ -172,11 +172,20 @@ def utility_load(per_utility: dict) -> float:
 
 
 def privacy_load(attacks: list[dict]) -> float | None:
-    """The worst attack risk as a share of its threshold (the gate blocks above 1), over the audit's results
-    (``risk``, ``threshold``; an attack that failed has no risk and blocks on its own); None without a result."""
-    loads = [a["risk"] / a["threshold"] if a["threshold"] > 0 else (0.0 if a["risk"] == 0 else math.inf)
-             for a in attacks if a.get("risk") is not None and a.get("threshold") is not None]
+    """The worst upper confidence bound of an attack risk as a share of its threshold (the default gate blocks
+    above 1), over the audit's results (``risk_ci_high``, ``threshold``; an attack that failed has no risk and
+    blocks on its own); None without a result."""
+    loads = [a["risk_ci_high"] / a["threshold"] if a["threshold"] > 0 else (0.0 if a["risk_ci_high"] == 0 else math.inf)
+             for a in attacks if a.get("risk_ci_high") is not None and a.get("threshold") is not None]
     return max(loads) if loads else None
+
+
+def too_close(attacks: list[dict]) -> list[str]:
+    """The audit rows whose risk interval crosses their threshold (``verdict`` "too close to call",
+    :func:`audits.gate.verdict`), as ``attack`` or ``attack @ cells m``: a gate that decides on the point
+    estimate may pass them, but another draw of the same release may not."""
+    return [a["attack"] + (f" @ {a['resolution_m']:g} m" if a.get("resolution_m") else "")
+            for a in attacks if a.get("verdict") == "too close to call"]
 
 
 @dataclass(frozen=True)
@@ -188,16 +197,22 @@ class Recommendation:
 
 
 def recommend(outcomes: list[dict]) -> Recommendation:
-    """The candidate that passed the gate (privacy and the utility floor) with the best utility: the lowest
-    :func:`utility_load`; ties go to the lower :func:`privacy_load`, then the smaller epsilon charged, then the
-    earlier candidate. ``outcomes``: one mapping per candidate with ``release_id``, ``label``, ``status``, ``gate``
-    (the gate's decision as stored in the release summary), ``attacks`` (the audit's results) and ``epsilon``
-    (charged per the dataset's unit, None for a heuristic guarantee)."""
-    passing = [o for o in outcomes if o["status"] not in ("failed", "blocked") and o["gate"]
-               and not o["gate"].get("blocked", True)]
+    """The candidate that passed the gate (privacy and the utility floor), every attack's interval clear of its
+    threshold (:func:`too_close`: never one whose verdict is too close to call, whatever the policy's
+    ``decide_on`` made of it), with the best utility: the lowest :func:`utility_load`; ties go to the lower
+    :func:`privacy_load`, then the smaller epsilon charged, then the earlier candidate. ``outcomes``: one mapping
+    per candidate with ``release_id``, ``label``, ``status``, ``gate`` (the gate's decision as stored in the
+    release summary), ``attacks`` (the audit's results: ``risk_ci_high``, ``threshold``, ``verdict``) and
+    ``epsilon`` (charged per the dataset's unit, None for a heuristic guarantee)."""
+    passed = [o for o in outcomes if o["status"] not in ("failed", "blocked") and o["gate"]
+              and not o["gate"].get("blocked", True)]
+    passing = [o for o in passed if not too_close(o["attacks"])]
+    close = (f"; {len(passed) - len(passing)} passed on the point estimate but are too close to call (an interval "
+             "crosses its threshold), never recommended" if len(passed) > len(passing) else "")
     if not passing:
         return Recommendation(None, f"none of the {len(outcomes)} candidates passed the gate (privacy and the "
-                                    "utility floor): publish none, or compare other candidates")
+                                    f"utility floor) with every attack's interval under its threshold{close}: "
+                                    "publish none, or compare other candidates")
 
     def key(o: dict) -> tuple:
         privacy = privacy_load(o["attacks"])
@@ -210,7 +225,7 @@ def recommend(outcomes: list[dict]) -> Recommendation:
     figures = ", ".join(f"{n} {e['value']:.3g} ({'max' if 'max' in e else 'min'} {e.get('max', e.get('min')):g})"
                         for n, e in gated.items())
     return Recommendation(best["release_id"], (
-        f"{best['label']} (release {best['release_id']}) passes privacy (worst attack at {privacy:.0%} of its "
-        f"threshold) and the utility floor, and uses the least of it of the {len(passing)} candidate(s) that pass: "
-        f"mean {load:.0%} of its limits" + (f" ({figures})" if figures else "")
-        + f"; {len(outcomes) - len(passing)} candidate(s) did not pass the gate"))
+        f"{best['label']} (release {best['release_id']}) passes privacy (the worst attack's upper confidence bound "
+        f"at {privacy:.0%} of its threshold) and the utility floor, and uses the least of it of the "
+        f"{len(passing)} candidate(s) that pass: mean {load:.0%} of its limits" + (f" ({figures})" if figures else "")
+        + f"; {len(outcomes) - len(passed)} candidate(s) did not pass the gate{close}"))

@@ -29,3 +29,16 @@ class InputError(TrajpubError):
 
 class PolicyError(TrajpubError):
     """A governance policy refused the action: budget cap, quarantine share, gate threshold."""
+
+
+class ReleaseBlocked(PolicyError):
+    """A release that ran to its audit and was stopped there: blocked by the gate, or with nothing to audit (the
+    mechanism released nothing), or a comparison none of whose candidates passed. Nothing is published. The flow
+    run ends in a Prefect state named ``Blocked`` (of type Failed) carrying this error, and ``trajpub release
+    run|compare`` exits with :attr:`EXIT_CODE` after printing ``outcome`` (what the flow would have returned)."""
+
+    EXIT_CODE = 3
+
+    def __init__(self, message: str, outcome: dict | None = None):
+        super().__init__(message)
+        self.outcome = outcome or {}

@@ -110,6 +110,17 @@ class EmpiricalBound:
                 "A lower bound: a stronger attack may find more.")
 
 
+GATE_DECISION_CAVEAT = (
+    "Whether this release was published is itself computed from the raw data, outside the epsilon above: the "
+    "audit gate attacks the candidate with the raw data and publishes it only if every attack's risk, the upper "
+    "end of its 95% interval by default, is at or under the policy's threshold. The decision reveals one bit "
+    "per run (published or blocked) and which attacks could not measure the release, and in the worst case that "
+    "bit can turn on one person's data when a risk sits at its threshold; every run is charged in full, "
+    "published or not, so running the release again to get a pass spends the budget again.")
+"""The caveat every release's guarantee carries about the gate's own decision (docs/design.md, "Audits and the
+gate", why a caveat rather than a noisy, charged decision)."""
+
+
 @dataclass(frozen=True)
 class Guarantee:
     """What a release protects, against whom, and with which caveats.
@@ -121,7 +132,8 @@ class Guarantee:
     proven: whether the guarantee is a theorem (True) or a heuristic claim (False).
     statement: the guarantee in plain words.
     privacy_map: how ε and δ become ε and δ for the dataset's unit of protection (the ledger charges that).
-    caveats: what the guarantee does not cover.
+    caveats: what the guarantee does not cover (the mechanism's own; stated with :data:`GATE_DECISION_CAVEAT` after
+    them, which every release carries).
     empirical_bound: for a claim that is not DP, its audited empirical lower bound on ε (None: not audited).
     """
 
@@ -138,8 +150,13 @@ class Guarantee:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["caveats"] = list(self.caveats)
+        d["caveats"] = list(self.stated_caveats)
         return d
+
+    @property
+    def stated_caveats(self) -> tuple[str, ...]:
+        """The caveats as the release states them: the mechanism's, then the gate decision's."""
+        return (*self.caveats, GATE_DECISION_CAVEAT)
 
     def charge(self, unit: str) -> Charge:
         """This guarantee in the dataset's ``unit`` (:data:`UNITS`)."""
@@ -149,7 +166,7 @@ class Guarantee:
         lines = [self.statement]
         if self.empirical_bound is not None:
             lines.append(self.empirical_bound.words())
-        lines += [f"Caveat: {c}" for c in self.caveats]
+        lines += [f"Caveat: {c}" for c in self.stated_caveats]
         return "\n".join(lines)
 
 

@@ -34,6 +34,7 @@ from trajpub.errors import ParameterError, TrajpubError
 from trajpub.executor import LocalExecutor
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
+from trajpub.window import ReleaseWindow
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,16 @@ class PublicInputs:
     """What a release may read besides the raw data, all public: the release grid, and the road network and
     POIs its spec names, read before the mechanism runs (None when it names none; :mod:`tasks.public_inputs`).
     ``road_network_source`` says where the network comes from in the guarantees' words ("public", "synthetic",
-    "derived_from_private_data"; "none" without one); ``pois_source`` describes the POIs."""
+    "derived_from_private_data"; "none" without one); ``pois_source`` describes the POIs. ``window``: the
+    release's window and its dataset's time zone, where a synthesizer places its timestamps (None when the
+    spec leaves an end open)."""
 
     grid: GridSpec
     road_network: Any = None
     road_network_source: str = "none"
     pois: pd.DataFrame | None = None
     pois_source: str | None = None
+    window: ReleaseWindow | None = None
 
 
 class Mechanism:

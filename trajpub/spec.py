@@ -10,7 +10,7 @@ import math
 import os
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.identity import canonical_identity
+from trajpub.window import RelativeWindow
 from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -162,6 +163,10 @@ class ReleaseSpec:
     the steward (the release then stays awaiting approval). ``requested_by``: who asks, a registered requester
     or a steward's login (:mod:`trajpub.identity`; the database refuses anyone else when it records the release),
     kept in its canonical form.
+
+    ``window``: a relative window ``{last: 7d, align: local_week}`` (:mod:`trajpub.window`) instead of
+    ``window_start``/``window_end``; :meth:`resolved` turns it into them when the run starts, and keeps it with
+    the time and zone it was resolved in (``resolved_at``, ``timezone``), which the release records.
     """
 
     dataset: str
@@ -170,6 +175,7 @@ class ReleaseSpec:
     params: dict = field(default_factory=dict)
     window_start: datetime | None = None
     window_end: datetime | None = None
+    window: dict | None = None
     requested_by: str | None = None
     validation: ValidationSpec = field(default_factory=ValidationSpec)
     prepare: PrepareSpec = field(default_factory=PrepareSpec)
@@ -187,6 +193,8 @@ class ReleaseSpec:
         GridSpec(tuple(self.bbox), self.prepare.cell_size_m)  # validates the bbox and the cell size
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
+        if self.window is not None:
+            RelativeWindow.parse({k: self.window[k] for k in ("last", "align") if k in self.window})
         for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
@@ -199,6 +207,24 @@ class ReleaseSpec:
     @property
     def grid(self) -> GridSpec:
         return GridSpec(tuple(self.bbox), self.prepare.cell_size_m)
+
+    @property
+    def relative_window(self) -> RelativeWindow | None:
+        return None if self.window is None else RelativeWindow.parse({k: self.window[k] for k in ("last", "align")})
+
+    @property
+    def unresolved(self) -> bool:
+        """A relative window not yet resolved to ``window_start``/``window_end``."""
+        return self.window is not None and "resolved_at" not in self.window
+
+    def resolved(self, at: datetime, timezone: str | None) -> ReleaseSpec:
+        """The spec with its relative window resolved for a run at ``at`` in the dataset's ``timezone``
+        (:meth:`trajpub.window.RelativeWindow.resolve`); a spec without one, or already resolved, as it is."""
+        if not self.unresolved:
+            return self
+        start, end = self.relative_window.resolve(at, timezone)
+        record = {**self.window, "resolved_at": at.astimezone(UTC).isoformat(), "timezone": timezone or "UTC"}
+        return replace(self, window_start=start, window_end=end, window=record)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: type, handler: Any) -> Any:
@@ -217,6 +243,15 @@ class ReleaseSpec:
         fields_schema = handler.resolve_ref_schema(json_schema)
         fields_schema["additionalProperties"] = False  # from_dict refuses unknown keys
         props = fields_schema["properties"]
+        props["window"] = {"title": props["window"]["title"], "default": None,
+                           "description": "A relative window instead of window_start/window_end, resolved when the "
+                                          "run starts in the dataset's time zone: {last: 7d, align: local_week | "
+                                          "local_day | none}",
+                           "anyOf": [{"type": "object", "properties": {"last": {"type": "string"},
+                                                                        "align": {"type": "string",
+                                                                                  "enum": ["local_week", "local_day",
+                                                                                           "none"]}}},
+                                     {"type": "null"}]}
         for key in ("window_start", "window_end"):
             props[key] = {"title": props[key]["title"], "default": None, "description": "ISO date or time (UTC "
                           "unless it carries an offset)", "anyOf": [{"type": "string", "format": "date"},
@@ -252,6 +287,10 @@ class ReleaseSpec:
                 data[key] = sub(**data[key])
         for key in ("window_start", "window_end"):
             data[key] = parse_utc(data.get(key), key)
+        if data.get("window") is not None:
+            if data["window_start"] or data["window_end"]:
+                raise ParameterError("a spec has a relative window or window_start/window_end, not both", "window")
+            data["window"] = RelativeWindow.parse(data["window"]).to_dict()
         return cls(**data)
 
     def to_record(self) -> dict:

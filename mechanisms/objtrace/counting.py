@@ -16,7 +16,8 @@ every move is one of 8 directions. The statistics:
   [-D, D]² (D = ``max_displacement``), key ``(d_row + D) * (2D + 1) + d_col + D``;
 - ``density``: the model cell of every raw point (points, not visits: a waiting vehicle weighs where it waits);
 - ``moves``: (cell, direction) of each of the record's first ``max_moves`` moves (first-order Markov counts);
-- ``hour``: (start region, UTC hour of the record's first point);
+- ``weekday``: the local day of week (Monday 0) of the record's first point, in the dataset's time zone;
+- ``hour``: (start region, local hour of the record's first point);
 - ``pace``: the record's duration / its number of moves (records with >= 1 move), in the ``pace_edges_s`` bins.
 """
 
@@ -30,7 +31,7 @@ import pandas as pd
 from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import Geometry
-from mechanisms.objtrace.params import HOURS, ObjTraceParams
+from mechanisms.objtrace.params import HOURS, WEEKDAYS, ObjTraceParams
 
 
 @dataclass
@@ -42,6 +43,7 @@ class ObjTraceCounts:
     end: np.ndarray
     density: np.ndarray
     moves: np.ndarray
+    weekday: np.ndarray
     hour: np.ndarray
     pace: np.ndarray
 
@@ -70,9 +72,10 @@ def displacement_key(start: np.ndarray, end: np.ndarray, n_cols: int, d_max: int
     return (d_row + d_max) * (2 * d_max + 1) + d_col + d_max
 
 
-def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParams) -> ObjTraceCounts:
+def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParams,
+                 timezone: str = "UTC") -> ObjTraceCounts:
     """The bounded statistics of one partition: ``points`` has ``object_id, traj_id, seq, t, x, y`` and holds
-    every point of each of its objects."""
+    every point of each of its objects; days of week and hours are read in ``timezone`` (the dataset's, public)."""
     df = points.sort_values(["traj_id", "seq"], kind="stable")
     cells = geometry.model.cell_of(df["x"].to_numpy(), df["y"].to_numpy())
     df = df[cells >= 0].assign(mcell=cells[cells >= 0])
@@ -95,7 +98,8 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParam
                                  n_cells * N_DIRECTIONS)
 
     region = geometry.region.cell_of(heads["x"].to_numpy(), heads["y"].to_numpy())
-    hour_key = np.maximum(region, 0) * HOURS + heads["t"].dt.hour.to_numpy()
+    local = pd.to_datetime(heads["t"], utc=True).dt.tz_convert(timezone)
+    hour_key = np.maximum(region, 0) * HOURS + local.dt.hour.to_numpy()
     has_moves = moves_full > 0
     pace = duration[has_moves] / moves_full[has_moves]
     pace_bin = np.searchsorted(np.asarray(params.pace_edges_s), pace, side="right") - 1
@@ -108,6 +112,7 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: ObjTraceParam
                                                          params.max_displacement), (2 * params.max_displacement + 1) ** 2),
         density=per_object_histogram(df["object_id"].astype(str).to_numpy(), df["mcell"].to_numpy(), n_cells),
         moves=moves,
+        weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),
         hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),
         pace=per_object_histogram(owner[has_moves], pace_bin, len(params.pace_edges_s)),
     )

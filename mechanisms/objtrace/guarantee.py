@@ -15,15 +15,18 @@ def guarantee(params: ObjTraceParams) -> Guarantee:
 
     - ``records``: ``Σ_o min(n_o, m)`` (n_o = o's records, m = ``max_records_per_object``): changes by at most
       m between D and D'; Laplace(m / ε_records) makes it ε_records-DP (Dwork et al. 2006, Thm 1).
-    - every other part k (length, start, end, density, moves, hour, pace): ``h_k = Σ_o v_{o,k}`` where v_{o,k}
+    - every other part k (length, end, density, moves, weekday, hour, pace): ``h_k = Σ_o v_{o,k}`` where v_{o,k}
       is o's own histogram divided by its number of items (:func:`~.counting.per_object_histogram`), so
       ``||v_{o,k}||_1 <= 1`` and v_{o,k} depends on o's records only (a whole object is in one partition).
       ``||h_k(D) - h_k(D')||_1 = ||v_{o,k}||_1 <= 1``: Laplace(1 / ε_k) on each bin (the bins are a public,
       data-independent key space, every bin noised) makes it ε_k-DP.
-    - Sequential composition: Σ_k ε_k = ε exactly (:meth:`ObjTraceParams.budget` gives the last part ε minus
-      the others). The grid, the regions, the bins, the thresholds (noise scales and bin counts) and every other
-      parameter are public; model smoothing, the walks, the positions and the timestamps are post-processing of
-      the noisy vectors and the rng.
+    - Sequential composition: ε = Σ_k ε_k with ε_k = s_k ε (s_k the part's share; :meth:`ObjTraceParams.budget`
+      gives the last part ε minus the others, so the sum is exact). The timestamps' day and hour structure is
+      two of these parts, drawn under the same ε: ``weekday`` (the local day of week of each record's start,
+      ε_weekday = s_weekday ε) and ``hour`` (its local hour per start region, ε_hour = s_hour ε). The grid, the
+      regions, the bins, the thresholds (noise scales and bin counts), the release's window and the dataset's
+      time zone and every other parameter are public; model smoothing, the walks, the positions and the
+      timestamps (placed in the window) are post-processing of the noisy vectors and the rng.
     """
     eps = params.epsilon
     b = params.budget()
@@ -46,8 +49,9 @@ def guarantee(params: ObjTraceParams) -> Guarantee:
          f"{params.cell_size_m:g} m), the start-time regions, the histogram bins and every parameter are public "
          "and fixed before the data is read. The moves of a record after its first "
          f"{params.max_moves} are not modelled."),
-        ("Timestamps are synthetic: a start hour of day (UTC) drawn per start region and a constant pace per "
-         f"record; the date is the public reference date {params.reference_date}, not a date of the data."),
+        ("Timestamps are synthetic and lie in the release's window: a local day of the window drawn from a noisy "
+         "day-of-week histogram, a local start hour drawn per start region (the dataset's time zone) and a "
+         "constant pace per record; they carry no date or time of any real record."),
         noise.CAVEAT,
         ("Differential privacy bounds what the release reveals about one object, not population-level facts: "
          "hot spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive "

@@ -19,6 +19,7 @@ from mechanisms.objtrace.params import ObjTraceParams
 from mechanisms.objtrace.points import to_points
 from mechanisms.objtrace.synthesis import Synthetic, synthesize_from_model
 from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,10 +29,11 @@ class ObjTraceResult:
     points: pd.DataFrame
 
 
-def synthesize(points: pd.DataFrame, grid: GridSpec, params: ObjTraceParams,
+def synthesize(points: pd.DataFrame, grid: GridSpec, params: ObjTraceParams, window: ReleaseWindow,
                rng: np.random.Generator) -> ObjTraceResult:
-    """ObjTrace on one frame (``object_id, traj_id, seq, t, x, y`` on ``grid``'s projection)."""
+    """ObjTrace on one frame (``object_id, traj_id, seq, t, x, y`` on ``grid``'s projection), its timestamps in
+    the public ``window``."""
     geometry = geometry_of(grid, params)
-    model = fit(count_points(points, geometry, params), geometry, params, rng)
-    synthetic = synthesize_from_model(model, rng)
-    return ObjTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params.reference_date, rng))
+    model = fit(count_points(points, geometry, params, window.timezone), geometry, params, rng)
+    synthetic = synthesize_from_model(model, window, rng)
+    return ObjTraceResult(model, synthetic, to_points(synthetic, geometry, grid, window, rng))

@@ -12,28 +12,28 @@ import itertools
 import math
 from dataclasses import dataclass, fields
 
-import pandas as pd
-
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
 _P = Scope("objtrace")
 
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
-PARTS = ("records", "length", "end", "density", "moves", "hour", "pace")
+PARTS = ("records", "length", "end", "density", "moves", "weekday", "hour", "pace")
 SPATIAL_PARTS = ("density",)
 """The per-cell parts, released as quadtrees (:mod:`.quadtree`)."""
 HOURS = 24
+WEEKDAYS = 7
 
 
-def _edges(values: object, field: str, integers: bool) -> tuple:
-    """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers)."""
+def histogram_edges(values: object, field: str, integers: bool, scope: Scope = _P) -> tuple:
+    """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers); an error names
+    ``field`` in ``scope``."""
     kind = (int,) if integers else (int, float)
     edges = tuple(values) if isinstance(values, list | tuple) else ()
     ok = len(edges) >= 2 and all(isinstance(e, kind) and not isinstance(e, bool) and math.isfinite(e) for e in edges)
     if not (ok and edges[0] == 0 and all(b > a for a, b in itertools.pairwise(edges))):
         raise ParameterError(f"{field} must be at least two increasing {'integers' if integers else 'numbers'} "
-                             f"starting at 0, got {values!r}", _P.where(field))
+                             f"starting at 0, got {values!r}", scope.where(field))
     return edges if integers else tuple(float(e) for e in edges)
 
 
@@ -44,7 +44,7 @@ class ObjTraceParams:
     epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
     cell_size_m: side of the model's square cells over the release grid's public bbox (same projection). Moves
         are between neighbouring model cells (DPT's reference system at this cell size).
-    region_size_m: side of the cells of the start-time regions (the hour-of-day histogram is per region).
+    region_size_m: side of the cells of the start-time regions (the local hour-of-day histogram is per region).
     quadtree_levels: K: the point density is released at levels 0..K, blocks of 2**k x 2**k
         model cells, each level with ε_part / (K + 1) (:mod:`.quadtree`).
     max_displacement: D: the end of a record relative to its start, in model cells, is histogrammed over
@@ -62,8 +62,10 @@ class ObjTraceParams:
         read when its mass is >= ``snr`` times the noise on their total (else the block is split evenly).
     shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1).
     n_synthetic: number of synthetic records; None = the noisy record count.
-    reference_date: the date (UTC, ``YYYY-MM-DD``) of the released timestamps: ObjTrace models the time of day,
-        not the date.
+
+    The released timestamps lie in the release's window (a public input, :class:`trajpub.window.ReleaseWindow`),
+    their local day of week and hour of day drawn from the noisy ``weekday`` and ``hour`` histograms, in the
+    dataset's time zone (:mod:`.synthesis`).
     """
 
     epsilon: float = 5.0
@@ -77,9 +79,8 @@ class ObjTraceParams:
     direction_decay: float = 0.8
     prior_weight: float = 1.0
     snr: float = 2.0
-    shares: tuple[float, ...] = (0.1, 0.1, 0.2, 0.3, 0.15, 0.1, 0.05)
+    shares: tuple[float, ...] = (0.1, 0.1, 0.2, 0.3, 0.15, 0.05, 0.05, 0.05)
     n_synthetic: int | None = None
-    reference_date: str = "2008-02-04"
 
     def __post_init__(self) -> None:
         _P.require_real(self.epsilon, "epsilon", 0)
@@ -87,9 +88,9 @@ class ObjTraceParams:
         _P.require_real(self.region_size_m, "region_size_m", 0)
         _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
         _P.require_int(self.max_displacement, "max_displacement", 0)
-        object.__setattr__(self, "length_edges", _edges(self.length_edges, "length_edges", integers=True))
+        object.__setattr__(self, "length_edges", histogram_edges(self.length_edges, "length_edges", integers=True))
         _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-        object.__setattr__(self, "pace_edges_s", _edges(self.pace_edges_s, "pace_edges_s", integers=False))
+        object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", integers=False))
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
         _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
         _P.require_real(self.snr, "snr", 0, open_low=False)
@@ -99,11 +100,6 @@ class ObjTraceParams:
                                  f"to 1, got {self.shares}", _P.where("shares"))
         object.__setattr__(self, "shares", shares)
         _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
-        try:
-            pd.Timestamp(self.reference_date, tz="UTC")
-        except (ValueError, TypeError) as e:
-            raise ParameterError(f"reference_date must be a date YYYY-MM-DD, got {self.reference_date!r}",
-                                 _P.where("reference_date")) from e
 
     @classmethod
     def from_dict(cls, d: dict) -> ObjTraceParams:

@@ -1,5 +1,5 @@
 """Released points of synthetic records: positions within their model cell and the public bbox, timestamps
-from each record's start and pace (post-processing)."""
+from each record's start and pace in the release's window (post-processing)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pandas as pd
 from mechanisms.objtrace.geometry import Geometry, centre_xy
 from mechanisms.objtrace.synthesis import Synthetic
 from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 
 def positions(cells: np.ndarray, offsets: np.ndarray, geometry: Geometry, grid: GridSpec,
@@ -46,20 +47,37 @@ def positions(cells: np.ndarray, offsets: np.ndarray, geometry: Geometry, grid: 
     return x, y, np.asarray(lon), np.asarray(lat)
 
 
-def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, reference_date: str,
-              rng: np.random.Generator) -> pd.DataFrame:
-    """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell."""
-    lengths = np.diff(synth.offsets)
+def point_layout(offsets: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The points of CSR records of model cells: ``(cells, traj, seq, point offsets)``, a record of one cell
+    written as two points in that cell."""
+    lengths = np.diff(offsets)
     single = lengths == 1
     reps = np.where(np.repeat(single, lengths), 2, 1)
-    cells = np.repeat(synth.cells, reps)
     n_points = np.where(single, 2, lengths)
     traj = np.repeat(np.arange(len(lengths)), n_points)
-    seq = np.arange(len(cells)) - np.repeat(np.r_[0, np.cumsum(n_points)][:-1], n_points)
-    x, y, lon, lat = positions(cells, np.r_[0, np.cumsum(n_points)], geometry, grid, rng)
-    day = pd.Timestamp(reference_date, tz="UTC")
-    seconds = synth.start_s[traj] + seq * synth.pace_s[traj]
+    point_offsets = np.r_[0, np.cumsum(n_points)]
+    seq = np.arange(int(point_offsets[-1])) - np.repeat(point_offsets[:-1], n_points)
+    return np.repeat(cells, reps), traj, seq, point_offsets
+
+
+def as_frame(traj: np.ndarray, seq: np.ndarray, t: pd.Series | pd.DatetimeIndex, x: np.ndarray, y: np.ndarray,
+             lon: np.ndarray, lat: np.ndarray, grid: GridSpec) -> pd.DataFrame:
+    """``traj_id, seq, cell, t, lon, lat, x, y`` (traj_id from 1)."""
     return pd.DataFrame({
         "traj_id": (traj + 1).astype(np.int64), "seq": seq.astype(np.int64),
-        "cell": np.asarray(grid.cell_of(x, y), dtype=np.int64),
-        "t": day + pd.to_timedelta(seconds, unit="s"), "lon": lon, "lat": lat, "x": x, "y": y})
+        "cell": np.asarray(grid.cell_of(x, y), dtype=np.int64), "t": t, "lon": lon, "lat": lat, "x": x, "y": y})
+
+
+def to_points(synth: Synthetic, geometry: Geometry, grid: GridSpec, window: ReleaseWindow,
+              rng: np.random.Generator) -> pd.DataFrame:
+    """``traj_id, seq, cell, t, lon, lat, x, y``; a record of one cell is written as two points in that cell. Every
+    timestamp lies in ``window``: a record's pace is lowered so that it fits in the window, and a record that
+    would end after the window is moved earlier (post-processing of its drawn start and pace)."""
+    cells, traj, seq, point_offsets = point_layout(synth.offsets, synth.cells)
+    x, y, lon, lat = positions(cells, point_offsets, geometry, grid, rng)
+    length = (window.end - window.start).total_seconds() - 1.0
+    last = np.diff(point_offsets) - 1.0
+    pace = np.minimum(synth.pace_s, length / np.maximum(last, 1.0))
+    start = np.clip(synth.start_s, 0.0, length - last * pace)
+    seconds = start[traj] + seq * pace[traj]
+    return as_frame(traj, seq, pd.Timestamp(window.start) + pd.to_timedelta(seconds, unit="s"), x, y, lon, lat, grid)

@@ -44,13 +44,15 @@ def level_sums(hist: np.ndarray, n_cols: int, n_rows: int, levels: int) -> np.nd
     return np.concatenate(parts)
 
 
-def estimate(noisy: np.ndarray, n_cols: int, n_rows: int, levels: int, scale: float, snr: float) -> np.ndarray:
+def estimate(noisy: np.ndarray, n_cols: int, n_rows: int, levels: int, scale: float | np.ndarray,
+             snr: float) -> np.ndarray:
     """Per model cell weights from the noisy level sums (:func:`level_sums` layout), top-down as in the module
-    docstring; ``scale`` is each level's Laplace scale."""
+    docstring; ``scale`` is each level's Laplace scale (one number, or one per level 0..``levels``)."""
+    scales = np.broadcast_to(np.asarray(scale, dtype=float), (levels + 1,))
     sizes = [block_index(n_cols, n_rows, k)[1] for k in range(levels + 1)]
     bounds = np.r_[0, np.cumsum(sizes)]
     top = noisy[bounds[levels]:bounds[levels + 1]]
-    mass = sparse_weights(top, scale)
+    mass = sparse_weights(top, scales[levels])
     for k in range(levels - 1, -1, -1):
         child_block, _ = block_index(n_cols, n_rows, k)
         parent_of_cell, _ = block_index(n_cols, n_rows, k + 1)
@@ -60,7 +62,7 @@ def estimate(noisy: np.ndarray, n_cols: int, n_rows: int, levels: int, scale: fl
         children = np.clip(noisy[bounds[k]:bounds[k + 1]], 0, None)
         n_children = np.bincount(parent, minlength=sizes[k + 1])
         total = np.bincount(parent, weights=children, minlength=sizes[k + 1])
-        readable = (mass >= snr * np.sqrt(2.0 * n_children) * scale) & (total > 0)
+        readable = (mass >= snr * np.sqrt(2.0 * n_children) * scales[k]) & (total > 0)
         share = np.where(readable[parent], children / np.where(total > 0, total, 1.0)[parent],
                          1.0 / n_children[parent])
         mass = mass[parent] * share

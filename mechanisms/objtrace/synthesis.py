@@ -14,10 +14,17 @@ moves' Laplace scale and γ**turn DPT's direction weighting. Where the counts ar
 model); where they are drowned in noise the walk follows the density (AdaTrace's density-adaptive idea applied
 to moves); it does not enter a cell of zero estimated density.
 
-Times: a start hour from the noisy hour-of-day histogram of the start's region (or of all regions when the
-region's noisy total is within ``snr`` noise standard deviations of 0), a uniform second within that hour, and a
-pace (seconds per move) from the noisy pace histogram, uniform within its bin; point j is at start + j · pace.
-A record of 0 moves gets two points in its cell, one pace apart.
+Times, in the release's window ``[S, E)`` and the dataset's time zone (both public,
+:class:`trajpub.window.ReleaseWindow`): a local day of the window whose day of week w is drawn with probability
+
+    P(w) = clip(Ŵ[w], 0) · [w occurs in the window] / Σ_w' clip(Ŵ[w'], 0) · [w' occurs in the window]
+
+(Ŵ the noisy day-of-week histogram; uniform over the window's days of week when every weight is 0), uniform among
+the window's days of that day of week; a local start hour from the noisy hour-of-day histogram of the start's
+region (or of all regions when the region's noisy total is within ``snr`` noise standard deviations of 0), a
+uniform second within that hour; then a pace (seconds per move) from the noisy pace histogram, uniform within its
+bin, and point j at start + j · pace (:func:`mechanisms.objtrace.points.to_points` keeps the whole record in the
+window). A record of 0 moves gets two points in its cell, one pace apart.
 """
 
 from __future__ import annotations
@@ -25,18 +32,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from mechanisms.dpt import Hierarchy, direction_weights
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import centre_xy
 from mechanisms.objtrace.model import NoisyModel
-from mechanisms.objtrace.params import HOURS
+from mechanisms.objtrace.params import HOURS, WEEKDAYS
 from mechanisms.objtrace.quadtree import estimate, sparse_weights
+from trajpub.window import ReleaseWindow
 
 
 @dataclass(frozen=True)
 class Synthetic:
-    """Synthetic records: model cells in CSR form, and per record its start (seconds after midnight) and pace."""
+    """Synthetic records: model cells in CSR form, and per record its start (seconds after the window's start) and
+    pace."""
 
     offsets: np.ndarray
     cells: np.ndarray
@@ -73,18 +83,18 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     return (counts + prior) * (rho > 0) * model.geometry.usable[np.maximum(neighbour, 0)].reshape(n, N_DIRECTIONS)
 
 
-def walk(model: NoisyModel, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
+def walk(model: NoisyModel, weights: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray,
          rng: np.random.Generator) -> np.ndarray:
     """Cells (n, max(n_moves) + 1) of walks from ``starts`` that reach ``ends`` in exactly ``n_moves`` moves
     (the caller makes ``n_moves`` feasible: :func:`feasible_moves`); entries past a record's end are -1.
 
     A move is allowed when its cell is at Chebyshev distance <= r from the end, r the moves left after it (and
-    exactly 1 when r = 1: a walk cannot stay); among the allowed moves the weights of :func:`move_weights`
-    decide, or, when all of them are 0, every allowed move inside the grid is equally likely (direction-weighted).
+    exactly 1 when r = 1: a walk cannot stay); among the allowed moves the (n_cells, 8) ``weights`` decide
+    (:func:`move_weights`), or, when all of them are 0, every allowed move inside the grid is equally likely
+    (direction-weighted).
     """
     grid = model.geometry.model
     hier = Hierarchy(grid.n_cols, grid.n_rows, 1)
-    weights = move_weights(model)
     n, steps = len(starts), int(n_moves.max()) if len(n_moves) else 0
     cells = np.full((n, steps + 1), -1, dtype=np.int64)
     cells[:, 0] = starts
@@ -133,7 +143,7 @@ def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -
 
 
 def start_seconds(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Seconds after midnight (UTC) of each record's start: an hour from its region's noisy histogram (back-off
+    """Seconds after local midnight of each record's start: an hour from its region's noisy histogram (back-off
     to all regions' when the region's noisy total is below ``snr`` standard deviations of its noise), then a
     uniform offset within the hour."""
     params, geo = model.params, model.geometry
@@ -150,6 +160,43 @@ def start_seconds(model: NoisyModel, starts: np.ndarray, rng: np.random.Generato
     return out + rng.uniform(0, 3600.0, len(starts))
 
 
+def window_days(model: NoisyModel, window: ReleaseWindow, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` local days of the window (datetime64[D]): a day of week from the noisy day-of-week histogram restricted
+    to the days of week the window holds (P(w) of the module docstring), then one of the window's days of that day
+    of week, uniformly."""
+    days = np.array(window.local_days(), dtype="datetime64[D]")
+    weekday = (days.astype(np.int64) + 3) % WEEKDAYS  # 1970-01-01 was a Thursday (3, Monday = 0)
+    present = np.bincount(weekday, minlength=WEEKDAYS) > 0
+    weights = np.clip(model.noisy["weekday"], 0, None) * present
+    drawn = draw(weights if weights.sum() > 0 else present.astype(float), n, rng)
+    out = np.empty(n, dtype="datetime64[D]")
+    for w in np.flatnonzero(present):
+        rows = np.flatnonzero(drawn == w)
+        out[rows] = rng.choice(days[weekday == w], size=len(rows))
+    return out
+
+
+def start_times(model: NoisyModel, starts: np.ndarray, window: ReleaseWindow, rng: np.random.Generator,
+                tries: int = 8) -> np.ndarray:
+    """Seconds after the window's start of each record's start: a local day (:func:`window_days`) and time of day
+    (:func:`start_seconds`) in the window's zone, as an instant (a local time a clock change skips moves forward,
+    an ambiguous one is read as the first). A start outside the window (its first or last local day may be cut)
+    is drawn again up to ``tries`` times, then moved to the window's nearest end."""
+    length = (window.end - window.start).total_seconds()
+    out = np.full(len(starts), -1.0)
+    todo = np.arange(len(starts))
+    for _ in range(tries):
+        local = (window_days(model, window, len(todo), rng).astype("datetime64[s]")
+                 + np.round(start_seconds(model, starts[todo], rng)).astype("timedelta64[s]"))
+        instant = pd.DatetimeIndex(local).tz_localize(window.timezone, ambiguous=np.ones(len(todo), bool),
+                                                      nonexistent="shift_forward")
+        out[todo] = (instant - pd.Timestamp(window.start)).total_seconds().to_numpy()
+        todo = todo[(out[todo] < 0) | (out[todo] >= length)]
+        if len(todo) == 0:
+            break
+    return np.clip(out, 0.0, length - 1.0)
+
+
 def paces(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
     """Seconds per move: a bin of the noisy pace histogram, uniform within it (the open last bin as wide as the
     one before it)."""
@@ -159,8 +206,8 @@ def paces(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(edges[b], upper[b])
 
 
-def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthetic:
-    """``n_synthetic`` records, or the noisy record count rounded (at least 0)."""
+def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
+    """``n_synthetic`` records, or the noisy record count rounded (at least 0), starting in ``window``."""
     params = model.params
     n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
     edges = np.asarray(params.length_edges)
@@ -169,7 +216,7 @@ def synthesize_from_model(model: NoisyModel, rng: np.random.Generator) -> Synthe
     starts = draw(density_weights(model) * model.geometry.usable, n, rng)
     ends = end_cells(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
-    cells = walk(model, starts, ends, n_moves, rng)
+    cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
     kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept,
-                     start_seconds(model, starts, rng), paces(model, n, rng))
+                     start_times(model, starts, window, rng), paces(model, n, rng))

@@ -9,20 +9,28 @@ from distributed import Client, Future
 
 from mechanisms import objtrace
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.errors import ParameterError
 from trajpub.mechanism import Mechanism, PublicInputs
 
 
-def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry,
-                     params: objtrace.ObjTraceParams) -> objtrace.ObjTraceCounts:
+def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objtrace.ObjTraceParams,
+                     timezone: str) -> objtrace.ObjTraceCounts:
     """On a worker: the partition's statistics, each object's contribution bounded."""
-    return objtrace.count_points(df, geometry, params)
+    return objtrace.count_points(df, geometry, params, timezone)
 
 
 class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrace.ObjTraceParams,
                           guarantee=objtrace.guarantee):
-    """ObjTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
+    """ObjTrace as a release mechanism: synthetic trajectories with timestamps in the release's window, ε per
+    object."""
 
-
+    def check_spec(self, spec, params: objtrace.ObjTraceParams) -> None:
+        """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
+        resolved, sets them)."""
+        if spec.window_start is None or spec.window_end is None:
+            raise ParameterError("objtrace places its timestamps in the release's window: the spec needs "
+                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
+                                 "window")
 
     def max_records_per_object(self, params: objtrace.ObjTraceParams) -> int | None:
         """None: the pipeline need not drop records; ObjTrace bounds each object's contribution itself."""
@@ -30,22 +38,27 @@ class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrac
 
     def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: objtrace.ObjTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
-        grid = inputs.grid
+        grid, window = inputs.grid, inputs.window
+        if window is None:
+            raise ParameterError("objtrace places its timestamps in the release's window, and none was given",
+                                 "window")
         geometry = objtrace.geometry_of(grid, params)
-        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params, pure=False))
+        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params,
+                                         timezone=window.timezone, pure=False))
         counts = parts[0]
         for part in parts[1:]:
             counts = counts.add(part)
         model = objtrace.fit(counts, geometry, params, rng)
-        synthetic = objtrace.synthesize_from_model(model, rng)
-        points = objtrace.to_points(synthetic, geometry, grid, params.reference_date, rng)
+        synthetic = objtrace.synthesize_from_model(model, window, rng)
+        points = objtrace.to_points(synthetic, geometry, grid, window, rng)
         metadata = {
             "mechanism": "objtrace",
             "params": params.to_dict(),
             "released_records": int(len(synthetic.offsets) - 1),
             "released_points": len(points),
             "position": "uniform within the synthetic model cell",
-            "timestamps": "start hour per start region and pace per record, on the public reference date",
+            "timestamps": (f"in the release's window, local day of week and start hour per start region "
+                           f"({window.timezone}), pace per record"),
             "n_synthetic_source": "public parameter" if params.n_synthetic is not None else "noisy record count",
             **model.metadata(),
         }

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -20,11 +20,14 @@ import pytest
 import sqlalchemy as sa
 import yaml
 
+from audits.gate import GatePolicy
 from tests.raw_scan import assert_none_readable
 from trajpub import config
 
 TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
+#: The sample's week in Beijing time (its points lie in 2-8 February 2008, local): a synthesizer's timestamps go here.
+TDRIVE_WEEK = {"window_start": "2008-02-02T00:00:00+08:00", "window_end": "2008-02-09T00:00:00+08:00"}
 BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 
@@ -128,6 +131,20 @@ def wait_until(condition, timeout: float, what: str, poll_s: float = POLL_S):
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
+def final_state(flow_run_id: str):
+    """The Prefect state a flow run ended in (its type, its name, e.g. Blocked, and its message)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(uuid.UUID(str(flow_run_id))).state
+
+
+def flow_run_in(output: str) -> str:
+    """The id of the flow run a command's output names (Prefect's "View at .../flow-run/ID" line)."""
+    [found] = set(re.findall(r"/flow-run/([0-9a-f-]{36})", output))
+    return found
+
+
 def release_status(engine: sa.Engine, release_id: int | None) -> str | None:
     if release_id is None:
         return None
@@ -151,7 +168,10 @@ def wait_for_status(engine: sa.Engine, run: RunningRelease, statuses: set[str], 
                                  + run.output()[-4000:])
         return None
 
-    return wait_until(reached, timeout, f"release {run.release_id} to reach {statuses}")
+    try:
+        return wait_until(reached, timeout, f"release {run.release_id} to reach {statuses}")
+    except AssertionError as late:
+        raise AssertionError(f"{late}; the release process said:\n{run.output()[-4000:]}") from None
 
 
 @pytest.fixture(scope="session")
@@ -164,11 +184,25 @@ def tdrive_subset(tmp_path_factory) -> Path:
     return path
 
 
+def small_fleet_policy() -> GatePolicy:
+    """The gate policy a steward sets for the 40-taxi subset: the default with members against controls measured
+    on 28 members and 12 controls (the default asks for 30 of each and an interval at most 0.4 wide, so every
+    synthetic release of so few taxis would be "too few objects to measure"), deciding on the point estimate (28
+    members put the upper end of a zero rate at 0.13, over the membership attacks' 0.05). The flow's tests need synthetic
+    releases that the gate measures; the gate's own tests run the default policy on the 300-taxi sample
+    (tests/integration/test_audit_gate.py)."""
+    default = GatePolicy.default()
+    return replace(default, controls=replace(default.controls, min_objects=10, max_risk_ci_width=1.0),
+                   decide_on="point")
+
+
 @pytest.fixture(scope="session")
-def loaded_tdrive(engine, owner, tdrive_subset):
+def loaded_tdrive(engine, owner, tdrive_subset, stewards):
     """A function that loads the subset into a fresh dataset and returns its name. Its ε-DP cap is 1000 per
     object: :func:`base_spec`'s AdaTrace costs 10 per record x 7 records = 70 per object, and several tests
-    release more than once from one dataset (the budget tests set their own caps)."""
+    release more than once from one dataset (the budget tests set their own caps). Its gate policy is
+    :func:`small_fleet_policy`, set by steward ada."""
+    from tasks import policies
     from tasks.load import load_source
 
     def load(prefix: str = "flow") -> str:
@@ -176,6 +210,9 @@ def loaded_tdrive(engine, owner, tdrive_subset):
         load_source(engine, "tdrive", tdrive_subset, name)
         with owner.begin() as conn:  # a steward's decision; the pipeline cannot change a cap
             conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 1000 WHERE dataset = :d"), {"d": name})
+        with stewards["ada"].begin() as conn:
+            policies.set_for_dataset(conn, name, "small_fleet", policies.register(conn, "small_fleet",
+                                                                                small_fleet_policy()))
         return name
 
     return load

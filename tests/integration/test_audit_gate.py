@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from distributed import Client
 
+from audits.controls import hold_out
 from audits.gate import GatePolicy
 from flows.review import review_markdown
 from mechanisms import prefix_tree
@@ -51,6 +52,14 @@ DEFAULT = GatePolicy.default()
 SEED = 7
 
 
+def held_out(raw: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the auditor's frame with the member column, the members' points): the policy's share of the taxis held
+    out of a synthetic mechanism's input, as the release flow does (:mod:`audits.controls`)."""
+    controls = hold_out(raw["object_id"].unique(), DEFAULT.controls.share, np.random.default_rng(seed))
+    framed = raw.assign(member=~raw["object_id"].isin(controls))
+    return framed, raw[framed["member"].to_numpy()].reset_index(drop=True)
+
+
 def truthful(points: pd.DataFrame) -> CandidateRelease:
     return CandidateRelease(Shape.TRUTHFUL, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], {})
 
@@ -76,7 +85,8 @@ def test_raw_data_with_10_m_jitter_is_blocked(client, raw):
 
 def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utility_floor(client, raw):
     """The former demo release: private enough, but its records are scattered one-cell noise (issue 13)."""
-    _, offsets, cells = cell_sequences(raw)
+    framed, members = held_out(raw, SEED)
+    _, offsets, cells = cell_sequences(members)
     params = prefix_tree.PrefixTreeParams(epsilon=1.0, height=8, max_records_per_object=7)
     released = prefix_tree.sanitize(offsets, cells, GRID.n_cells, params, np.random.default_rng(11)).release
     offs, out = released.expanded()
@@ -85,9 +95,11 @@ def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utilit
     points = pd.DataFrame({"traj_id": np.repeat(np.arange(1, len(lengths) + 1), lengths),
                            "seq": np.arange(len(out)) - np.repeat(offs[:-1], lengths), "cell": out,
                            "t": pd.NaT, "lon": lon, "lat": lat})
-    outcome = audit.run(client, raw, CandidateRelease(Shape.SYNTHETIC, points, {}), DEFAULT, SEED, bbox=GRID.bbox)
-    verdict = outcome.decision.per_attack["signature_linkage_synthetic"]
-    assert verdict["status"] == "passed", verdict
+    outcome = audit.run(client, framed, CandidateRelease(Shape.SYNTHETIC, points, {}), DEFAULT, SEED,
+                        bbox=GRID.bbox)
+    for name in ("signature_linkage_synthetic", "membership_dcr", "membership_shadow"):
+        verdict = outcome.decision.per_attack[name]
+        assert verdict["status"] == "passed", (name, verdict)
     assert (outcome.decision.privacy, outcome.decision.utility) == ("passed", "blocked")
     assert outcome.decision.per_utility["pattern_f1"]["status"] == "blocked"
     assert all(r.startswith("utility ") for r in outcome.decision.reasons)
@@ -98,10 +110,11 @@ def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw)
     demo's release). DPT at ε = 5 also passes the floor but not always the signature attack (risk 0.18-0.26)."""
     mech = mechanism("adatrace")
     params = mech.parse_params({"epsilon": 5.0, "max_records_per_object": 7})
-    halves = [raw[pd.factorize(raw["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
+    framed, members = held_out(raw, SEED)
+    halves = [members[pd.factorize(members["object_id"])[0] % 2 == p].reset_index(drop=True) for p in (0, 1)]
     futures = client.scatter(halves)
     candidate = protect.run(mech, client, futures, PublicInputs(GRID), params, np.random.default_rng(7))
-    outcome = audit.run(client, raw, candidate, DEFAULT, SEED, bbox=GRID.bbox)
+    outcome = audit.run(client, framed, candidate, DEFAULT, SEED, bbox=GRID.bbox)
     assert not outcome.decision.blocked, outcome.decision.reasons
     assert outcome.decision.utility == "passed"
 
@@ -132,7 +145,12 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(cli
     assert rows["home_work"]["outcome"] == "not applicable" and rows["home_work"]["passed"] is (rule == "pass")
     assert rows["signature_linkage"]["outcome"] == "measured"
     verdict = "pass" if rule == "pass" else "BLOCK"
-    assert f"| home_work | - | not applicable: {outcome.not_applicable['home_work']} | | | | 0.3 | {verdict} |" in review
+    assert (f"| home_work | - | not applicable: {outcome.not_applicable['home_work']} | | | | | 0.300 | {verdict} |"
+            in review)
+    measured = rows["signature_linkage"]  # its risk interval and three-way verdict are stored and shown
+    assert measured["verdict"] == "blocked" and measured["risk_ci_low"] > 0.2
+    assert f"| {measured['risk']:.3f} | [{measured['risk_ci_low']:.3f}, {measured['risk_ci_high']:.3f}] | 0.200 | " \
+           "BLOCKED |" in review
 
 
 def test_an_attack_that_times_out_blocks_the_release(client, raw):
@@ -144,3 +162,46 @@ def test_an_attack_that_times_out_blocks_the_release(client, raw):
     assert list(outcome.failures) == ["signature_linkage"]
     assert outcome.failures["signature_linkage"].startswith(("timed out after 0.001 s",
                                                              "did not start within 0.001 s"))
+
+
+def test_a_synthetic_release_that_copies_a_tenth_of_its_members_is_blocked(client, raw):
+    """The positive control of the members-against-controls protocol: AdaTrace at ε = 5 (which passes above) with
+    the raw trajectories of 10% of its members added. The survey's old measure moved by a few points; DCR and the
+    shadow attack find the copied members (and no control) and block it."""
+    framed, members = held_out(raw, SEED)
+    mech = mechanism("adatrace")
+    params = mech.parse_params({"epsilon": 5.0, "max_records_per_object": 7})
+    candidate = protect.run(mech, client, client.scatter([members]), PublicInputs(GRID), params,
+                            np.random.default_rng(7))
+    objects = members["object_id"].unique()
+    copied = members[members["object_id"].isin(np.random.default_rng(1).choice(objects, len(objects) // 10,
+                                                                                replace=False))]
+    first = int(candidate.points["traj_id"].max()) + 1
+    copies = copied.assign(traj_id=first + pd.factorize(copied["traj_id"])[0])[list(candidate.points.columns)]
+    copying = CandidateRelease(Shape.SYNTHETIC, pd.concat([candidate.points, copies], ignore_index=True), {})
+    outcome = audit.run(client, framed, copying, DEFAULT, SEED, bbox=GRID.bbox)
+    for name in ("membership_dcr", "membership_shadow"):
+        verdict = outcome.decision.per_attack[name]
+        assert verdict["status"] == "blocked", (name, verdict)
+        assert verdict["baseline"] == 0.0 and verdict["success_rate"] == pytest.approx(0.1, abs=0.01)
+
+
+def test_too_few_objects_to_measure_is_said_in_words(client, raw, engine):
+    """40 taxis: 12 controls, fewer than the policy's 30: every synthetic attack says "too few objects to
+    measure" (not a number), the default policy blocks (fail closed) and the review shows the words."""
+    few = raw[raw["object_id"].isin(np.sort(raw["object_id"].unique())[:40])]
+    framed, members = held_out(few, SEED)
+    release = members.drop(columns=["object_id", "member"], errors="ignore")[["traj_id", "seq", "cell", "t", "lon",
+                                                                              "lat"]]
+    outcome = audit.run(client, framed, CandidateRelease(Shape.SYNTHETIC, release, {}), DEFAULT, SEED,
+                        bbox=GRID.bbox)
+    assert sorted(outcome.not_applicable) == ["membership_dcr", "membership_shadow", "signature_linkage_synthetic"]
+    for why in outcome.not_applicable.values():
+        assert "too few objects to measure: 28 members and 12 controls" in why, why
+    assert outcome.decision.blocked and not outcome.failures
+    rid = new_release(engine, new_dataset(engine))
+    with engine.begin() as conn:
+        audit.store(conn, rid, outcome)
+        record = read_review(conn, rid)
+    assert "| membership_dcr | - | not applicable: too few objects to measure: 28 members and 12 controls" \
+        in review_markdown(record)

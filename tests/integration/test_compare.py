@@ -21,8 +21,12 @@ from tests.integration.conftest import (
     TRAJPUB,
     base_spec,
     cli,
+    final_state,
+    flow_run_in,
     new_release,
     release_status,
+    set_dataset_policy,
+    small_fleet_policy,
     to_awaiting_approval,
     wait_until,
 )
@@ -59,7 +63,8 @@ def test_the_candidates_together_are_refused_over_the_cap_before_anything_runs(e
         "max_records_per_object": 7}, "grid": {"epsilon": [0.5, 0.4]}}]))
     with engine.connect() as conn, pytest.raises(PolicyError) as err:
         compare.bill(conn, planned)
-    assert "need epsilon-DP epsilon 6.3 per object" in err.value.message and "only 5.5 of its cap" in err.value.message
+    assert "need epsilon-DP epsilon 6.3 per object" in err.value.message  # the second finds 5.5 - 3.5 left
+    assert "only 2 of the cap 5.5 per object left" in err.value.message
     with engine.connect() as conn:
         bill = compare.bill(conn, planned[1:])
     assert [c.epsilon for _, c in bill.charges] == [pytest.approx(2.8)] and not q(
@@ -132,7 +137,15 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
     with owner.begin() as conn:  # a steward keeps ended candidates' staging 30 days: only the comparison discards it
         conn.execute(sa.text("UPDATE governance.datasets SET staging_retention_days = 30 WHERE dataset = :d"),
                      {"d": dataset})
-    # AdaTrace at epsilon 10 per record on 7 taxi-days passes the default gate on these taxis (conftest.base_spec);
+    # The comparison's mechanics are under test here, not the gate's ceilings: 40 taxis cannot resolve the default
+    # ones (28 members put a zero rate's upper end at 0.12, over membership's 0.05), and a candidate whose interval
+    # crosses a ceiling is never recommended, so this steward sets ceilings the fleet can resolve (0.9), keeping
+    # the utility floor and the upper-bound decision.
+    resolvable = small_fleet_policy().to_dict() | {"decide_on": "upper_bound"}
+    for attack in resolvable["attacks"].values():
+        attack["max_risk"] = 0.9
+    set_dataset_policy(dataset, resolvable, tmp_path)
+    # AdaTrace at epsilon 10 per record on 7 taxi-days passes that gate on these taxis (conftest.base_spec);
     # the prefix tree's one-cell records are under the synthetic utility floor (audits/policies/default.yaml)
     candidates = [{"mechanism": "adatrace", "params": {"epsilon": 10.0, "max_records_per_object": 7}},
                   {"mechanism": "prefix_tree", "params": {"epsilon": 1.0, "height": 3, "max_records_per_object": 7}}]
@@ -209,3 +222,21 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
         assert [c["release_id"] for c in facet["candidates"]] == rids
     finally:
         kill_tree(proc)
+
+
+def test_a_comparison_with_no_candidate_to_recommend_ends_blocked(engine, loaded_tdrive, tmp_path):
+    """The prefix tree's one-cell records are under the synthetic utility floor (as above): alone in a comparison
+    there is nothing to pick. The comparison's flow run ends in a Failed state named Blocked and `release compare`
+    exits 3 with the reason in one sentence, not 0 as if a candidate awaited the steward."""
+    dataset = loaded_tdrive("cmpb")
+    candidates = [{"mechanism": "prefix_tree", "params": {"epsilon": 1.0, "height": 3, "max_records_per_object": 7}}]
+    out = cli("release", "compare", "--spec", write(comparison_spec(dataset, candidates), tmp_path), "--yes",
+              timeout=900)
+    assert out.returncode == 3, out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("blocked: comparison pytest_compare: none of the 1 candidates passed the gate"), last
+    assert '"status": "nothing to pick"' in out.stdout and "Traceback" not in out.stderr
+    state = final_state(flow_run_in(out.stderr))
+    assert (state.type.value, state.name) == ("FAILED", "Blocked") and state.message == last.removeprefix("blocked: ")
+    assert [r["status"] for r in q(engine, "SELECT status FROM governance.releases WHERE dataset = :d",
+                                    d=dataset)] == ["blocked"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import TRAJPUB, base_spec, cli, start_release, wait_for_status
+from tests.integration.conftest import TDRIVE_WEEK, TRAJPUB, base_spec, cli, start_release, wait_for_status
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ BLOCK = re.compile(r"^```(python|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 def test_every_code_block_of_the_consumer_guide_runs(engine, loaded_tdrive, tmp_path, monkeypatch):
     dataset = loaded_tdrive("guide")
-    run = start_release(base_spec(dataset, mechanism="objtrace", params={"epsilon": 10.0}), tmp_path)  # the floor on 40 taxis
+    run = start_release(base_spec(dataset, mechanism="objtrace", params={"epsilon": 10.0}, **TDRIVE_WEEK), tmp_path)  # the floor on 40 taxis
     assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) == "awaiting_approval", run.output()
     assert cli("approve", str(run.release_id), "--steward", "ada").returncode == 0
     assert run.proc.wait(timeout=120) == 0, run.output()

@@ -7,6 +7,7 @@ import os
 import subprocess
 import uuid
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -131,29 +132,84 @@ def test_prefect_yaml_deployments_have_cron_schedules_and_time_zones(yaml_deploy
     assert not comparison.schedules and len(comparison.parameters["spec"]["candidates"]) == 3
 
 
-def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdrive, yaml_deployments):
+def _weekly_runs() -> int:
+    """How many flow runs the Prefect server holds of the weekly deployment."""
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
+
+    with get_client(sync_client=True) as client:
+        return len(client.read_flow_runs(deployment_filter=DeploymentFilter(
+            name=DeploymentFilterName(any_=["tdrive-weekly"])), limit=200))
+
+
+def test_a_backfill_over_the_cap_is_refused_whole_before_anything_starts(engine, owner, loaded_tdrive,
+                                                                        yaml_deployments):
+    """Two past weeks of the weekly deployment (ObjTrace, epsilon 5 per taxi each) against a cap of 7: the bill is
+    refused in one sentence, exit 1, no flow run started and no release recorded (no data read); two dates of
+    the same week, and a steward who answers no, are refused the same way."""
+    dataset = loaded_tdrive("bfcap")
+    with owner.begin() as conn:
+        conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 7 WHERE dataset = :d"), {"d": dataset})
+    before = _weekly_runs()
+    weeks = ["backfill", "release/tdrive-weekly", "--dataset", dataset, "--start", "2008-01-28", "--end",
+             "2008-02-11", "--every", "7d", "--requested-by", "backfill-operator"]
+    over = cli(*weeks)
+    assert over.returncode == 1, over.stdout + over.stderr
+    assert over.stderr.startswith("error: the windows together need epsilon-DP epsilon 10 per object"), over.stderr
+    assert "only 2 of the cap 7 per object left" in over.stderr and "Traceback" not in over.stderr + over.stdout
+    same_week = cli(*weeks[:6], "--end", "2008-02-06", "--every", "1d", "--requested-by", "backfill-operator")
+    assert same_week.returncode == 1 and "resolve to the same window" in same_week.stderr, same_week.stderr
+    with owner.begin() as conn:
+        conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 20 WHERE dataset = :d"), {"d": dataset})
+    declined = subprocess.run([TRAJPUB, *weeks], input="n\n", capture_output=True, text=True, timeout=120,
+                              check=False, env={**os.environ, "TRAJPUB_TEST_MODE": "1"})
+    assert declined.returncode == 1 and "TOTAL epsilon-DP: epsilon 10 per object for 2 window(s)" in declined.stdout
+    assert "the backfill was not started" in declined.stderr
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM governance.releases WHERE dataset = :d"),
+                            {"d": dataset}).scalar() == 0
+    assert _weekly_runs() == before
+
+
+def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loaded_tdrive, yaml_deployments):
+    """The weekly deployment's relative window ({last: 7d, align: local_week}) for two past Mondays: the local
+    weeks before them in Beijing time, priced first, then run one after the other (the second starts once the
+    first has reached the steward), each recording its window and how it was resolved, with ObjTrace's
+    timestamps inside it."""
     dataset = loaded_tdrive("bf")
-    out = cli("backfill", "release/tdrive-weekly", "--dataset", dataset, "--start", "2008-02-03",
-              "--end", "2008-02-05", "--every", "1d", "--requested-by", "backfill-operator")
-    assert out.returncode == 0, out.stderr
+    out = cli("backfill", "release/tdrive-weekly", "--dataset", dataset, "--start", "2008-01-28",
+              "--end", "2008-02-11", "--every", "7d", "--requested-by", "backfill-operator", "--yes", timeout=1200)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "TOTAL epsilon-DP: epsilon 10 per object for 2 window(s)" in out.stdout
     run_ids = [line.split()[2].rstrip(":") for line in out.stdout.splitlines() if line.startswith("flow run")]
     assert len(run_ids) == 2
 
-    def releases():
-        with engine.connect() as conn:
-            rows = conn.execute(sa.text(
-                "SELECT release_id, status, window_start, window_end, requested_by FROM governance.releases"
-                " WHERE flow_run_id = ANY(CAST(:ids AS uuid[])) ORDER BY window_start"), {"ids": run_ids}).all()
-        return rows if len(rows) == 2 and all(r.status in ("awaiting_approval", "failed", "blocked")
-                                              for r in rows) else None
-
-    rows = wait_until(releases, 480, "both backfilled releases to reach the steward")
-    # governed to their end: the weekly spec (ObjTrace, ε 5 per taxi) on one day of 40 taxis may be blocked by the
-    # utility floor; a failed window would be an error
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT release_id, status, window_start, window_end, requested_by, flow_run_id, spec, created_at"
+            " FROM governance.releases WHERE flow_run_id = ANY(CAST(:ids AS uuid[])) ORDER BY window_start"),
+            {"ids": run_ids}).all()
+        reached = {r.release_id: conn.execute(sa.text(
+            "SELECT min(at) FROM governance.release_transitions WHERE release_id = :r"
+            " AND to_status IN ('awaiting_approval', 'blocked', 'failed')"), {"r": r.release_id}).scalar()
+                   for r in rows}
+    # governed to their end: the weekly spec (ObjTrace, ε 5 per taxi) on 40 taxis (28 of them members, the rest the
+    # gate's controls) may be blocked by the utility floor or release nothing; a failed window would be an error
     assert all(r.status in ("awaiting_approval", "blocked") for r in rows), rows
-    assert [(r.window_start.date().isoformat(), r.window_end.date().isoformat()) for r in rows] == [
-        ("2008-02-03", "2008-02-04"), ("2008-02-04", "2008-02-05")]
+    utc = [(r.window_start.astimezone(UTC), r.window_end.astimezone(UTC)) for r in rows]
+    assert utc == [(datetime(2008, 1, 27, 16, tzinfo=UTC), datetime(2008, 2, 3, 16, tzinfo=UTC)),
+                   (datetime(2008, 2, 3, 16, tzinfo=UTC), datetime(2008, 2, 10, 16, tzinfo=UTC))]  # Beijing weeks
+    assert [r.spec["window"] for r in rows] == [
+        {"last": "7d", "align": "local_week", "resolved_at": at, "timezone": "Asia/Shanghai"}
+        for at in ("2008-02-03T16:00:00+00:00", "2008-02-10T16:00:00+00:00")]  # the Mondays' local midnights
     assert {r.requested_by for r in rows} == {"backfill-operator"}
+    first, second = rows
+    assert second.created_at >= reached[first.release_id]  # in order, not racing
+    with engine.connect() as conn:
+        for r in (r for r in rows if r.status == "awaiting_approval"):  # its candidate is staged until decided
+            outside = conn.execute(sa.text(
+                "SELECT count(*) FILTER (WHERE t < :s OR t >= :e), count(*) FROM staging.candidate_points"
+                " WHERE release_id = :r"), {"r": r.release_id, "s": r.window_start, "e": r.window_end}).one()
+            assert outside[0] == 0 and outside[1] > 0, (r, outside)
     for r in (r for r in rows if r.status == "awaiting_approval"):  # end the waiting runs
         done = cli("reject", str(r.release_id), "--steward", "ada", "--comment", "backfill test")
         assert done.returncode == 0, done.stderr
@@ -164,4 +220,12 @@ def test_backfill_runs_one_governed_release_per_past_window(engine, loaded_tdriv
         return states if all(s is not None and s.is_final() for s in states) else None
 
     states = wait_until(finished, 180, "both backfilled flow runs to finish after the rejection")
-    assert [s.type.value for s in states] == ["COMPLETED"] * 2
+    # a rejected release's run completed; a blocked one's ended in a Failed state named Blocked, with its reason
+    ended = dict(zip(run_ids, states, strict=True))
+    for r in rows:
+        state = ended[str(r.flow_run_id)]
+        expected = ("COMPLETED", "Completed") if r.status == "awaiting_approval" else ("FAILED", "Blocked")
+        assert (state.type.value, state.name) == expected, (r, state)
+        if r.status == "blocked":  # by the gate, or before it: a week's budget that released nothing
+            assert state.message.startswith((f"release {r.release_id} is blocked by the audit gate: ",
+                                             f"release {r.release_id}: nothing was released: ")), state.message

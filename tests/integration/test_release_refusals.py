@@ -13,7 +13,10 @@ from tests.integration.conftest import (
     TDRIVE_CSV,
     base_spec,
     cli,
+    final_state,
+    flow_run_in,
     set_dataset_policy,
+    small_fleet_policy,
     start_release,
     wait_for_status,
 )
@@ -69,7 +72,11 @@ def test_budget_cap_refuses_before_reading_data(engine, bare_dataset, tmp_path):
                  "max_records_per_object=3")  # 0.25 per record, 0.75 per object
     assert result.returncode == 1
     assert "needs epsilon-DP epsilon 0.75 per object" in result.stderr and "cap 0.5" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: this release needs")  # the CLI's last word
     assert releases_of(engine, dataset) == []
+    # refused at plan, inside its flow run: the run ends in a state named Refused, not a crash or a success
+    state = final_state(flow_run_in(result.stderr))
+    assert (state.type.value, state.name) == ("FAILED", "Refused") and "cap 0.5" in state.message
 
 
 def test_empty_window_fails_clearly_and_publishes_nothing(engine, loaded_tdrive, tmp_path):
@@ -134,24 +141,35 @@ def test_time_regressions_and_impossible_points_are_quarantined_and_fail_the_rel
 
 
 def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded_tdrive, tmp_path):
-    """ε = 1000 releases (nearly) the true prefixes: the signature attack links them, the gate blocks."""
+    """Dummies at k = 2 publish every real trajectory beside a single dummy: an attacker who knows a taxi's
+    trajectory links it to its published record, and the gate blocks."""
     dataset = loaded_tdrive("gate")
-    assert cli("budget", "cap", dataset, "7000", "--steward", "ada").returncode == 0  # 1000 x 7 records per taxi
-    set_dataset_policy(dataset, {"attacks": {"signature_linkage_synthetic": {"max_risk": 0.01}}}, tmp_path)
-    spec = base_spec(dataset, mechanism="prefix_tree", params={"epsilon": 1000.0, "height": 6,
-                                                               "max_records_per_object": 7})
+    set_dataset_policy(dataset, small_fleet_policy().to_dict() | {
+        "attacks": {"signature_linkage": {"max_risk": 0.01}}}, tmp_path)
+    spec = base_spec(dataset, mechanism="dummy", params={"k": 2, "l": 2, "road_network": None})
     run = start_release(spec, tmp_path)
     assert wait_for_status(engine, run, {"blocked"}) == "blocked"
-    assert run.proc.wait(timeout=60) == 0 and '"status": "blocked"' in run.output()
+    # not a success for scripts or for Prefect: exit 3, the reason in one sentence, a Failed state named Blocked
+    assert run.proc.wait(timeout=60) == 3 and '"status": "blocked"' in run.output()
+    said = f"blocked: release {run.release_id} is blocked by the audit gate: signature_linkage: risk "
+    [line] = [line for line in run.output().splitlines() if line.startswith("blocked: ")]
+    assert line.startswith(said) and "against max_risk 0.01: blocked, the whole interval is above it" in line
     with engine.connect() as conn:
-        audit = conn.execute(sa.text("SELECT risk, threshold, passed, evidence FROM governance.audit_results "
-                                     "WHERE release_id = :r ORDER BY risk DESC LIMIT 1"),  # the worst resolution
+        audit = conn.execute(sa.text("SELECT risk, risk_ci_low, risk_ci_high, threshold, verdict, passed, evidence "
+                                     "FROM governance.audit_results WHERE release_id = :r ORDER BY risk DESC "
+                                     "LIMIT 1"),  # the worst resolution
                              {"r": run.release_id}).mappings().one()
         charged = conn.execute(sa.text("SELECT epsilon FROM governance.budget_ledger WHERE release_id = :r"),
                                {"r": run.release_id}).scalar()
+        flow_run_id = conn.execute(sa.text("SELECT flow_run_id FROM governance.releases WHERE release_id = :r"),
+                                   {"r": run.release_id}).scalar()
+    state = final_state(flow_run_id)
+    assert (state.type.value, state.name) == ("FAILED", "Blocked") and state.message == line.removeprefix("blocked: ")
+    assert audit["risk_ci_low"] <= audit["risk"] <= audit["risk_ci_high"] and audit["risk_ci_low"] > 0.01
+    assert audit["verdict"] == "blocked"
     assert audit["risk"] > audit["threshold"] == 0.01 and audit["passed"] is False
     assert audit["evidence"]["evidence"]["examples"]  # concrete linked records for the steward
-    assert charged == 1000.0  # the mechanism ran on raw data: charged though nothing is published
+    assert charged == 0.0  # a syntactic model is charged no epsilon; its ledger row records that it ran
     assert published_tables(engine, dataset) == 0
 
 
@@ -180,7 +198,7 @@ def test_fastpub_admitting_no_fragment_ends_as_nothing_released(engine, loaded_t
     run = start_release(base_spec(dataset, mechanism="fastpub", prepare={"cell_size_m": 25000},
                                   params={"k": 1_000_000, "epsilon": 1.0, "l_max": 1, "max_records_per_object": 1}),
                         tmp_path)
-    assert run.proc.wait(timeout=300) == 0, run.output()
+    assert run.proc.wait(timeout=300) == 3, run.output()  # blocked: nothing to publish
     assert '"outcome": "nothing was released"' in run.output()
     [(rid, status, _)] = releases_of(engine, dataset)
     with engine.connect() as conn:
@@ -193,5 +211,7 @@ def test_fastpub_admitting_no_fragment_ends_as_nothing_released(engine, loaded_t
         charged = conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE release_id = :r"),
                                {"r": rid}).scalar()
     assert status == "blocked" and detail.startswith("nothing was released: fastpub released no")
+    state = final_state(flow_run_in(run.output()))
+    assert (state.type.value, state.name) == ("FAILED", "Blocked") and "nothing was released" in state.message
     assert attacks == 0 and events == ["START", "ABORT"] and charged >= 1
     assert published_tables(engine, dataset) == 0

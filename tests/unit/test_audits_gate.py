@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from audits.gate import GatePolicy, evaluate_gate
+from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
 from audits.result import AttackResult
 from trajpub.errors import ParameterError
 
@@ -26,12 +26,12 @@ def test_default_policy_ships_with_the_package():
 
 
 def test_the_gate_decides_on_the_worst_resolution():
-    """A truthful release linked 0.195 at 2 km cells and 0.270 at 500 m (issue 14): blocked at 0.2."""
-    from tasks.audit import worst_per_attack
-
-    policy = GatePolicy.from_dict({"resolutions_m": [500, 2000], "attacks": {"signature_linkage": {"max_risk": 0.2}}})
+    """A truthful release linked 0.195 at 2 km cells and 0.270 at 500 m (issue 14): blocked at 0.2 (on the point
+    estimate here, so that the coarse grid alone passes; the interval rule is tested below)."""
+    policy = GatePolicy.from_dict({"resolutions_m": [500, 2000], "decide_on": "point",
+                                   "attacks": {"signature_linkage": {"max_risk": 0.2}}})
     coarse, fine = result(19.5, baseline=0.0), result(27.0, baseline=0.0)
-    worst = worst_per_attack([(2000.0, coarse), (500.0, fine)])
+    worst = worst_per_attack(policy, [(2000.0, coarse), (500.0, fine)])
     assert worst == [fine]
     assert evaluate_gate(policy, worst, "truthful").blocked and not evaluate_gate(policy, [coarse], "truthful").blocked
     for bad in ([0], [-250], "500", [500, "x"]):
@@ -44,7 +44,9 @@ def test_yaml_and_dict_round_trip(tmp_path):
     path.write_text("attacks:\n  signature_linkage:\n    max_risk: 0.1\nutility:\n  synthetic:\n"
                     "    trip_error: {max: 0.3}\n    pattern_f1: {min: 0.2}\n")
     policy = GatePolicy.from_yaml(path)
-    assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "timeout_s": 300.0, "resolutions_m": [],
+    assert policy.to_dict() == {"version": 1, "decision": "block_if_any", "decide_on": "upper_bound",
+                                "timeout_s": 300.0, "resolutions_m": [],
+                                "controls": {"share": 0.3, "min_objects": 30, "max_risk_ci_width": 0.4},
                                 "attacks": {"signature_linkage": {"max_risk": 0.1}},
                                 "utility": {"synthetic": {"trip_error": {"max": 0.3}, "pattern_f1": {"min": 0.2}}}}
     assert GatePolicy.from_dict(policy.to_dict()) == policy
@@ -160,15 +162,22 @@ def test_a_result_over_its_threshold_blocks_with_the_numbers():
     decision = evaluate_gate(POLICY, [result(50)], "truthful")
     assert decision.blocked
     (reason,) = decision.reasons
-    assert reason.startswith("signature_linkage: risk 0.495 exceeds max_risk 0.2")
+    low, high = decision.per_attack["signature_linkage"]["risk_ci"]
+    assert reason.startswith(f"signature_linkage: risk 0.495, 95% CI [{low:.3f}, {high:.3f}], against max_risk 0.2: "
+                             "blocked, the whole interval is above it")
     assert "success rate 0.500" in reason and "baseline 0.0100" in reason and "100 targets" in reason
     assert decision.per_attack["signature_linkage"]["status"] == "blocked"
+    assert decision.per_attack["signature_linkage"]["verdict"] == "blocked"
 
 
 def test_a_result_at_or_under_its_threshold_passes():
-    at_limit = evaluate_gate(POLICY, [result(20, baseline=0.0)], "truthful")  # risk exactly 0.2
+    point = GatePolicy.from_dict({"decide_on": "point", "attacks": {"signature_linkage": {"max_risk": 0.2}}})
+    at_limit = evaluate_gate(point, [result(20, baseline=0.0)], "truthful")  # risk exactly 0.2
     assert not at_limit.blocked and at_limit.reasons == []
     assert at_limit.per_attack["signature_linkage"]["status"] == "passed"
+    interval_at_limit = AttackResult(attack="signature_linkage", n_targets=100, n_successes=10, baseline=0.0,
+                                     risk_ci_low=0.05, risk_ci_high=0.2)  # upper bound exactly 0.2
+    assert not evaluate_gate(POLICY, [interval_at_limit], "truthful").blocked
     assert not evaluate_gate(POLICY, [result(1)], "truthful").blocked
 
 
@@ -275,3 +284,19 @@ def test_the_datasets_zone_fills_in_only_where_the_policy_sets_none():
     assert local.max_risk == policy.max_risk and policy.in_timezone(None) is policy
     own = GatePolicy.from_dict({"attacks": {"home_work": {"max_risk": 0.3, "params": {"timezone": "UTC"}}}})
     assert own.in_timezone("Asia/Shanghai").attack_params["home_work"]["timezone"] == "UTC"
+
+
+def test_a_floor_at_city_resolution_blocks_a_release_right_only_at_coarse_resolution():
+    policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.2}},
+                                   "utility": {"synthetic": {"pattern_f1": {"min": 0.2},
+                                                             "pattern_f1_city": {"min": 0.12}}}})
+    coarse_only = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.7, "pattern_f1_city": 0.01})
+    assert coarse_only.per_utility["pattern_f1_city"]["status"] == "blocked"
+    (reason,) = coarse_only.reasons
+    assert reason.startswith("utility pattern_f1_city = 0.01 is below the policy's min 0.12") and \
+        "at city resolution" in reason
+    fine = evaluate_gate(policy, [result(1)], "synthetic", {"pattern_f1": 0.67, "pattern_f1_city": 0.29})
+    assert fine.utility == "passed"
+    # the default policy reports it without gating it (see its comment in audits/policies/default.yaml)
+    shown = evaluate_gate(GatePolicy.default(), [], "synthetic", {**ADATRACE_EPS_5, "pattern_f1_city": 0.01})
+    assert shown.per_utility["pattern_f1_city"] == {"value": 0.01, "status": "not gated"}

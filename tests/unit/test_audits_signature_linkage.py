@@ -182,46 +182,187 @@ def test_truthful_release_without_any_owner_is_refused():
 # --- synthetic mode -------------------------------------------------------------------------------------------
 
 
-def test_synthetic_copies_are_all_linked():
+def with_members(raw: pd.DataFrame, members) -> pd.DataFrame:
+    return raw.assign(member=raw["object_id"].isin(set(members)))
+
+
+def population(n_objects: int, n_types: int = 6, seed: int = 11) -> dict[str, list[int]]:
+    """A fleet of few kinds of route: each object makes 60 visits among the 15 cells of one of ``n_types`` route
+    types (out of 400 cells), so a record of a type resembles every object of that type."""
+    fixed = np.random.default_rng(5)  # the fleet's route types, the same for every draw of objects
+    types = [fixed.choice(400, 15, replace=False) for _ in range(n_types)]
+    rng = np.random.default_rng(seed)
+    return {f"o{i:03d}": rng.choice(types[rng.integers(n_types)], 60).tolist() for i in range(n_objects)}
+
+
+def test_synthetic_copies_of_members_link_members_not_controls():
     histories = random_histories(40)
-    raw = cell_frame(histories).drop(columns="cell")  # exercise the lon/lat grid
-    release = raw.drop(columns="object_id")
+    raw = with_members(cell_frame(histories).drop(columns="cell"), [f"o{i:03d}" for i in range(0, 40, 2)])
+    release = raw[raw["member"]].drop(columns=["object_id", "member"])  # exercise the lon/lat grid
     result = synthetic().evaluate(raw, release)
-    assert (result.attack, result.n_targets, result.success_rate) == (SYNTHETIC_NAME, 40, 1.0)
+    assert (result.attack, result.n_targets, result.success_rate) == (SYNTHETIC_NAME, 20, 1.0)
     assert result.evidence["location"] == "lon/lat grid of 0.001 degrees"
-    # Random signatures over 400 cells are far apart: a random raw object passes 0.5 only when it is the copy.
-    assert result.baseline == pytest.approx(1 / 40)
-    assert result.risk == 1.0
+    # Random signatures over 400 cells are far apart: no control is more than 0.5 similar to a member's copy.
+    assert (result.baseline, result.risk, result.controls.n_controls) == (0.0, 1.0, 20)
+    z2 = 1.959963984540054 ** 2  # Newcombe: 20/20 against 0/20, each Wilson end z^2 / (20 + z^2) from its rate
+    assert result.risk_ci_low == pytest.approx(1 - math.sqrt(2) * z2 / (20 + z2), abs=1e-12)
+    assert {e["member"] for e in result.evidence["examples"]} <= set(raw.loc[raw["member"], "object_id"])
+
+
+def test_synthetic_release_of_the_population_scores_members_like_controls():
+    """A release that learns the fleet (new objects of the same route types, none of the raw ones) links members
+    and controls alike: the survey's share of linked records (here every record) is no disclosure. The old
+    criterion (records more than 0.5 similar to some raw object, against a random object) scored it 1.0."""
+    raw = with_members(cell_frame(population(120)), [f"o{i:03d}" for i in range(0, 120, 3)])
+    release = cell_frame(population(200, seed=12)).drop(columns="object_id")
+    result = synthetic().evaluate(raw, release)
+    assert result.success_rate > 0.9 and result.baseline > 0.9  # everyone resembles the release
+    low, high = result.controls.difference_ci
+    assert low <= 0 <= high
+    assert result.risk_ci_low == 0.0
 
 
 def test_synthetic_release_in_a_disjoint_region_links_nobody():
-    raw = cell_frame(random_histories(40)).drop(columns="cell")
-    release = raw.drop(columns="object_id").assign(lon=raw["lon"] + 1.0)
+    raw = with_members(cell_frame(random_histories(40)).drop(columns="cell"), ["o000", "o001"])
+    release = raw.drop(columns=["object_id", "member"]).assign(lon=raw["lon"] + 1.0)
     result = synthetic().evaluate(raw, release)
-    assert (result.n_successes, result.success_rate, result.risk) == (0, 0.0, 0.0)
+    assert (result.n_successes, result.success_rate, result.baseline, result.risk) == (0, 0.0, 0.0, 0.0)
     assert result.evidence["examples"] == []
 
 
 def test_synthetic_threshold_is_strict():
-    # A record equal to B's history has similarity 1 with B; one equal to cell 3 alone has ln3/|B| = 0.938.
-    result = synthetic(threshold=0.95).evaluate(cell_frame(RAW_AB), RELEASE_AB)
-    assert result.n_successes == 1
+    # Record b visits cell 3 only: its similarity with B is ln3 / |B| = 0.938, with A 0.
+    release = cell_frame({"b": [3]})
+    raw = with_members(cell_frame(RAW_AB), ["B"])
+    assert synthetic(threshold=0.93).evaluate(raw, release).n_successes == 1
+    assert synthetic(threshold=0.95).evaluate(raw, release).n_successes == 0
 
 
 def test_synthetic_blocks_of_records_give_the_whole_matrix_result(monkeypatch):
-    """Records cut into blocks of 3 (the last one shorter) score exactly as in one block: best similarity, its
-    object, and the count above the threshold per record do not depend on the block boundaries."""
+    """Records cut into blocks of 3 (the last one shorter) score exactly as in one block: each object's best
+    similarity and its record do not depend on the block boundaries."""
     import audits.signature_linkage as sl
 
-    raw = cell_frame(random_histories(40))
+    raw = with_members(cell_frame(random_histories(40)), [f"o{i:03d}" for i in range(20)])
     rng = np.random.default_rng(3)
-    release = raw.drop(columns="object_id").assign(  # 4 in 5 points of each record moved to random cells
+    release = raw.drop(columns=["object_id", "member"]).assign(  # 4 in 5 points of each record moved at random
         cell=np.where(rng.random(len(raw)) < 0.2, raw["cell"], rng.integers(0, 400, len(raw))))
     whole = synthetic().evaluate(raw, release)
     monkeypatch.setattr(sl, "SIMILARITY_BLOCK_ENTRIES", 3 * 40)
     blocked = synthetic().evaluate(raw, release)
-    assert 0 < whole.n_successes < 40 and whole.baseline > 0
+    assert 0 < whole.n_successes < 20 and whole.baseline > 0
     assert blocked.to_dict() == whole.to_dict()
+
+
+# --- signature kinds: time of day and order, which the spatial signature cannot see -----------------------------
+
+
+def at_hours(frame: pd.DataFrame, hours: dict[str, int], key: str = "object_id") -> pd.DataFrame:
+    """``frame`` with every point of ``frame[key] == k`` at ``hours[k]`` o'clock (UTC) on 2008-02-04, a minute
+    apart."""
+    start = pd.Timestamp("2008-02-04", tz="UTC") + pd.to_timedelta(frame[key].map(hours), unit="h")
+    return frame.assign(t=start + pd.to_timedelta(frame["seq"], unit="min"))
+
+
+def same_places_other_hours(n: int = 20) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """n objects visiting the same cells in the same order, each at its own hour; one record of each, at that hour.
+    Records are listed in the reverse order of their owners, so that an assignment that breaks ties by position
+    gets none of them right."""
+    names = [f"o{i:02d}" for i in range(n)]
+    hours = {name: i for i, name in enumerate(names)}
+    raw = at_hours(cell_frame({name: [1, 2, 3, 4] for name in names}), hours)
+    release = at_hours(cell_frame({f"r{i:02d}": [1, 2, 3, 4] for i in range(n)},
+                                  owners={f"r{i:02d}": name for i, name in enumerate(reversed(names))}), hours)
+    return raw, release
+
+
+def test_spatiotemporal_signature_links_what_the_spatial_one_cannot():
+    raw, release = same_places_other_hours()
+    spatial = truthful().evaluate(raw, release)
+    assert spatial.risk == pytest.approx(0.0, abs=1e-12)  # every object ties: a random guess
+    both = truthful(signatures=("spatial", "spatiotemporal")).evaluate(raw, release)
+    assert both.risk == pytest.approx(1.0)
+    assert both.evidence["signature"] == "spatiotemporal"
+    assert both.evidence["by_signature"]["spatial"]["risk"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_spatiotemporal_signature_ignores_points_without_time():
+    raw, release = same_places_other_hours()
+    result = truthful(signatures=("spatiotemporal",)).evaluate(raw, release.assign(t=pd.NaT))
+    assert result.n_successes == pytest.approx(len(release["traj_id"].unique()) / 20)  # nobody: a 1-in-20 guess
+    assert result.risk == pytest.approx(0.0, abs=1e-12)
+
+
+def test_sequential_signature_links_the_order_of_visits():
+    """Object i visits the same four cells as everyone, in its own order; the spatial signature sees no
+    difference, the transitions tell all 24 orders apart."""
+    import itertools
+    orders = {f"o{i:02d}": list(p) for i, p in enumerate(itertools.permutations([1, 2, 3, 4]))}
+    raw = cell_frame(orders)
+    reverse = list(reversed(orders))  # records in the reverse order of their owners (as above)
+    release = cell_frame({f"r{i:02d}": orders[k] for i, k in enumerate(reverse)},
+                         owners={f"r{i:02d}": k for i, k in enumerate(reverse)})
+    assert truthful().evaluate(raw, release).risk == pytest.approx(0.0, abs=1e-12)
+    result = truthful(signatures=("spatial", "sequential")).evaluate(raw, release)
+    assert result.evidence["signature"] == "sequential"
+    assert result.risk == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kind", ["spatiotemporal", "sequential"])
+def test_every_signature_kind_links_the_raw_data_published_as_it_is(kind):
+    """The raw data published as it is but for one object, the last, whose places nobody else visits: each record is
+    its object's only trajectory, so every kind links all. The two frames' dimensions must share one vocabulary
+    although the release lacks some of the raw data's locations."""
+    histories = {**random_histories(40), "zzz": [900, 901, 902, 903]}
+    hours = {k: i % 24 for i, k in enumerate(histories)}
+    raw = at_hours(cell_frame(histories), hours)
+    release = raw[raw["object_id"] != "zzz"]
+    result = truthful(signatures=(kind,)).evaluate(raw, release)
+    assert result.success_rate == pytest.approx(1.0)
+
+
+def test_sequential_signature_skips_repeats_and_never_joins_two_trajectories():
+    """Repeated cells add no transition, and the last cell of one trajectory does not lead to the first of the
+    next: A's two trajectories 1-1-2 and 3-4 give (1,2) and (3,4); B's single one 1-2-3-4 gives (1,2), (2,3),
+    (3,4). A record 1-2-2 has the one transition (1,2). Were A's trajectories joined, A would have B's three
+    transitions and the record would be as similar to both."""
+    raw = pd.concat([cell_frame({"A": [1, 1, 2]}), cell_frame({"A": [3, 4]}).assign(traj_id=1),
+                     cell_frame({"B": [1, 2, 3, 4]}).assign(traj_id=2)], ignore_index=True)
+    release = cell_frame({"a": [1, 2, 2]}, owners={"a": "A"})
+    sig = build_signatures(raw, release, SignatureLinkageParams(), "sequential")
+    sim = dict(zip(sig.objects, sig.similarity().toarray()[0], strict=True))
+    idf_shared, idf_b = math.log(3 / 2), math.log(3)  # (1,2) and (3,4): both objects; (2,3): B only
+    assert sim["A"] == pytest.approx(1 / math.sqrt(2))
+    assert sim["B"] == pytest.approx(idf_shared / math.sqrt(2 * idf_shared**2 + idf_b**2))
+
+
+def test_a_list_of_top_m_tries_the_full_signature_too():
+    """A and B share a heavy place 1 and differ by one light place each: cut to its heaviest location, every
+    signature is place 1 (a tie, no better than guessing); the full signatures (TrjLink's reduction 0) tell them
+    apart. Records in the reverse order of their owners, as above."""
+    raw = cell_frame({"A": [1, 1, 1, 2], "B": [1, 1, 1, 3]})
+    release = cell_frame({"r0": [1, 1, 1, 3], "r1": [1, 1, 1, 2]}, owners={"r0": "B", "r1": "A"})
+    assert truthful(top_m=1).evaluate(raw, release).risk == pytest.approx(0.0, abs=1e-12)
+    result = truthful(top_m=(1, None)).evaluate(raw, release)
+    assert result.risk == pytest.approx(1.0)
+    assert result.evidence["top_m"] is None
+    assert set(result.evidence["by_signature"]) == {"spatial/1", "spatial/all"}
+
+
+def test_policy_lists_become_the_attack_parameters():
+    from audits.registry import build_attack
+    attack = build_attack(TRUTHFUL_NAME, {"signatures": ["spatial", "sequential"], "top_m": [10, None]})
+    assert attack.params.signatures == ("spatial", "sequential")
+    assert attack.params.reductions == (10, None)
+    assert "seq" in attack.raw_columns and "traj_id" in attack.raw_columns
+
+
+def test_signature_kinds_need_their_columns():
+    raw, release = same_places_other_hours()
+    with pytest.raises(InputError, match=r"missing column\(s\) t "):
+        truthful(signatures=("spatiotemporal",)).evaluate(raw.drop(columns="t"), release)
+    with pytest.raises(InputError, match="seq"):
+        truthful(signatures=("sequential",)).evaluate(raw, release.drop(columns="seq"))
 
 
 # --- parameters -----------------------------------------------------------------------------------------------
@@ -229,7 +370,9 @@ def test_synthetic_blocks_of_records_give_the_whole_matrix_result(monkeypatch):
 
 @pytest.mark.parametrize("kwargs", [
     {"mode": "fuzzy"}, {"grid_deg": 0.0}, {"top_m": 0}, {"top_k": ()}, {"top_k": (0,)}, {"threshold": 1.0},
-    {"max_assignment_records": -1}, {"confidence": 1.0},
+    {"max_assignment_records": -1}, {"confidence": 1.0}, {"signatures": ()}, {"signatures": ("temporal",)},
+    {"signatures": ("spatial", "spatial")}, {"signatures": "spatial"}, {"top_m": ()}, {"top_m": (10, 10)},
+    {"top_m": (10, 0)}, {"top_m": True},
 ])
 def test_bad_parameters_are_refused(kwargs):
     with pytest.raises(ParameterError):
@@ -240,8 +383,10 @@ def test_missing_columns_and_empty_frames_are_refused():
     raw = cell_frame({"A": [1], "B": [2]})
     with pytest.raises(InputError, match="object_id"):
         truthful().evaluate(raw, raw.drop(columns="object_id"))
+    with pytest.raises(InputError, match="member"):
+        synthetic().evaluate(raw, raw)
     with pytest.raises(InputError, match="empty"):
-        synthetic().evaluate(raw, raw.iloc[:0])
+        synthetic().evaluate(with_members(raw, ["A"]), raw.iloc[:0])
 
 
 # --- real data: T-Drive, odd days vs even days of the same taxis (TrjLink's own evaluation split) -------------

@@ -10,8 +10,11 @@ from audits.circles import circle_counts
 from audits.utility import (
     TRAJECTORY_METRICS,
     circle_query_re,
+    city_grid_size,
     duration_jsd,
     outside_bbox_share,
+    segment_speeds,
+    speed_jsd,
     start_hour_jsd,
     trajectory_metrics,
     transition_jsd,
@@ -106,3 +109,38 @@ def test_trajectory_metrics_of_the_raw_data_are_perfect_and_untimed_releases_hav
     assert all(out[k] == 0.0 for k in TRAJECTORY_METRICS if k != "pattern_f1")
     untimed = trajectory_metrics(RAW, RAW.drop(columns="t"), BBOX, rng_seed=3)
     assert untimed["start_hour_jsd"] is None and untimed["duration_jsd"] is None
+
+
+def test_segment_speeds_are_distance_over_time_per_trajectory_and_skip_zero_time_steps():
+    # 0.01 degree of latitude is 1,111.95 m; the raw mean latitude 39.0 only scales longitude
+    raw = frame({0: [(116.0, 39.0), (116.0, 39.01), (116.0, 39.03)]}, step_min=1)
+    release = raw.assign(t=raw["t"].where(raw["seq"] != 2, raw["t"].iloc[1]))  # its last step takes 0 s
+    raw_speeds, rel_speeds = segment_speeds(raw, release)
+    metres = 6_371_008.8 * math.radians(0.01)
+    np.testing.assert_allclose(raw_speeds, [metres / 60 * 3.6, 2 * metres / 60 * 3.6])
+    np.testing.assert_allclose(rel_speeds, [metres / 60 * 3.6])
+    assert speed_jsd(raw, raw) == 0.0
+
+
+def test_the_duration_and_speed_buckets_end_at_a_raw_quantile_so_outliers_do_not_stretch_them():
+    # 99 raw records of 10 min and one of 10 h (a glitch); a release of 5 min records
+    raw = pd.concat([frame({k: [(116.0, 39.0), (116.01, 39.0)]}, step_min=10) for k in range(99)]
+                    + [frame({99: [(116.0, 39.0), (116.01, 39.0)]}, step_min=600)], ignore_index=True)
+    release = pd.concat([frame({k: [(116.0, 39.0), (116.01, 39.0)]}, step_min=5) for k in range(100)],
+                        ignore_index=True)
+    assert duration_jsd(raw, release) == pytest.approx(0.0, abs=0.01)  # [0, 10 h] / 20: 5 and 10 min share a bucket
+    assert duration_jsd(raw, release, quantile=0.9) > 0.6  # [0, 10 min] / 20: they do not
+
+
+def test_trajectory_metrics_at_a_finer_grid_see_moves_the_32_grid_does_not():
+    # both trajectories stay in one 32-grid cell; on 128 x 128 the release moves east, the raw data north
+    raw = frame({0: [(116.0, 39.0), (116.0, 39.005)], 1: [(116.32, 39.32), (116.3, 39.3)]})
+    release = frame({0: [(116.0, 39.0), (116.005, 39.0)], 1: [(116.32, 39.32), (116.3, 39.3)]})
+    coarse, fine = (trajectory_metrics(raw, release, BBOX, 0, g) for g in (32, 128))
+    assert coarse["transition"] == 0.0 and fine["transition"] > 0.3
+    assert coarse["pattern_f1"] == 1.0 and fine["pattern_f1"] == 0.5
+
+
+def test_city_grid_size_counts_cells_of_about_one_and_a_half_km_across_the_raw_box():
+    raw = frame({0: [(116.0, 39.0), (116.0, 39.9)]})  # 100.1 km north-south, nothing east-west
+    assert city_grid_size(raw) == 67 and city_grid_size(raw, 1000.0) == 100 and city_grid_size(raw, 1e6) == 6

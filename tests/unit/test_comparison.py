@@ -7,7 +7,14 @@ import math
 import pytest
 
 from tasks import compare
-from trajpub.comparison import MAX_CANDIDATES, expand_grid, parse_comparison, recommend, utility_load
+from trajpub.comparison import (
+    MAX_CANDIDATES,
+    expand_grid,
+    parse_comparison,
+    recommend,
+    too_close,
+    utility_load,
+)
 from trajpub.errors import ParameterError
 
 SHARED = {"dataset": "tdrive_demo", "bbox": [115.4, 39.4, 117.6, 41.1]}
@@ -65,11 +72,24 @@ def test_each_candidate_is_checked_as_a_release_naming_the_candidate():
     assert [p.params.k for p in planned] == [5, 10] and comparison.name == "tdrive_demo"
 
 
+def test_a_comparison_with_a_relative_window_is_refused():
+    """Candidates share one fixed snapshot; a relative window would be resolved per run."""
+    shared = {k: v for k, v in SHARED.items() if k not in ("window_start", "window_end")}
+    with pytest.raises(ParameterError, match="one fixed snapshot") as err:
+        compare.parse({**shared, "window": {"last": "7d", "align": "local_week"}, "candidates": [{"mechanism": "w4m"}]})
+    assert err.value.where == "window"
+
+
 def outcome(rid: int, blocked: bool, per_utility: dict, risk: float = 0.1, epsilon: float | None = 1.0,
-            status: str = "awaiting_approval") -> dict:
+            status: str = "awaiting_approval", high: float | None = None) -> dict:
+    """A candidate whose one attack has risk ``risk`` with the interval [risk / 2, ``high``] (risk + 0.05 unless
+    given) against the threshold 0.2."""
+    high = risk + 0.05 if high is None else high
     return {"release_id": rid, "label": f"c{rid}", "status": status, "epsilon": epsilon,
             "gate": {"blocked": blocked, "per_utility": per_utility},
-            "attacks": [{"attack": "a", "risk": risk, "threshold": 0.2}]}
+            "attacks": [{"attack": "a", "risk": risk, "risk_ci_low": risk / 2, "risk_ci_high": high,
+                         "threshold": 0.2, "verdict": "passes" if high <= 0.2 else "blocked" if risk / 2 > 0.2
+                         else "too close to call"}]}
 
 
 def test_the_recommendation_is_the_passing_candidate_using_least_of_its_floor():
@@ -83,12 +103,27 @@ def test_the_recommendation_is_the_passing_candidate_using_least_of_its_floor():
     rec = recommend(outcomes)
     assert rec.release_id == 3  # 2 is better still but blocked; 4 failed
     assert "release 3" in rec.reason and "of the 2 candidate(s) that pass" in rec.reason
-    # equal utility: the lower worst risk, then the smaller epsilon, then the earlier candidate
-    tie = [outcome(5, False, better, risk=0.15), outcome(6, False, better, risk=0.05)]
+    # equal utility: the lower worst upper bound, then the smaller epsilon, then the earlier candidate
+    tie = [outcome(5, False, better, risk=0.05, high=0.19), outcome(6, False, better, risk=0.1, high=0.15)]
     assert recommend(tie).release_id == 6
     tie = [outcome(7, False, better, epsilon=5.0), outcome(8, False, better, epsilon=None)]
     assert recommend(tie).release_id == 8
     assert recommend([outcome(9, False, better), outcome(10, False, better)]).release_id == 9
+
+
+def test_a_candidate_too_close_to_call_is_never_recommended_even_when_a_point_policy_passed_it():
+    """Candidate 1 has the better utility and passed the gate (a policy deciding on the point estimate: 0.18 under
+    0.2), but its interval reaches 0.24: another draw may be over. Candidate 2 passes with room to spare."""
+    better = {"density_jsd": {"value": 0.1, "max": 0.5}}
+    worse = {"density_jsd": {"value": 0.4, "max": 0.5}}
+    close, clear = outcome(1, False, better, risk=0.18, high=0.24), outcome(2, False, worse, risk=0.05, high=0.12)
+    assert too_close(close["attacks"]) == ["a"] and too_close(clear["attacks"]) == []
+    rec = recommend([close, clear])
+    assert rec.release_id == 2
+    assert "1 passed on the point estimate but are too close to call" in rec.reason
+    alone = recommend([close])
+    assert alone.release_id is None and "too close to call" in alone.reason
+    assert "with every attack's interval under its threshold" in alone.reason
 
 
 def test_no_recommendation_when_nothing_passes():

@@ -60,3 +60,20 @@ def test_running_an_attack_on_fewer_release_kinds_is_a_weakening():
     d = FLOOR.to_dict()
     del d["attacks"]["home_work"]["products"]  # on every kind: at least the floor's
     assert weakenings(GatePolicy.from_dict(d), FLOOR) == []
+
+
+def test_fewer_objects_or_wider_intervals_against_controls_are_weakenings_and_another_share_a_change():
+    """Members against controls (audits.controls): a policy that measures on fewer objects or accepts a wider
+    interval says "too few objects to measure" less often, i.e. gates releases its floor would not; another share
+    is another measurement."""
+    from dataclasses import replace
+
+    def with_controls(**kw) -> GatePolicy:
+        return replace(FLOOR, controls=replace(FLOOR.controls, **kw))
+
+    assert weakenings(with_controls(min_objects=60, max_risk_ci_width=0.2), FLOOR) == []
+    assert weakenings(with_controls(min_objects=10), FLOOR) == [
+        "it measures members against controls on fewer objects or wider intervals than the floor"]
+    assert weakenings(with_controls(max_risk_ci_width=0.9), FLOOR) == [
+        "it measures members against controls on fewer objects or wider intervals than the floor"]
+    assert weakenings(with_controls(share=0.5), FLOOR) == ["it changes the control share from 0.3 to 0.5"]

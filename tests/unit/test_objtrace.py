@@ -3,13 +3,14 @@ Dask workers with the real T-Drive sample."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from audits.utility import trajectory_metrics
+from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
 from tasks import check_output, protect
@@ -21,6 +22,7 @@ from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
 from trajpub.segment import keep_trajectories, segment, to_grid
 from trajpub.spec import ReleaseSpec, read_spec_file
+from trajpub.window import ReleaseWindow
 
 BBOX = (115.4, 39.4, 117.6, 41.1)
 HISTOGRAMS = [p for p in objtrace.PARTS if p != "records"]
@@ -42,11 +44,11 @@ def test_budget_parts_sum_exactly_to_epsilon(epsilon: float) -> None:
 
 def test_params_refuse_bad_values_with_the_field() -> None:
     for bad in ({"shares": [0.5, 0.5]}, {"length_edges": [1, 2]}, {"pace_edges_s": [0, 10, 5]},
-                {"epsilon": 0}, {"reference_date": "yesterday"}, {"cell_size": 3}):
+                {"epsilon": 0}, {"reference_date": "2008-02-04"}, {"cell_size": 3}):
         with pytest.raises(ParameterError) as err:
             ObjTrace().parse_params(bad)
         assert err.value.where.startswith("objtrace.")
-    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 4 + [0.5 / 3] * 3})
+    params = objtrace.ObjTraceParams.from_dict({"length_edges": [0, 1, 5], "shares": [0.125] * 8})
     assert objtrace.ObjTraceParams.from_dict(params.to_dict()) == params
 
 
@@ -73,7 +75,7 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_part() -> None:
     geometry = objtrace.geometry_of(GridSpec(BBOX, 2000.0), params)
     shapes = {"records": 1, "length": len(params.length_edges),
               "end": (2 * params.max_displacement + 1) ** 2, "density": geometry.model.n_cells,
-              "moves": geometry.model.n_cells * 8, "hour": geometry.region.n_cells * 24,
+              "moves": geometry.model.n_cells * 8, "weekday": 7, "hour": geometry.region.n_cells * 24,
               "pace": len(params.pace_edges_s)}
     zeros = ObjTraceCounts(**{f.name: 0.0 if f.name == "records" else np.zeros(shapes[f.name])
                               for f in fields(ObjTraceCounts)})
@@ -112,7 +114,8 @@ def test_every_released_record_has_timestamps_the_output_suite_accepts(prepared)
     grid = GridSpec(BBOX, 2000.0)
     params = objtrace.ObjTraceParams(epsilon=5.0)
     taxis = prepared["object_id"].drop_duplicates().iloc[:60]
-    result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, np.random.default_rng(3))
+    result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, TDRIVE_WINDOW,
+                                np.random.default_rng(3))
     _check_release(result.points, grid, params)
 
 
@@ -122,7 +125,8 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
     params = adapter.parse_params({"epsilon": 5.0})
     assert adapter.max_records_per_object(params) is None
     assert adapter.guarantee(params).privacy_unit == "one object" and adapter.guarantee(params).epsilon == 5.0
-    out = protect.run(adapter, dask_client, futures, PublicInputs(grid), params, np.random.default_rng(8))
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid, window=TDRIVE_WINDOW), params,
+                       np.random.default_rng(8))
     _check_release(out.points, grid, params)
     meta = out.metadata
     assert meta["mechanism"] == "objtrace" and meta["params"] == params.to_dict()
@@ -146,11 +150,67 @@ def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
     mech = ObjTrace()
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
+    mech.check_spec(spec, mech.parse_params(spec.params))  # its week is where the timestamps go
+
+
+def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
+    """The timestamps go in the release's window: an open end (or none) is refused before anything is charged."""
+    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
+    mech = ObjTrace()
+    for open_end in ({"window_start": None}, {"window_end": None}):
+        with pytest.raises(ParameterError, match="needs window_start and window_end") as err:
+            mech.check_spec(replace(spec, **open_end), mech.parse_params(spec.params))
+        assert err.value.where == "window"
 
 
 def test_an_empty_release_is_an_empty_frame(prepared) -> None:
     grid = GridSpec(BBOX, 2000.0)
     taxis = prepared["object_id"].drop_duplicates().iloc[:3]
     result = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid,
-                                 objtrace.ObjTraceParams(n_synthetic=0), np.random.default_rng(1))
+                                 objtrace.ObjTraceParams(n_synthetic=0), TDRIVE_WINDOW, np.random.default_rng(1))
     assert result.points.empty and list(result.points.columns[:6]) == ["traj_id", "seq", "cell", "t", "lon", "lat"]
+
+
+@pytest.mark.parametrize("window", [
+    ReleaseWindow(pd.Timestamp("2008-02-03T16:00Z"), pd.Timestamp("2008-02-10T16:00Z"), "Asia/Shanghai"),  # a week
+    ReleaseWindow(pd.Timestamp("2008-02-04T16:00Z"), pd.Timestamp("2008-02-05T16:00Z"), "Asia/Shanghai"),  # a day
+    ReleaseWindow(pd.Timestamp("2008-02-05T10:00Z"), pd.Timestamp("2008-02-05T13:00Z"), "UTC"),  # 3 h: records squeezed
+], ids=["local week", "local day", "three hours"])
+def test_every_timestamp_lies_in_the_release_window(prepared, window) -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    params = objtrace.ObjTraceParams(epsilon=5.0)
+    taxis = prepared["object_id"].drop_duplicates().iloc[:60]
+    points = objtrace.synthesize(prepared[prepared["object_id"].isin(taxis)], grid, params, window,
+                                 np.random.default_rng(5)).points
+    assert len(points) and points["t"].between(window.start, window.end, inclusive="left").all()
+    assert points.groupby("traj_id")["t"].apply(lambda t: t.is_monotonic_increasing).all()
+    # and they spread over the window instead of sitting on one date
+    days = points.groupby("traj_id")["t"].first().dt.tz_convert(window.timezone).dt.date.nunique()
+    assert days == len(window.local_days())
+
+
+def test_start_days_follow_the_noisy_local_day_of_week_histogram(prepared) -> None:
+    """The days of week of the records' starts follow the noisy local day-of-week histogram the model released, so
+    a weekly release keeps the fleet's weekly rhythm: each share of the n synthetic starts is within 4 standard
+    deviations sqrt(p (1 - p) / n) of the probability it was drawn with; hours and days are counted in the
+    dataset's zone."""
+    grid = GridSpec(BBOX, 2000.0)
+    params = objtrace.ObjTraceParams(epsilon=5.0, n_synthetic=4000)
+    week = ReleaseWindow(pd.Timestamp("2008-02-03T16:00Z"), pd.Timestamp("2008-02-10T16:00Z"), "Asia/Shanghai")
+    result = objtrace.synthesize(prepared, grid, params, week, np.random.default_rng(9))
+    starts = result.points.groupby("traj_id")["t"].first().dt.tz_convert(week.timezone)
+    n = len(starts)
+    p = np.clip(result.model.noisy["weekday"], 0, None)
+    p = p / p.sum()  # the week holds every day of week once
+    share = np.bincount(starts.dt.weekday, minlength=7) / n
+    assert (np.abs(share - p) <= 4 * np.sqrt(p * (1 - p) / n) + 1e-12).all(), (share, p)
+    # the histograms are counted in local time: Beijing's hours are UTC's 8 hours later (no daylight saving)
+    geometry = objtrace.geometry_of(grid, params)
+    local = objtrace.count_points(prepared, geometry, params, week.timezone)
+    in_utc = objtrace.count_points(prepared, geometry, params, "UTC")
+    np.testing.assert_allclose(local.hour.reshape(-1, 24), np.roll(in_utc.hour.reshape(-1, 24), 8, axis=1))
+    assert not np.allclose(local.weekday, in_utc.weekday)  # 16:00-24:00 UTC is the next day in Beijing
+    # the noisy weekday histogram is the true per-object one plus Laplace(1 / epsilon_weekday) per bin: |noise| <
+    # 12 b for all 7 bins but with probability 7 exp(-12) < 1e-4
+    scale = params.scale("weekday")
+    assert scale == 1 / (5.0 * 0.05) and np.abs(result.model.noisy["weekday"] - local.weekday).max() < 12 * scale

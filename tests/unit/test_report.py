@@ -9,3 +9,21 @@ def test_attack_plot_accepts_an_interval_that_rounds_past_the_rate():
              "passed": False},
             {"attack": "c", "success_rate": None, "passed": False}]
     assert attack_plot(rows).startswith("data:image/png;base64,")
+
+
+def test_the_review_states_the_control_protocol_and_size_and_lineage_only_the_share():
+    """Members against controls (audits.controls): the steward reads how many objects were held out and what the
+    table's figures then mean; lineage carries the protocol and the policy's share, never the count."""
+    import json
+
+    from tasks.lineage import controls_facet
+    from tasks.report import controls_words
+
+    summary = {"controls": {"protocol": "held_out", "share": 0.3, "n_controls": 86, "n_members": 202}}
+    words = controls_words(summary)
+    assert "86 of the 288 objects (30%" in words and "made from the other 202" in words
+    assert "never read the controls' data" in words
+    facet = controls_facet(summary)
+    assert facet == {"controls": {"protocol": "held_out", "share": 0.3}}
+    assert "86" not in json.dumps(facet) and "202" not in json.dumps(facet)
+    assert controls_words({}) is None and controls_facet({}) == {}

@@ -1,0 +1,347 @@
+"""The gate's validity (docs/design.md, "Audits and the gate"): how often the default gate policy passes each
+candidate over repeated draws, on the T-Drive sample, with the positive controls that it must block.
+
+Candidates: ObjTrace ε 1, 2, 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
+of their example specs (``flows/specs/*.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
+``tests/controls`` (ObjTrace ε 5 with 2, 5, 10, 20 % of the input's trajectory records copied in, and every
+record replayed as synthetic). Mixzone's example reads Helsinki's roads: here it runs with the same parameters on
+the synthetic central-Beijing street grid of :func:`bench.table4.central_beijing_network`, with the bbox and
+preparation of the T-Drive W4M example.
+
+One draw = what one release of the candidate does, in process, through the production functions: the sample
+cleaned by the flow's validation rules (:func:`bench.tdrive.load_clean`), prepared by the spec
+(:func:`tasks.prepare.prepare_partition`), the mechanism by the Dask runner (:func:`tasks.protect.run`) on two
+partitions of whole objects, timestamps coarsened (:func:`tasks.check_output.coarsen_times`), then the audit and
+the gate (:func:`tasks.audit.run`) with the default policy in the dataset's time zone. Each draw has its own
+seed (``--seed`` + draw number) for the mechanism and the audit's utility; nothing is tuned on the sample.
+
+    .venv/bin/python -m bench.gate_validity [--draws 20] [--only objtrace_e5,copy_5] [--workers 2]
+
+Outputs: ``bench/gate_validity/results.json`` (every draw; a re-run of some candidates replaces theirs) and the
+tables of ``bench/GATE_VALIDITY_RESULTS.md`` (between its markers; the text around them is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from distributed import Client, Future
+from distributed import wait as wait_futures
+
+from audits.gate import GatePolicy
+from bench.fgs_pufferfish import machine
+from bench.table4 import central_beijing_network
+from bench.tdrive import TZ, load_clean
+from bench.utility_data import TDRIVE_WINDOW
+from tasks import audit, check_output
+from tasks.dask_cluster import local_cluster
+from tasks.prepare import prepare_partition
+from tasks.protect import mechanism
+from tasks.protect import run as run_mechanism
+from tests.controls.mechanism import CopyControl, Replay
+from trajpub.candidate import CandidateRelease, Shape
+from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.spec import ReleaseSpec, example_spec_file, read_spec_file
+
+ROOT = Path(__file__).resolve().parent
+OUT = ROOT / "gate_validity"
+RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
+BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
+SPECS = ROOT.parent / "flows" / "specs"
+NETWORK_NAME = "synthetic central Beijing"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One row: ``key`` (for ``--only``), a label, the mechanism (registered name or a test-only instance), the
+    example spec whose params and preparation it uses, params over the spec's, and whether it must be blocked
+    in every draw (a positive control)."""
+
+    key: str
+    label: str
+    mechanism: str | Mechanism
+    spec: Path
+    params: dict = field(default_factory=dict)
+    control: bool = False
+    spec_params: bool = True
+    """False: the example spec's params are not the mechanism's (the replay control takes none)."""
+
+    def mech(self) -> Mechanism:
+        return mechanism(self.mechanism) if isinstance(self.mechanism, str) else self.mechanism
+
+    def release_spec(self) -> ReleaseSpec:
+        """The example spec with the candidate's mechanism and params (Mixzone: the T-Drive W4M example's
+        bbox and preparation, Mixzone's params)."""
+        spec = read_spec_file(self.spec)
+        if self.mechanism == "mixzone":
+            base = read_spec_file(example_spec_file("w4m"))
+            spec = {**base, "mechanism": "mixzone", "params": spec["params"]}
+        base = spec.get("params", {}) if self.spec_params else {}
+        return ReleaseSpec.from_dict({**spec, "mechanism": self.mech().name, "params": {**base, **self.params}})
+
+
+def _objtrace(key: str, label: str, epsilon: float) -> Candidate:
+    return Candidate(key, label, "objtrace", example_spec_file("objtrace"), {"epsilon": epsilon})
+
+
+def _copy(percent: float) -> Candidate:
+    return Candidate(f"copy_{percent:g}", f"copy control {percent:g}% (ObjTrace eps 5 + copies)", CopyControl(),
+                     example_spec_file("objtrace"), {"copy_percent": percent}, control=True)
+
+
+CANDIDATES = [
+    _objtrace("objtrace_e1", "ObjTrace eps 1 per taxi", 1.0),
+    _objtrace("objtrace_e2", "ObjTrace eps 2 per taxi", 2.0),
+    _objtrace("objtrace_e5", "ObjTrace eps 5 per taxi (demo)", 5.0),
+    Candidate("adatrace", "AdaTrace (example)", "adatrace", example_spec_file("adatrace")),
+    Candidate("dpt", "DPT (example)", "dpt", example_spec_file("dpt")),
+    Candidate("prefix_tree", "prefix tree (example)", "prefix_tree", example_spec_file("prefix_tree")),
+    *(_copy(p) for p in (2, 5, 10, 20)),
+    Candidate("replay", "replay control (every record as synthetic)", Replay(), example_spec_file("objtrace"),
+              control=True, spec_params=False),
+    Candidate("glove", "GLOVE (example)", "glove", example_spec_file("glove")),
+    Candidate("w4m", "W4M (example)", "w4m", example_spec_file("w4m")),
+    Candidate("mixzone", "Mixzone (example params, synthetic Beijing streets)", "mixzone",
+              example_spec_file("mixzone"), {"road_network": NETWORK_NAME}),
+]
+
+
+def inputs_and_params(candidate: Candidate, spec: ReleaseSpec) -> tuple[PublicInputs, Any]:
+    """The public inputs and the mechanism's parameters, resolved as the flow's public-inputs step does (Mixzone:
+    the synthetic street grid in memory instead of a network read from PostGIS)."""
+    mech = candidate.mech()
+    params = mech.parse_params(dict(spec.params))
+    if mech.public_inputs(params).get("road_network") == NETWORK_NAME:
+        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic", window=TDRIVE_WINDOW)
+    else:
+        inputs = PublicInputs(spec.grid, window=TDRIVE_WINDOW)
+    return inputs, mech.resolved(params, inputs)
+
+
+def prepared_parts(clean: pd.DataFrame, spec: ReleaseSpec, cap: int | None) -> list[pd.DataFrame]:
+    """The clean sample prepared by ``spec`` (the flow's prepare function), in two partitions of whole objects."""
+    half = pd.factorize(clean["object_id"])[0] % 2
+    return [prepare_partition(clean[half == p].reset_index(drop=True), p, spec.prepare, spec.grid, cap)
+            for p in (0, 1)]
+
+
+def worker_cpu_s(client: Client) -> float:
+    return float(sum(client.run(time.process_time).values()))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every draw of a candidate shares: its spec, public inputs, parsed params and prepared partitions."""
+
+    candidate: Candidate
+    spec: ReleaseSpec
+    inputs: PublicInputs
+    params: Any
+    parts: list[pd.DataFrame]
+
+    @classmethod
+    def of(cls, candidate: Candidate, clean: pd.DataFrame) -> Setup:
+        spec = candidate.release_spec()
+        inputs, params = inputs_and_params(candidate, spec)
+        return cls(candidate, spec, inputs, params,
+                   prepared_parts(clean, spec, candidate.mech().max_records_per_object(params)))
+
+
+
+@dataclass(frozen=True)
+class Released:
+    """One release of a candidate: the candidate release, the auditor's raw frame on the cluster (with the
+    ``member`` column of a synthetic release), the number of control objects held out (None: not synthetic)."""
+
+    candidate: CandidateRelease
+    raw: Future
+    n_controls: int | None
+    mechanism_s: float
+
+
+def release(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> Released:
+    """The candidate released as the flow's protect stage makes it (:func:`tasks.stages.prepare_and_protect`):
+    a synthetic release's control objects (the policy's share, by object) held out of the mechanism's input,
+    the mechanism on the Dask runner, the output's timestamps coarsened."""
+    mech = setup.candidate.mech()
+    began = time.perf_counter()
+    prepared = client.scatter(setup.parts, hash=False)
+    rng = np.random.default_rng(seed)
+    held_out = None
+    if mech.shape is Shape.SYNTHETIC:
+        held_out = audit.hold_out_controls(client, prepared, policy.controls.share, rng.spawn(1)[0])
+    released = run_mechanism(mech, client, prepared if held_out is None else audit.without(client, prepared, held_out),
+                             setup.inputs, setup.params, rng)
+    released = check_output.coarsen_times(released, setup.spec.time_precision_s)
+    raw = audit.raw_on_cluster(client, prepared, held_out)
+    wait_futures(raw)  # the partitions are let go when this returns (the raw frame stays)
+    return Released(released, raw, None if held_out is None else len(held_out), time.perf_counter() - began)
+
+
+def one_draw(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> dict:
+    """One release (:func:`release`), its audit and gate (:func:`tasks.audit.run`), and what the bench records."""
+    cpu0, began = worker_cpu_s(client) + time.process_time(), time.perf_counter()
+    released = release(client, setup, policy, seed)
+    outcome = audit.run(client, released.raw, released.candidate, policy, seed, bbox=setup.spec.grid.bbox)
+    attacks = {}
+    for resolution, r in outcome.by_resolution:
+        entry = {k: v for k, v in r.to_dict().items() if k not in ("evidence", "controls")}
+        if r.controls is not None:
+            entry["controls"] = {k: v for k, v in r.controls.to_dict().items()
+                                 if k in ("statistic", "n_members", "n_controls", "member_value", "control_value",
+                                          "difference_ci")}
+        attacks.setdefault(r.attack, {})[f"{resolution:g}"] = entry
+    return {"seed": seed, "blocked": outcome.decision.blocked, "privacy": outcome.decision.privacy,
+            "utility": outcome.decision.utility, "reasons": outcome.decision.reasons, "attacks": attacks,
+            "verdicts": {name: e.get("verdict", e["status"]) for name, e in outcome.decision.per_attack.items()},
+            "failures": outcome.failures, "not_applicable": outcome.not_applicable,
+            "n_controls": released.n_controls,
+            "released_records": released.candidate.metadata.get("released_records"),
+            "mechanism_s": released.mechanism_s, "draw_s": time.perf_counter() - began,
+            "cpu_s": worker_cpu_s(client) + time.process_time() - cpu0,
+            "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
+
+
+def candidate(key: str) -> Candidate:
+    [found] = [c for c in CANDIDATES if c.key == key]
+    return found
+
+
+def default_policy() -> GatePolicy:
+    """The default gate policy in the sample's time zone (the flow applies the dataset's)."""
+    return GatePolicy.default().in_timezone(TZ)
+
+
+def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
+                  seed: int, save_draws: Callable[[dict], None]) -> None:
+    """``draws`` draws of the candidate; after each, ``save_draws`` gets the candidate's entry so far."""
+    setup = Setup.of(candidate, clean)
+    entry = {"key": candidate.key, "label": candidate.label, "mechanism": setup.spec.mechanism,
+             "params": setup.spec.params, "spec": str(candidate.spec.relative_to(ROOT.parent)),
+             "control": candidate.control, "draws": []}
+    for d in range(draws):
+        last = one_draw(client, setup, policy, seed + d)
+        entry["draws"].append(last)
+        save_draws(entry)
+        print(f"{candidate.key} draw {d}: {'blocked' if last['blocked'] else 'passed'} "
+              f"({last['draw_s']:.1f} s wall, {last['cpu_s']:.1f} s CPU)", flush=True)
+
+
+def worst(draw: dict, attack: str) -> dict:
+    """The attack's result the gate decides on in one draw: the resolution with the highest upper end of the
+    risk's interval (the default policy decides on the upper bound)."""
+    return max(draw["attacks"][attack].values(), key=lambda r: (r["risk_ci_high"], r["risk"]))
+
+
+def _range(values: list[float]) -> str:
+    return f"{np.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
+
+
+def tables(results: dict) -> str:
+    """The verdicts, every attack's figures, and what was run, from the results file."""
+    cands = results["candidates"]
+    lines = ["### Verdicts over the draws", "",
+             ("| candidate | draws | passed | privacy passed | utility passed | draws with an attack too close to "
+              "call | draws with too few objects | must block |"), "|---|---|---|---|---|---|---|---|"]
+    for c in cands:
+        d = c["draws"]
+        close = sum(any(v == "too close to call" for v in x["verdicts"].values()) for x in d)
+        few = sum(any("too few objects" in why for why in x["not_applicable"].values()) for x in d)
+        lines.append(f"| {c['label']} | {len(d)} | {sum(not x['blocked'] for x in d)} | "
+                     f"{sum(x['privacy'] == 'passed' for x in d)} | {sum(x['utility'] != 'blocked' for x in d)} | "
+                     f"{close} | {few} | {'yes' if c['control'] else ''} |")
+    lines += ["", ("### Each attack as the gate reads it: per draw, the resolution with the highest upper end of "
+                   "the risk's 95% interval; mean [min, max] over the draws"), "",
+              ("| candidate | attack | members (success rate) | controls (baseline) | risk | risk interval upper "
+               "end | verdicts |"), "|---|---|---|---|---|---|---|"]
+    for c in cands:
+        for a in sorted({a for x in c["draws"] for a in x["attacks"]}):
+            rs = [worst(x, a) for x in c["draws"] if a in x["attacks"]]
+            counts: dict[str, int] = {}
+            for x in c["draws"]:
+                v = x["verdicts"].get(a, "not run")
+                counts[v] = counts.get(v, 0) + 1
+            lines.append(f"| {c['label']} | {a} | {_range([r['success_rate'] for r in rs])} | "
+                         f"{_range([r['baseline'] for r in rs])} | {_range([r['risk'] for r in rs])} | "
+                         f"{_range([r['risk_ci_high'] for r in rs])} | "
+                         + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())) + " |")
+    lines += ["", "### What was run", "",
+              ("| candidate | draws | seeds | command | commit | started (UTC) | CPU s / draw | wall s / draw | "
+              "load average (1 min) over the draws |"), "|---|---|---|---|---|---|---|---|---|"]
+    for c in cands:
+        d = c["draws"]
+        load = [float(x["loadavg"][0]) for x in d]
+        lines.append(f"| {c['label']} | {len(d)} | {d[0]['seed']}-{d[-1]['seed']} | `{c['command']}` | "
+                     f"{c['commit']} | {c['machine']['date'][:16]} | {np.mean([x['cpu_s'] for x in d]):.1f} | "
+                     f"{np.mean([x['draw_s'] for x in d]):.1f} | {min(load):.0f}-{max(load):.0f} |")
+    m = cands[0]["machine"] if cands else machine()
+    lines += ["", (f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, Python {m['python']}, shared with "
+                  "other engineers' jobs (hence the load average); the CPU seconds are the driver's and the Dask "
+                  "workers' process time.")]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(results: dict) -> None:
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else (
+        "# The gate's validity: pass rates over repeated draws\n\n" + BEGIN + "\n" + END + "\n")
+    before, rest = text.split(BEGIN, 1)
+    after = rest.split(END, 1)[1]
+    RESULTS_MD.write_text(before + BEGIN + "\n" + tables(results) + END + after)
+
+
+def save(path: Path, entry: dict) -> dict:
+    """The results file with ``entry`` (one candidate's draws) in place of that candidate's, read afresh: runs
+    of different candidates may share the file."""
+    found = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
+    found[entry["key"]] = entry
+    order = [c.key for c in CANDIDATES]
+    results = {"candidates": sorted(found.values(), key=lambda c: order.index(c["key"]))}
+    path.write_text(json.dumps(results, indent=1, default=str))
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--only", default="", help="comma-separated candidate keys (default: all): "
+                        + ", ".join(c.key for c in CANDIDATES))
+    parser.add_argument("--seed", type=int, default=0, help="draw d uses seed + d")
+    parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (the flow uses 2)")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
+    args = parser.parse_args(argv)
+    only = {x for x in args.only.split(",") if x}
+    unknown = only - {c.key for c in CANDIDATES}
+    if unknown:
+        parser.error(f"unknown candidate(s) {', '.join(sorted(unknown))}")
+    path = OUT / "results.json"
+    if args.report_only:
+        write_report(json.loads(path.read_text()))
+        return
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                            check=True).stdout.strip()
+    OUT.mkdir(exist_ok=True)
+    clean, _ = load_clean()
+    policy = default_policy()
+    command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
+    with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
+        for candidate in CANDIDATES:
+            if only and candidate.key not in only:
+                continue
+            run = {"commit": commit, "command": command.strip(), "machine": machine(), "workers": args.workers,
+                   "policy": policy.to_dict()}
+            run_candidate(client, candidate, clean, policy, args.draws, args.seed,
+                          lambda entry, run=run: write_report(save(path, {**entry, **run})))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Utility of synthetic T-Drive releases at 6, 3 and 1.5 km cells (32, 64, 128 cells over the data's bbox), with
+the sampling floor, plus segment-speed and trip-duration plausibility.
+
+The sample's taxis are split in two halves (:func:`bench.utility_data.taxi_halves`): hyper-parameters of CityTrace
+were chosen on the *tuning* half only; every row here is a release of the *report* half, scored against it:
+
+- **floor**: the tuning half itself, scored as if it were a release of the report half (another 143 taxis of
+  the same fleet and week: what no synthesizer of the report half can be expected to beat);
+- trajpub's mechanisms (ObjTrace with its defaults, CityTrace) through their flow adapters
+  (:func:`bench.table4.protect`, two Dask workers), as :mod:`bench.references` runs them;
+- PrivTrace and LDPTrace from their authors' code (:func:`bench.references.run_privtrace`,
+  :func:`bench.references.run_ldptrace`; set-up in :mod:`bench.references`).
+
+Scoring: :func:`audits.utility.trajectory_metrics` at ``grid_size`` 32, 64 and 128 (density, trip, pattern F1,
+transition per grid; query and length are grid-free), and, for timed releases, the p99 segment speed
+(:func:`audits.utility.segment_speeds`), the speed JSD and the trip-duration JSD, both on 20 buckets up to the
+raw p99 (:func:`audits.utility.speed_jsd`, :func:`audits.utility.duration_jsd`).
+
+    .venv/bin/python -m bench.utility_resolutions run --tool privtrace --epsilon 5 --runs 3
+    .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3
+    .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2
+    .venv/bin/python -m bench.utility_resolutions score    # the table of bench/UTILITY_RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from audits.utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
+from bench import references, utility_data
+from bench.fgs_pufferfish import machine
+
+OUT = references.ROOT / "out" / "resolutions"
+RESULTS = references.ROOT / "references" / "resolutions.json"
+BEGIN, END = "<!-- resolutions:begin -->", "<!-- resolutions:end -->"
+BBOX = utility_data.TDRIVE_BBOX
+GRIDS = (32, 64, 128)
+GRID_METRICS = ("density", "trip", "pattern_f1", "transition")
+FLOOR = "floor (the other half of the taxis)"
+
+
+def report_half() -> pd.DataFrame:
+    return utility_data.taxi_halves(utility_data.tdrive_records())[1]
+
+
+def models() -> list:
+    """ObjTrace at its defaults and CityTrace at its defaults, ε = 5 per taxi."""
+    from bench.table4 import Model
+
+    return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}),
+            Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0})]
+
+
+def keep(name: str, release: pd.DataFrame, meta: dict) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    release.to_csv(OUT / f"{name}.csv.gz", index=False)
+    (OUT / f"{name}.json").write_text(json.dumps(meta, default=str))
+
+
+def run_reference(tool: str, epsilon: float, runs: int) -> None:
+    records = report_half()
+    for seed in range(runs):
+        if tool == "privtrace":
+            release, wall = references.run_privtrace(records, BBOX, epsilon)
+        else:
+            release, wall = references.run_ldptrace(records, epsilon, seed)
+        label = f"{'PrivTrace' if tool == 'privtrace' else 'LDPTrace'} eps={epsilon:g} per record" + (
+            ", local DP" if tool == "ldptrace" else "")
+        keep(f"{tool}_eps{epsilon:g}_run{seed}", release, {"label": label, "seed": seed, "wall_s": wall})
+        print(f"{label} run {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
+
+
+def run_mechanisms(only: set[str], seeds: list[int]) -> None:
+    """Each model of :func:`models` on the report half, as :func:`bench.references.run_mechanisms` runs them."""
+    from dataclasses import replace
+
+    from distributed import Client
+
+    from bench.table4 import protect
+    from tasks.dask_cluster import local_cluster
+    from tasks.protect import mechanism
+    from trajpub.grid import GridSpec
+    from trajpub.segment import keep_trajectories, to_grid
+
+    records = report_half()
+    records = records.assign(seq=records.groupby("traj_id").cumcount())
+    with local_cluster(2, memory_limit="6GB") as cluster, Client(cluster) as client:
+        for model in models():
+            if only and model.mechanism not in only:
+                continue
+            model = replace(model, grid=GridSpec(BBOX, model.grid.cell_size_m))
+            params = model.parsed()
+            prepared = to_grid(keep_trajectories(records, 2, mechanism(model.mechanism).max_records_per_object(params)),
+                               model.grid)
+            half = pd.factorize(prepared["object_id"])[0] % 2
+            parts = [prepared[half == h].reset_index(drop=True) for h in (0, 1)]
+            for seed in seeds:
+                candidate, wall, _ = protect(client, model, params, parts, seed)
+                release = candidate.points[["traj_id", "seq", "lon", "lat", "t"]]
+                keep(f"{model.mechanism}_run{seed}", release, {"label": model.label, "seed": seed, "wall_s": wall})
+                print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
+
+
+def metrics(raw: pd.DataFrame, release: pd.DataFrame, seed: int) -> dict:
+    """The figures of one release of the report half (module docstring)."""
+    out = {}
+    for g in GRIDS:
+        m = trajectory_metrics(raw, release, BBOX, seed, g)
+        out |= {f"{k}_{g}": m[k] for k in GRID_METRICS}
+        out |= {"query": m["query"], "length": m["length"], "outside_bbox_share": m["outside_bbox_share"]}
+    if "t" in release and release["t"].notna().any():
+        _, speeds = segment_speeds(raw, release)
+        out |= {"speed_p99_kmh": float(np.quantile(speeds, 0.99)) if len(speeds) else None,
+                "speed_jsd": speed_jsd(raw, release), "duration_jsd": duration_jsd(raw, release, 20, 0.99),
+                "start_hour_jsd": m["start_hour_jsd"], "days": int(release["t"].dt.normalize().nunique())}
+    return out
+
+
+def read_release(path: Path) -> pd.DataFrame:
+    release = pd.read_csv(path)
+    if "t" in release:
+        release["t"] = pd.to_datetime(release["t"], utc=True, format="ISO8601")
+    return release
+
+
+COLUMNS = (*(f"{k}_{g}" for g in GRIDS for k in GRID_METRICS), "query", "length", "speed_p99_kmh", "speed_jsd",
+           "duration_jsd", "start_hour_jsd", "days", "wall_s")
+
+
+def score() -> dict:
+    """Every kept run (and the floor, seed 0) scored; the results and the table of ``UTILITY_RESULTS.md``."""
+    tune, raw = (h.assign(seq=h.groupby("traj_id").cumcount())  # cleaned records are in traj_id, t order
+                 for h in utility_data.taxi_halves(utility_data.tdrive_records()))
+    raw_speeds, _ = segment_speeds(raw, raw)
+    kept = {r.get("file"): r for r in json.loads(RESULTS.read_text())["runs"]} if RESULTS.exists() else {}
+    rows = [kept.get(FLOOR) or {"label": FLOOR, "file": FLOOR, "seed": 0, "wall_s": None, **metrics(raw, tune, 0)}]
+    for meta_path in sorted(OUT.glob("*.json")):
+        output = meta_path.with_name(meta_path.name.replace(".json", ".csv.gz"))
+        if kept.get(output.name, {}).get("mtime") == output.stat().st_mtime:  # scored before, unchanged
+            rows.append(kept[output.name])
+            continue
+        meta = json.loads(meta_path.read_text())
+        rows.append({**meta, "file": output.name, "mtime": output.stat().st_mtime,
+                     **metrics(raw, read_release(output), meta["seed"])})
+        print(f"scored {meta_path.name}", flush=True)
+    results = {"machine": machine(), "references": references.commits(),
+               "raw_speed_p99_kmh": float(np.quantile(raw_speeds, 0.99)), "raw_taxis": int(raw["object_id"].nunique()),
+               "raw_records": int(raw["traj_id"].nunique()), "runs": rows}
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, default=float))
+    render()
+    return results
+
+
+def table(results: dict) -> str:
+    """Mean ± sd over the runs of each release, one column per figure of :data:`COLUMNS`."""
+    m = results["machine"]
+    runs = pd.DataFrame(results["runs"])
+    lines = [(f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, shared with other jobs; scored "
+              f"{m['date'][:16]} UTC. References: PrivTrace {results['references']['PrivTrace'][:12]}, LDPTrace "
+              f"{results['references']['LDPTrace'][:12]}. Raw (the report half): {results['raw_taxis']} taxis, "
+              f"{results['raw_records']} records, p99 segment speed {results['raw_speed_p99_kmh']:.1f} km/h."), ""]
+    for title, cols in (("6 km (32 x 32)", [f"{k}_32" for k in GRID_METRICS] + ["query", "length"]),
+                        ("3 km (64 x 64)", [f"{k}_64" for k in GRID_METRICS]),
+                        ("1.5 km (128 x 128)", [f"{k}_128" for k in GRID_METRICS]),
+                        ("time", ["speed_p99_kmh", "speed_jsd", "duration_jsd", "start_hour_jsd", "days", "wall_s"])):
+        names = [re.sub(r"_\d+$", "", c) for c in cols]
+        lines += [f"#### {title}", "", "| release | runs | " + " | ".join(names) + " |",
+                  "|---|---|" + "---|" * len(cols)]
+        for label, group in runs.groupby("label", sort=False):
+            cells = []
+            for c in cols:
+                v = pd.to_numeric(group[c], errors="coerce").dropna() if c in group else pd.Series([], dtype=float)
+                digits = 1 if c in ("speed_p99_kmh", "wall_s") else 0 if c == "days" else 3
+                cells.append("n/a" if v.empty else f"{v.mean():.{digits}f}" if len(v) == 1
+                             else f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}")
+            lines.append(f"| {label} | {len(group)} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines + halfway(runs))
+
+
+def halfway(runs: pd.DataFrame) -> list[str]:
+    """The issue's bar on this split: at 128 cells (query and length grid-free), CityTrace's mean at least halfway
+    from PrivTrace's mean to the floor, on every metric."""
+    means = runs.groupby("label", sort=False)[[*(f"{k}_128" for k in GRID_METRICS), "query", "length"]].mean()
+    ours, ref = "CityTrace eps=5 per taxi", "PrivTrace eps=5 per record"
+    if ours not in means.index or ref not in means.index:
+        return []
+    lines = ["#### The bar: halfway from PrivTrace to the floor at 1.5 km", "",
+             "| metric | floor | PrivTrace | halfway | CityTrace | met |", "|---|---|---|---|---|---|"]
+    for col in means.columns:
+        floor, peer, got = means.loc[FLOOR, col], means.loc[ref, col], means.loc[ours, col]
+        target = (floor + peer) / 2
+        met = got >= target if col.startswith("pattern_f1") else got <= target
+        name = re.sub(r"_\d+$", "", col)
+        lines.append(f"| {name} | {floor:.3f} | {peer:.3f} | {target:.3f} | {got:.3f} | "
+                     f"{'yes' if met else '**no**'} |")
+    return [*lines, ""]
+
+
+def render() -> None:
+    """The table of ``UTILITY_RESULTS.md`` from the kept ``resolutions.json`` (no rescoring)."""
+    results = json.loads(RESULTS.read_text())
+    text = references.RESULTS_MD.read_text()
+    before, rest = text.split(BEGIN, 1)
+    references.RESULTS_MD.write_text(before + BEGIN + "\n" + table(results) + END + rest.split(END, 1)[1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run one reference tool on the report half")
+    r.add_argument("--tool", choices=("privtrace", "ldptrace"), required=True)
+    r.add_argument("--epsilon", type=float, default=5.0)
+    r.add_argument("--runs", type=int, default=3)
+    m = sub.add_parser("mechanisms", help="run trajpub's mechanisms (models()) on the report half")
+    m.add_argument("--only", default="")
+    m.add_argument("--seeds", default="0,1,2")
+    sub.add_parser("score", help="score every kept run and the floor into bench/UTILITY_RESULTS.md")
+    sub.add_parser("table", help="rewrite the table of bench/UTILITY_RESULTS.md from the kept scores")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run_reference(args.tool, args.epsilon, args.runs)
+    elif args.command == "mechanisms":
+        run_mechanisms({x for x in args.only.split(",") if x}, [int(x) for x in args.seeds.split(",")])
+    elif args.command == "score":
+        score()
+    else:
+        render()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""CityTrace: ObjTrace's successor for city-scale detail (~1 km model cells), ε-DP per object.
+
+The privacy unit, the bounding of each object's contribution and the noise are ObjTrace's
+(:mod:`mechanisms.objtrace`; proof sketch in :mod:`.guarantee`). What changes, and where it comes from (papers
+and the authors' code read, none copied):
+
+- Fine cells where the data is dense (AdaTrace, Gursoy et al., CCS 2018, Sec. 4.1 density-aware grid;
+  PrivTrace, Du et al., USENIX Security 2023, ``discretization/divide.py``: a level-1 grid subdivided where the
+  noisy density is high). Here the point density is one noisy quadtree over 1 km cells, read top-down where
+  the noisy counts clear the noise (:func:`mechanisms.objtrace.quadtree.estimate`), with its ε split
+  geometrically over the levels (Cormode et al., "Differentially Private Spatial Decompositions", ICDE 2012,
+  Sec. 4.2). Their leaf-heavy ratio 2**(-1/3) suits least-squares post-processing; with the top-down estimate the
+  coarse levels decide where any detail is read, and giving them more (ratio 1.59) measured better on the
+  tuning half, at 6 km and at 1.5 km.
+- First-order moves at the finest level the noise supports (PrivTrace's adaptive order idea, one level here:
+  per object, its second-order counts drown in noise, as do first-order counts at 1 km): the 8 move directions
+  are counted between blocks of 2**L fine cells (4 km by default), where a block's flow is readable, and steer
+  the fine walk inside the block, whose next cell is otherwise chosen by the fine density (DPT, He et al.,
+  PVLDB 2015: neighbour moves in a reference system, direction-weighted turns).
+- Noise-aware reading (RetraSyn, Hu et al., "Real-Time Trajectory Synthesis with Local Differential Privacy",
+  ICDE 2024, ``code/RetraSyn_b.py``: a fresh noisy transition estimate replaces the previous release only where
+  it differs by more than its noise variance, the "significant patterns"): a finer quadtree level or a block's
+  directions count only where they clear their noise; elsewhere the coarser estimate (or the density) stands.
+  RetraSyn's adaptive allocation over timestamps is not used: a per-object bound lets us release one model for
+  the whole window instead of a stream.
+- Plausible times: a local day of the release's window from a noisy day-of-week histogram, a local hour per start
+  region (as ObjTrace's), a pace per record and a time per
+  move, each from a noisy histogram; a record lasts its pace times its moves (so durations follow the data's)
+  while its moves differ as the data's do (stops, fast roads); a public speed bound stretches a segment that
+  would be faster than a vehicle (the step histogram's low bins otherwise give a few km-long moves in seconds).
+- Hyper-parameters (:mod:`.params` defaults) were chosen on the even half of the T-Drive sample's taxis
+  (:func:`bench.utility_data.taxi_halves`); ``bench/UTILITY_RESULTS.md`` reports them on the odd half.
+
+Pipeline: per-partition bounded counts (:mod:`.counting`, workers) → noise (:mod:`.model`, driver) → walks and
+times (:mod:`.synthesis`) → points (:mod:`.points`). :func:`synthesize` runs it on one in-memory frame.
+"""
+
+from mechanisms.citytrace.counting import CityTraceCounts, count_points
+from mechanisms.citytrace.guarantee import guarantee
+from mechanisms.citytrace.mechanism import CityTraceResult, geometry_of, release_from_counts, synthesize
+from mechanisms.citytrace.model import NoisyModel, fit
+from mechanisms.citytrace.params import PARTS, CityTraceParams
+
+__all__ = [
+    "PARTS",
+    "CityTraceCounts",
+    "CityTraceParams",
+    "CityTraceResult",
+    "NoisyModel",
+    "count_points",
+    "fit",
+    "geometry_of",
+    "guarantee",
+    "release_from_counts",
+    "synthesize",
+]

@@ -1,0 +1,132 @@
+"""True statistics of one partition, each object's contribution bounded (the only code that reads raw data).
+
+ObjTrace's bounding (:mod:`mechanisms.objtrace.counting`): partitions hold whole objects; every histogram gets
+each object's own histogram divided by its number of items (L1 norm 1), the record count at most
+``max_records_per_object`` per object. Records are written in the fine model cells by DPT's discretisation
+(repeats collapsed, jumps filled). The statistics:
+
+- ``length``, ``end``, ``density``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of
+  week and hours in the dataset's time zone);
+- ``moves``: (block, direction) of each move of the record written in blocks of 2**L x 2**L fine cells
+  (its first ``max_moves`` moves at that level);
+- ``step``: for each fine move of a record, its time relative to the record's pace (seconds per move): the time
+  between the points where the record enters a new fine cell, divided by the moves between them, divided by
+  the pace, in the ``step_edges`` bins (records with >= 1 move).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from mechanisms.citytrace.params import HOURS, CityTraceParams
+from mechanisms.dpt import Hierarchy, discretise
+from mechanisms.dpt.params import N_DIRECTIONS
+from mechanisms.objtrace.counting import displacement_key, length_bin, per_object_histogram
+from mechanisms.objtrace.geometry import Geometry
+from mechanisms.objtrace.params import WEEKDAYS
+from mechanisms.objtrace.quadtree import block_index
+
+_NO_JUMP = np.iinfo(np.int64).max // 2
+
+
+@dataclass
+class CityTraceCounts:
+    """Sums over objects of their bounded contributions (dense arrays over public key spaces)."""
+
+    records: float
+    length: np.ndarray
+    end: np.ndarray
+    density: np.ndarray
+    moves: np.ndarray
+    weekday: np.ndarray
+    hour: np.ndarray
+    pace: np.ndarray
+    step: np.ndarray
+
+    def add(self, other: CityTraceCounts) -> CityTraceCounts:
+        return CityTraceCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+
+def first_moves(disc, limit: int) -> np.ndarray:
+    """Mask of the discretised cells that start one of their record's first ``limit`` moves."""
+    pos = np.arange(len(disc.cells)) - np.repeat(disc.offsets[:-1], disc.lengths)
+    return (disc.directions >= 0) & (pos < limit)
+
+
+def step_ratios(traj: np.ndarray, cells: np.ndarray, seconds: np.ndarray, n_cols: int,
+                pace: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell change of each record (points sorted by record and time): its record, the time per move since
+    the previous change (or the record's first point) relative to the record's ``pace`` (indexed by record),
+    and its number of moves (the Chebyshev distance between the two cells, as the discretisation fills it)."""
+    first = np.r_[True, traj[1:] != traj[:-1]]
+    change = ~first & np.r_[False, cells[1:] != cells[:-1]]
+    anchor = first | change
+    idx = np.flatnonzero(anchor)
+    prev = idx[:-1][~first[idx[1:]]]  # the anchor before each change of the same record
+    at = idx[1:][~first[idx[1:]]]
+    moves = np.maximum(np.abs(cells[at] % n_cols - cells[prev] % n_cols), np.abs(cells[at] // n_cols - cells[prev] // n_cols))
+    rec_pace = pace.reindex(traj[at]).to_numpy()
+    ratio = (seconds[at] - seconds[prev]) / moves / rec_pace
+    ok = np.isfinite(ratio) & (rec_pace > 0)
+    return traj[at][ok], ratio[ok], moves[ok]
+
+
+def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTraceParams,
+                 timezone: str = "UTC") -> CityTraceCounts:
+    """The bounded statistics of one partition: ``points`` has ``object_id, traj_id, seq, t, x, y`` and holds
+    every point of each of its objects; days of week and hours are read in ``timezone`` (the dataset's, public)."""
+    df = points.sort_values(["traj_id", "seq"], kind="stable")
+    grid = geometry.model
+    cells = grid.cell_of(df["x"].to_numpy(), df["y"].to_numpy())
+    df = df[cells >= 0].assign(mcell=cells[cells >= 0])
+    traj = df["traj_id"].to_numpy()
+    first = np.r_[True, traj[1:] != traj[:-1]] if len(df) else np.zeros(0, bool)
+    mcell = df["mcell"].to_numpy()
+    disc = discretise(traj, mcell, Hierarchy(grid.n_cols, grid.n_rows, 1), _NO_JUMP, 1.0)
+    moves_full = disc.lengths - 1
+    heads = df[first]
+    owner = heads["object_id"].astype(str).to_numpy()  # one per record, in record order
+    record = heads["traj_id"].to_numpy()
+    spans = df.groupby("traj_id", sort=False)["t"].agg(["first", "last"])
+    duration = (spans["last"] - spans["first"]).dt.total_seconds().to_numpy()
+
+    # moves between blocks of 2**L x 2**L fine cells
+    level = params.moves_level
+    block, n_blocks = block_index(grid.n_cols, grid.n_rows, level)
+    blocks_per_row = -(-grid.n_cols // (1 << level))
+    coarse = discretise(traj, block[mcell], Hierarchy(blocks_per_row, n_blocks // blocks_per_row, 1), _NO_JUMP, 1.0)
+    moving = first_moves(coarse, params.max_moves)
+    moves = per_object_histogram(np.repeat(owner, coarse.lengths)[moving],
+                                 coarse.cells[moving] * N_DIRECTIONS + coarse.directions[moving],
+                                 n_blocks * N_DIRECTIONS)
+
+    local = pd.to_datetime(heads["t"], utc=True).dt.tz_convert(timezone)
+    region = geometry.region.cell_of(heads["x"].to_numpy(), heads["y"].to_numpy())
+    hour_key = np.maximum(region, 0) * HOURS + local.dt.hour.to_numpy()
+    has_moves = moves_full > 0
+    pace = duration[has_moves] / moves_full[has_moves]
+    pace_bin = np.searchsorted(np.asarray(params.pace_edges_s), pace, side="right") - 1
+
+    seconds = (pd.to_datetime(df["t"], utc=True) - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
+    step_rec, ratio, step_moves = step_ratios(traj, mcell, seconds, grid.n_cols,
+                                              pd.Series(pace, index=record[has_moves]))
+    step_owner = pd.Series(owner, index=record).reindex(step_rec).to_numpy()
+    step_bin = np.searchsorted(np.asarray(params.step_edges), ratio, side="right") - 1
+    n_records = pd.Series(owner).value_counts().to_numpy()
+    return CityTraceCounts(
+        records=float(np.minimum(n_records, params.max_records_per_object).sum()),
+        length=per_object_histogram(owner, length_bin(moves_full, params.length_edges), len(params.length_edges)),
+        end=per_object_histogram(owner, displacement_key(disc.cells[disc.offsets[:-1]],
+                                                         disc.cells[disc.offsets[1:] - 1], grid.n_cols,
+                                                         params.max_displacement), (2 * params.max_displacement + 1) ** 2),
+        density=per_object_histogram(df["object_id"].astype(str).to_numpy(), mcell, grid.n_cells),
+        moves=moves,
+        weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),
+        hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),
+        pace=per_object_histogram(owner[has_moves], pace_bin, len(params.pace_edges_s)),
+        step=per_object_histogram(np.repeat(step_owner, step_moves), np.repeat(step_bin, step_moves),
+                                  len(params.step_edges)),
+    )

@@ -1,0 +1,148 @@
+"""Parameters of CityTrace and the privacy constants derived from them (budget split, noise scales).
+
+As in ObjTrace (:mod:`mechanisms.objtrace.params`), every released statistic is a histogram to which one object
+contributes a vector of L1 norm at most 1, except the record count (at most ``max_records_per_object``). The
+point density is a quadtree whose levels share the density's ε geometrically (:meth:`CityTraceParams.level_epsilons`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from mechanisms.objtrace.params import histogram_edges
+from trajpub.errors import ParameterError
+from trajpub.params import Scope
+
+_P = Scope("citytrace")
+
+#: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
+PARTS = ("records", "length", "end", "density", "moves", "weekday", "hour", "pace", "step")
+HOURS = 24
+
+
+@dataclass(frozen=True)
+class CityTraceParams:
+    """Public parameters of one CityTrace release; none of them may be derived from the data.
+
+    epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
+    cell_size_m: side of the fine model cells (the walks' reference system, DPT's discretisation at this size).
+    region_size_m: side of the start-time regions (the local hour-of-day histogram is per region).
+    quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells).
+    level_ratio: r in (0, 4]: level k (0 = fine cells) gets a share of the density's ε proportional to r**k, a
+        geometric budget (Cormode et al., ICDE 2012, Sec. 4.2). Their optimum for range queries with
+        least-squares post-processing gives the fine levels more (r = 2**(-1/3)); our estimate is top-down (a
+        coarse block's error reaches all its cells, and its precision decides where finer counts are read),
+        and on the tuning half r = 1.59 (coarse levels get more) beat r = 1 and r = 0.79 at 6 and 1.5 km.
+    moves_level: L: the move directions are counted between blocks of 2**L x 2**L fine cells (first-order moves
+        at the finest level where per-object counts clear the noise) and steer the fine walk inside each block.
+    max_displacement: D: a record's end relative to its start, in fine cells, over [-D, D]² (clipped).
+    length_edges: edges of the histogram of fine moves per record (increasing integers from 0); the last edge
+        is the per-record truncation ``max_moves``.
+    max_records_per_object: an object adds at most this many records to the noisy record count.
+    pace_edges_s: edges (seconds per fine move, from 0) of the pace histogram; the last bin is open.
+    step_edges: edges (from 0) of the histogram of each move's time relative to its record's pace; the last
+        bin is open. Gives each synthetic move its own duration (stops, fast roads) at the record's pace.
+    max_speed_kmh: a released segment takes at least its length at this speed (a public plausibility bound on
+        the synthetic times, post-processing).
+    max_duration_s: a record lasts at most this long (its pace is lowered to fit): records are cut at gaps and
+        days by the preparation, so a pace and a length drawn independently must not make a week-long trip.
+    direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
+    prior_weight: κ >= 0: each block's noisy direction counts get κ times their Laplace scale added to every
+        direction before they are normalised (where they are noise, the walk follows the density).
+    snr: the signal-to-noise rule of the quadtree and of the per-region hour histograms (as ObjTrace).
+    shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1).
+    n_synthetic: number of synthetic records; None = the noisy record count.
+
+    The timestamps lie in the release's window (a public input), each record's local day of week and start hour
+    drawn from the noisy ``weekday`` and ``hour`` histograms as ObjTrace's (:func:`mechanisms.objtrace.synthesis.
+    start_times`).
+    """
+
+    epsilon: float = 5.0
+    cell_size_m: float = 1000.0
+    region_size_m: float = 32000.0
+    quadtree_levels: int = 5
+    level_ratio: float = 1.59
+    moves_level: int = 2
+    max_displacement: int = 30
+    length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 160,
+                                     200, 250, 300)
+    max_records_per_object: int = 24
+    pace_edges_s: tuple[float, ...] = (0, 15, 30, 45, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200, 1800)
+    step_edges: tuple[float, ...] = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 2, 3, 5, 8)
+    max_speed_kmh: float = 90.0
+    max_duration_s: float = 86400.0
+    direction_decay: float = 0.6
+    prior_weight: float = 10.0
+    snr: float = 2.0
+    shares: tuple[float, ...] = (0.04, 0.04, 0.08, 0.6, 0.1, 0.02, 0.04, 0.04, 0.04)
+    n_synthetic: int | None = None
+
+    def __post_init__(self) -> None:
+        _P.require_real(self.epsilon, "epsilon", 0)
+        _P.require_real(self.cell_size_m, "cell_size_m", 0)
+        _P.require_real(self.region_size_m, "region_size_m", 0)
+        _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
+        _P.require_real(self.level_ratio, "level_ratio", 0, 4)
+        _P.require_int(self.moves_level, "moves_level", 0)
+        _P.require_int(self.max_displacement, "max_displacement", 0)
+        object.__setattr__(self, "length_edges", histogram_edges(self.length_edges, "length_edges", True, _P))
+        _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
+        object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", False, _P))
+        object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
+        _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
+        _P.require_real(self.max_duration_s, "max_duration_s", 0)
+        _P.require_real(self.direction_decay, "direction_decay", 0, 1)
+        _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
+        _P.require_real(self.snr, "snr", 0, open_low=False)
+        shares = tuple(float(s) for s in self.shares)
+        if len(shares) != len(PARTS) or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
+            raise ParameterError(f"shares must be {len(PARTS)} positive fractions ({', '.join(PARTS)}) summing "
+                                 f"to 1, got {self.shares}", _P.where("shares"))
+        if shares[-1] > 0.5:
+            raise ParameterError(f"the last share ({PARTS[-1]}) must be at most 1/2, got {shares[-1]}",
+                                 _P.where("shares"))
+        object.__setattr__(self, "shares", shares)
+        _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CityTraceParams:
+        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
+        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return _P.from_mapping(cls, d)
+
+    def to_dict(self) -> dict:
+        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+
+    @property
+    def max_moves(self) -> int:
+        return self.length_edges[-1]
+
+    def budget(self) -> dict[str, float]:
+        """ε of each part of :data:`PARTS`; the last part gets ε minus the others (S >= ε/2 as its share is
+        <= 1/2, so ε - S is exact, Sterbenz): the parts sum to ε."""
+        parts = {name: self.epsilon * share for name, share in zip(PARTS[:-1], self.shares[:-1], strict=True)}
+        parts[PARTS[-1]] = self.epsilon - sum(parts.values())
+        return parts
+
+    def level_epsilons(self) -> list[float]:
+        """ε of each density level 0..K (0 = the fine cells): ∝ ``level_ratio**k``, the coarsest level gets the
+        density's ε minus the others, so they sum to the density's ε (sequential composition over levels)."""
+        eps = self.budget()["density"]
+        weights = [self.level_ratio ** k for k in range(self.quadtree_levels + 1)]
+        out = [eps * w / sum(weights) for w in weights[:-1]]
+        return [*out, eps - math.fsum(out)]
+
+    def sensitivity(self, part: str) -> float:
+        """L1 sensitivity of part ``part`` (of each density level) under adding or removing one object."""
+        return float(self.max_records_per_object) if part == "records" else 1.0
+
+    def scale(self, part: str) -> float:
+        """Laplace scale of a non-spatial part: sensitivity / ε_part (the density's levels: :meth:`level_scales`)."""
+        return self.sensitivity(part) / self.budget()[part]
+
+    def level_scales(self) -> list[float]:
+        """Laplace scale of each density level (sensitivity 1 each)."""
+        return [1.0 / e for e in self.level_epsilons()]

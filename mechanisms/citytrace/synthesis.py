@@ -1,0 +1,108 @@
+"""Synthesis from the noisy model (post-processing: reads the released statistics and the rng only).
+
+Per synthetic record, as ObjTrace (:mod:`mechanisms.objtrace.synthesis`): a number of fine moves, a start cell
+from the density, an end cell = start + a noisy displacement, and a walk bridged to that end. A fine move from
+cell i in direction d, to j, has weight
+
+    ρ̂(j) / Σ_{j' ∈ N(i)} ρ̂(j') · (clip(Ĉ[B(i), d], 0) + κ b) / Σ_d' (clip(Ĉ[B(i), d'], 0) + κ b) · γ**turn
+
+with ρ̂ the quadtree estimate of the fine density (geometric level budget), Ĉ the noisy direction counts of the
+moves between blocks of 2**L cells, B(i) the block of cell i, b their Laplace scale: the density says where a
+vehicle can be, the block's directions which way traffic flows there (where they are noise, κ b flattens them).
+
+Times: a day from the noisy day histogram of the public window, an hour per start region and a pace (seconds
+per fine move) as ObjTrace, lowered so that the record lasts at most ``max_duration_s``; each move gets its own time, pace × m / mean(m) with m drawn from the noisy
+histogram of moves' times relative to their record's pace (uniform within its bin), so a record lasts exactly
+its pace times its moves while its segments differ as the data's do (stops, fast roads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanisms.citytrace.model import NoisyModel
+from mechanisms.dpt import Hierarchy
+from mechanisms.dpt.params import N_DIRECTIONS
+from mechanisms.objtrace.quadtree import block_index, estimate
+from mechanisms.objtrace.synthesis import draw, end_cells, feasible_moves, paces, start_times, walk
+from trajpub.window import ReleaseWindow
+
+
+@dataclass(frozen=True)
+class Synthetic:
+    """Synthetic records: fine model cells in CSR form; per record its start (seconds after the window's start)
+    and pace; per cell the time (seconds) of the move into it (0 for a record's first cell)."""
+
+    offsets: np.ndarray
+    cells: np.ndarray
+    start_s: np.ndarray
+    pace_s: np.ndarray
+    step_s: np.ndarray
+
+
+def density_weights(model: NoisyModel) -> np.ndarray:
+    """Per fine cell weights of the point density, estimated top-down from its noisy quadtree."""
+    grid, params = model.geometry.model, model.params
+    return estimate(model.noisy["density"], grid.n_cols, grid.n_rows, params.quadtree_levels,
+                    np.asarray(params.level_scales()), params.snr)
+
+
+def direction_shares(model: NoisyModel) -> np.ndarray:
+    """(n_blocks, 8): each block's noisy direction counts, clipped at 0, plus κ b, normalised."""
+    params = model.params
+    counts = np.clip(model.noisy["moves"].reshape(-1, N_DIRECTIONS), 0, None)
+    smoothed = counts + params.prior_weight * params.scale("moves")
+    return smoothed / smoothed.sum(axis=1, keepdims=True)
+
+
+def move_weights(model: NoisyModel) -> np.ndarray:
+    """(n_cells, 8) weights of the module docstring (without the turn factor); 0 off the usable grid."""
+    grid = model.geometry.model
+    n = grid.n_cells
+    density = density_weights(model)
+    neighbour, inside = Hierarchy(grid.n_cols, grid.n_rows, 1).move(
+        0, np.repeat(np.arange(n), N_DIRECTIONS), np.tile(np.arange(N_DIRECTIONS), n))
+    rho = np.where(inside, density[np.maximum(neighbour, 0)], 0.0).reshape(n, N_DIRECTIONS)
+    total = rho.sum(axis=1, keepdims=True)
+    block, _ = block_index(grid.n_cols, grid.n_rows, model.params.moves_level)
+    usable = model.geometry.usable[np.maximum(neighbour, 0)].reshape(n, N_DIRECTIONS)
+    return rho / np.where(total > 0, total, 1.0) * direction_shares(model)[block] * usable
+
+
+def step_times(model: NoisyModel, n_moves: np.ndarray, pace_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per cell of CSR records of ``n_moves`` moves: the time of the move into it (0 for a first cell); a
+    record's moves last ``pace × m / mean(m)`` with m from the noisy step histogram, uniform within its bin (the
+    open last bin as wide as the one before it)."""
+    edges = np.asarray(model.params.step_edges)
+    upper = np.r_[edges[1:], 2 * edges[-1] - edges[-2]]
+    total = int(n_moves.sum())
+    b = draw(model.noisy["step"], total, rng)
+    m = rng.uniform(edges[b], upper[b])
+    record = np.repeat(np.arange(len(n_moves)), n_moves)
+    mean = np.bincount(record, weights=m, minlength=len(n_moves)) / np.maximum(n_moves, 1)
+    move_s = pace_s[record] * m / np.where(mean[record] > 0, mean[record], 1.0)
+    out = np.zeros(total + len(n_moves))
+    is_move = np.ones(len(out), dtype=bool)
+    is_move[np.r_[0, np.cumsum(n_moves + 1)][:-1]] = False
+    out[is_move] = move_s
+    return out
+
+
+def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
+    """``n_synthetic`` records, or the noisy record count rounded (at least 0), starting in ``window``."""
+    params = model.params
+    n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
+    edges = np.asarray(params.length_edges)
+    b = draw(model.noisy["length"], n, rng)
+    n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
+    starts = draw(density_weights(model) * model.geometry.usable, n, rng)
+    ends = end_cells(model, starts, rng)
+    n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
+    cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
+    kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
+    pace_s = np.minimum(paces(model, n, rng), params.max_duration_s / np.maximum(n_moves, 1))
+    start_s = start_times(model, starts, window, rng)
+    return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept, start_s, pace_s,
+                     step_times(model, n_moves, pace_s, rng))

@@ -1,0 +1,231 @@
+"""CityTrace: the per-object budget (parts and density levels), the contribution bound of every statistic, the
+new components against their definitions (step ratios, block directions, move times, speed bound, days), the
+noise scales, the spec window check, and the adapter on real Dask workers with the T-Drive sample."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.utility_data import TDRIVE_WINDOW
+from mechanisms import citytrace
+from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
+from mechanisms.citytrace.model import NoisyModel
+from mechanisms.citytrace.points import to_points
+from mechanisms.citytrace.synthesis import (
+    Synthetic,
+    direction_shares,
+    move_weights,
+    step_times,
+    synthesize_from_model,
+)
+from mechanisms.objtrace.quadtree import block_index
+from tasks import protect
+from tasks.adapters.citytrace import CityTrace
+from trajpub.config import PROJECT_ROOT
+from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
+from trajpub.mechanism import PublicInputs
+from trajpub.segment import keep_trajectories, segment, to_grid
+from trajpub.spec import ReleaseSpec, read_spec_file
+
+BBOX = (115.4, 39.4, 117.6, 41.1)
+HISTOGRAMS = [p for p in citytrace.PARTS if p != "records"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tdrive_points) -> pd.DataFrame:
+    """The whole T-Drive sample prepared as the flow does (30 min gaps, UTC days, >= 2 points, 2 km grid)."""
+    return to_grid(keep_trajectories(segment(tdrive_points, 30 * 60, True), 2, None), GridSpec(BBOX, 2000.0))
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0, 5.0, 7.3, 1e-3])
+def test_the_parts_sum_to_epsilon_and_the_density_levels_to_its_part(epsilon: float) -> None:
+    params = citytrace.CityTraceParams(epsilon=epsilon)
+    parts = params.budget()
+    assert list(parts) == list(citytrace.PARTS)
+    assert sum(parts.values()) == epsilon  # the ledger's sequential composition, exact in floating point
+    levels = params.level_epsilons()
+    assert len(levels) == params.quadtree_levels + 1 and math.fsum(levels) == pytest.approx(parts["density"], rel=1e-12)
+    # geometric: level k+1 gets level_ratio times level k (the last one absorbs the rounding)
+    assert levels[1] / levels[0] == pytest.approx(params.level_ratio)
+    assert levels[-1] / levels[-2] == pytest.approx(params.level_ratio, rel=1e-9)
+
+
+def test_params_refuse_bad_values_with_the_field() -> None:
+    for bad in ({"shares": [0.5, 0.5]}, {"shares": [0.05] * 8 + [0.6]}, {"level_ratio": 0}, {"level_ratio": 5}, {"days": 7},
+                {"first_date": "2008-02-02"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3}):
+        with pytest.raises(ParameterError) as err:
+            CityTrace().parse_params(bad)
+        assert err.value.where.startswith("citytrace."), bad
+    params = citytrace.CityTraceParams.from_dict({"length_edges": [0, 1, 5], "max_speed_kmh": 50})
+    assert citytrace.CityTraceParams.from_dict(params.to_dict()) == params
+
+
+def test_an_object_with_45_records_contributes_at_most_one_unit_per_histogram_and_m_records(prepared) -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    params = citytrace.CityTraceParams(max_records_per_object=16)
+    geometry = citytrace.geometry_of(grid, params)
+    per_object = prepared.groupby("object_id")["traj_id"].nunique()
+    big = per_object.idxmax()
+    assert per_object[big] == 45
+    others = prepared[prepared["object_id"] != big]
+    with_big = citytrace.count_points(prepared, geometry, params)
+    without = citytrace.count_points(others, geometry, params)
+    alone = citytrace.count_points(prepared[prepared["object_id"] == big], geometry, params)
+    assert with_big.records - without.records == alone.records == 16
+    for part in HISTOGRAMS:
+        diff = getattr(with_big, part) - getattr(without, part)
+        assert np.abs(diff).sum() <= 1 + 1e-9, part
+        assert getattr(alone, part).sum() == pytest.approx(1.0), part  # this taxi moves on every day of the window
+    for k in range(params.quadtree_levels + 1):  # every density level: block sums of a vector of L1 norm 1
+        block, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, k)
+        level = np.bincount(block, weights=with_big.density - without.density, minlength=n_blocks)
+        assert np.abs(level).sum() <= 1 + 1e-9
+
+
+def test_step_ratios_follow_their_definition() -> None:
+    # one record through cells 0 -> 0 -> 1 -> 3 (two columns apart: 2 moves) over 0, 10, 40, 100 s; 3 moves in
+    # 100 s, pace 100/3 s; changes at 40 s (1 move in 40 s) and 100 s (2 moves in 60 s)
+    traj = np.array([7, 7, 7, 7])
+    cells = np.array([0, 0, 1, 3])
+    rec, ratio, moves = step_ratios(traj, cells, np.array([0.0, 10.0, 40.0, 100.0]), 10, pd.Series({7: 100 / 3}))
+    assert list(rec) == [7, 7] and list(moves) == [1, 2]
+    np.testing.assert_allclose(ratio, [40 / (100 / 3), 30 / (100 / 3)])
+
+
+def _model(params: citytrace.CityTraceParams, grid: GridSpec, **noisy) -> NoisyModel:
+    geometry = citytrace.geometry_of(grid, params)
+    return NoisyModel(params, geometry, noisy)
+
+
+def test_block_directions_steer_the_fine_walk_and_the_density_bars_empty_cells() -> None:
+    grid = GridSpec(BBOX, 16000.0)
+    params = citytrace.CityTraceParams(cell_size_m=8000.0, quadtree_levels=0, moves_level=1, prior_weight=0.0)
+    geometry = citytrace.geometry_of(grid, params)
+    n = geometry.model.n_cells
+    _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, 1)
+    moves = np.zeros((n_blocks, 8))
+    moves[:, 2] = 5.0  # every block's traffic goes in direction 2 only
+    density = np.ones(n)
+    density[0] = -3.0  # a cell the noisy density says is empty
+    model = _model(params, grid, moves=moves.ravel(), density=density)
+    shares = direction_shares(model)
+    np.testing.assert_allclose(shares.sum(axis=1), 1.0)
+    assert (shares[:, 2] == 1.0).all()  # κ = 0: the clipped counts alone
+    w = move_weights(model)
+    assert (w[:, [0, 1, 3, 4, 5, 6, 7]] == 0).all() and (w[:, 2] > 0).any()
+    from mechanisms.dpt import Hierarchy
+    nxt, inside = Hierarchy(geometry.model.n_cols, geometry.model.n_rows, 1).move(
+        0, np.repeat(np.arange(n), 8), np.tile(np.arange(8), n))
+    into_empty = (nxt.reshape(n, 8) == 0) & inside.reshape(n, 8)
+    assert (w[into_empty] == 0).all()
+
+
+def test_a_record_lasts_its_pace_times_its_moves_and_no_segment_beats_the_speed_bound() -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    params = citytrace.CityTraceParams(step_edges=(0, 0.5, 1, 2), max_speed_kmh=80.0)
+    model = _model(params, grid, step=np.array([1.0, 1.0, 1.0, 0.5]))
+    rng = np.random.default_rng(4)
+    n_moves = np.array([0, 1, 5, 30])
+    pace = np.array([50.0, 60.0, 20.0, 90.0])
+    times = step_times(model, n_moves, pace, rng)
+    offsets = np.r_[0, np.cumsum(n_moves + 1)]
+    assert (times[offsets[:-1]] == 0).all()
+    np.testing.assert_allclose(np.add.reduceat(times, offsets[:-1]), pace * n_moves)
+    # points: a straight walk east on the model grid, far faster than 80 km/h at its drawn times
+    geometry = citytrace.geometry_of(grid, params)
+    start = geometry.model.n_cols * (geometry.model.n_rows // 2) + geometry.model.n_cols // 2
+    cells = np.concatenate([start + np.arange(k + 1) for k in n_moves])
+    synth = Synthetic(offsets, cells, np.array([0.0, 3600.0, 86400.0, 6 * 86400.0]), pace, times)
+    points = to_points(synth, geometry, grid, params, TDRIVE_WINDOW, rng)
+    start_t, end_t = TDRIVE_WINDOW.start, TDRIVE_WINDOW.end
+    assert (points["t"] >= start_t).all() and (points["t"] < end_t).all()  # the last one moved to end inside
+    same = points["traj_id"].eq(points["traj_id"].shift()).to_numpy()[1:]
+    dist = np.hypot(np.diff(points["x"].to_numpy()), np.diff(points["y"].to_numpy()))[same]
+    dt = np.diff(points["t"].astype("int64").to_numpy() / 1e9)[same]
+    assert (dt > 0).all() and (dist / dt * 3.6 <= 80.0 + 1e-6).all()
+    assert set(points.groupby("traj_id")["t"].min().dt.day) == {2, 3, 8}  # the start days: 2, 3 and 8 Feb
+
+
+def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() -> None:
+    params = citytrace.CityTraceParams(epsilon=2.0, cell_size_m=16000.0, quadtree_levels=2, max_records_per_object=20)
+    geometry = citytrace.geometry_of(GridSpec(BBOX, 16000.0), params)
+    _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
+    shapes = {"records": 1, "length": len(params.length_edges), "end": (2 * params.max_displacement + 1) ** 2,
+              "density": geometry.model.n_cells, "moves": n_blocks * 8, "weekday": 7,
+              "hour": geometry.region.n_cells * 24, "pace": len(params.pace_edges_s), "step": len(params.step_edges)}
+    zeros = CityTraceCounts(**{f.name: 0.0 if f.name == "records" else np.zeros(shapes[f.name])
+                               for f in fields(CityTraceCounts)})
+    rng = np.random.default_rng(11)
+    draws = [citytrace.fit(zeros, geometry, params, rng).noisy for _ in range(300)]
+    budget = params.budget()
+    expected = {part: (20.0 if part == "records" else 1.0) / budget[part] for part in citytrace.PARTS}
+    sizes = [block_index(geometry.model.n_cols, geometry.model.n_rows, k)[1] for k in range(3)]
+    bounds = np.r_[0, np.cumsum(sizes)]
+    for part in citytrace.PARTS:
+        if part == "density":
+            for k, eps_k in enumerate(params.level_epsilons()):
+                noise = np.concatenate([d[part][bounds[k]:bounds[k + 1]] for d in draws])
+                # E|Laplace(b)| = b, sd(|X|) = b: the mean of n draws is within 5 b / sqrt(n) of b
+                assert abs(np.abs(noise).mean() - 1 / eps_k) <= 5 / eps_k / np.sqrt(len(noise)), k
+            continue
+        assert params.scale(part) == expected[part]
+        noise = np.concatenate([d[part] for d in draws])
+        assert abs(np.abs(noise).mean() - expected[part]) <= 5 * expected[part] / np.sqrt(len(noise)), part
+
+
+def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
+    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_citytrace.yaml"))
+    mech = CityTrace()
+    mech.check_spec(spec, mech.parse_params(spec.params))  # the example's week: its timestamps go there
+    with pytest.raises(ParameterError, match="window") as err:
+        mech.check_spec(replace(spec, window_end=None), mech.parse_params(spec.params))
+    assert err.value.where == "window"
+    g = mech.guarantee(mech.parse_params(spec.params))
+    assert spec.mechanism == "citytrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
+
+
+def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(dask_client, tdrive_prepared) -> None:
+    futures, grid, frame = tdrive_prepared(40)
+    adapter = CityTrace()
+    params = adapter.parse_params({"epsilon": 5.0})
+    assert adapter.max_records_per_object(params) is None
+    out = protect.run(adapter, dask_client, futures, PublicInputs(grid, window=TDRIVE_WINDOW), params,
+                      np.random.default_rng(8))
+    meta = out.metadata
+    assert meta["mechanism"] == "citytrace" and meta["params"] == params.to_dict()
+    assert meta["released_records"] == out.points["traj_id"].nunique() == round(meta["noisy_records"])
+    assert math.fsum(meta["epsilon_parts"].values()) == pytest.approx(5.0)
+    true_records = float(np.minimum(frame.groupby("object_id")["traj_id"].nunique(), 24).sum())
+    assert meta["noisy_records"] != true_records
+    assert "seed" not in str(meta).lower()
+    assert out.points["t"].between(TDRIVE_WINDOW.start, TDRIVE_WINDOW.end, inclusive="left").all()
+    whole = citytrace.count_points(frame, citytrace.geometry_of(grid, params), params)
+    parts = [citytrace.count_points(p, citytrace.geometry_of(grid, params), params)
+             for p in dask_client.gather(futures)]
+    merged = parts[0].add(parts[1])
+    for f in fields(CityTraceCounts):
+        np.testing.assert_allclose(getattr(merged, f.name), getattr(whole, f.name), atol=1e-9)
+
+
+def test_a_long_record_at_a_slow_pace_is_sped_up_to_last_at_most_max_duration() -> None:
+    # every record drawn with 300 fine moves at the slowest pace (the open bin from 1,800 s per move): 150 h
+    params = citytrace.CityTraceParams(epsilon=1e4, cell_size_m=8000.0, quadtree_levels=1, n_synthetic=50,
+                                       max_duration_s=86400.0)
+    geometry = citytrace.geometry_of(GridSpec(BBOX, 8000.0), params)
+    _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
+    length, pace, weekday = np.zeros(len(params.length_edges)), np.zeros(len(params.pace_edges_s)), np.ones(7)
+    length[-1] = pace[-1] = 1e3
+    counts = CityTraceCounts(records=50.0, length=length, end=np.ones((2 * params.max_displacement + 1) ** 2),
+                             density=np.ones(geometry.model.n_cells), moves=np.ones(n_blocks * 8), weekday=weekday,
+                             hour=np.ones(geometry.region.n_cells * 24), pace=pace, step=np.ones(len(params.step_edges)))
+    model = citytrace.fit(counts, geometry, params, np.random.default_rng(2))
+    synth = synthesize_from_model(model, TDRIVE_WINDOW, np.random.default_rng(3))
+    n_moves = np.diff(synth.offsets) - 1
+    assert (n_moves >= 300).all()
+    assert (synth.pace_s * n_moves <= 86400.0 + 1e-6).all() and synth.pace_s.max() < 1800.0
