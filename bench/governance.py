@@ -660,9 +660,11 @@ def report_bad(b: dict, args) -> list[str]:
 
 
 def write_results(parts: list[str], args, started: datetime) -> None:
+    clone = f"{config.PROJECT_ROOT}/"  # paths in the results are written relative to the clone's root
     body = [BEGIN, "", f"Run {started:%Y-%m-%d %H:%M} UTC on {machine()}.", "",
-            "Command: `" + " ".join(["cd /work/main &&", ".venv/bin/python -m bench.governance",
-                                     *(shlex.quote(a) for a in sys.argv[1:])]) + "`", "", *parts, END]
+            "Command (from the clone's root): `" + " ".join([".venv/bin/python -m bench.governance",
+                                                            *(shlex.quote(a) for a in sys.argv[1:])]) + "`",
+            "", *(p.replace(clone, "") for p in parts), END]
     text = RESULTS.read_text() if RESULTS.exists() else "# Governance under stress\n\n" + BEGIN + "\n" + END + "\n"
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)

@@ -1,7 +1,7 @@
 """The benchmarks' T-Drive data: the shared sample cleaned by the flow's validation rules and prepared as the flow
 prepares a release, scale-ups of it, and the unprotected aggregate used as the membership attack's upper bound.
 
-Data: ``/work/shared/data/tdrive_sample_odd_taxis.csv.gz`` (300 taxis, 2-8 Feb 2008, Beijing time -> UTC), cleaned
+Data: the bundled sample ``tdrive_sample_odd_taxis.csv.gz`` (``trajpub.config.SHARED_DATA_DIR``) (300 taxis, 2-8 Feb 2008, Beijing time -> UTC), cleaned
 by the rules of ``expectations/raw_points.json`` (exact repeats, points outside the release bbox, non-increasing
 time, speed > 60 m/s; derived columns from :func:`tasks.validate.add_derived_columns`).
 """
