@@ -231,7 +231,7 @@ def adatrace_scenarios() -> list[Scenario]:
     return _record_level("adatrace", _adatrace_run("outlier"), _adatrace_run("duplicate"), _adatrace_run("max"))
 
 
-# -- ObjTrace (issue 13): ε-DP per object, each object's contribution bounded ------------------------------
+# -- ObjTrace: ε-DP per object, each object's contribution bounded ------------------------------
 
 _OT_BBOX = (116.30, 39.90, 116.33, 39.92)  # 3 × 3 model cells of 1 km
 _OT_CAP = 2  # max_records_per_object

@@ -710,10 +710,10 @@ def flatten_hits(hits: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(np.arange(len(hits)), counts), flat
 
 
-# --- issue 13's synthetic-trajectory metrics (the PrivTrace / LDPTrace comparison) ------------------------------
+# --- the synthetic-trajectory metrics (the PrivTrace / LDPTrace comparison) ------------------------------
 
 TRAJECTORY_GRID_SIZE = 32
-"""Issue 13's grid: 32 x 32 uniform cells over the raw data's bounding box."""
+"""The comparison's grid: 32 x 32 uniform cells over the raw data's bounding box."""
 
 TRAJECTORY_METRICS = ("density", "query", "trip", "length", "pattern_f1", "transition", "outside_bbox_share",
                       "start_hour_jsd", "duration_jsd")
@@ -736,7 +736,7 @@ def city_grid_size(raw: pd.DataFrame, cell_m: float = CITY_CELL_M, limit: int = 
 
 
 def transition_jsd(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = TRAJECTORY_GRID_SIZE) -> float:
-    """JSD of the first-order cell transitions ``(cell_i, cell_{i+1})`` of all trajectories (issue 13).
+    """JSD of the first-order cell transitions ``(cell_i, cell_{i+1})`` of all trajectories.
 
     Cells of the raw-box grid (:func:`raw_box_cells`), consecutive repeats collapsed as for the patterns of
     :func:`frequent_patterns`, so a transition is a move to another cell (a vehicle waiting in a cell makes none).
@@ -760,7 +760,7 @@ def transition_jsd(raw: pd.DataFrame, release: pd.DataFrame, grid_size: int = TR
 
 def circle_query_re(raw: pd.DataFrame, release: pd.DataFrame, rng: np.random.Generator, n_queries: int = 200,
                     radius_m: tuple[float, float] = (500.0, 3000.0), sanity: float = 0.01) -> float:
-    """Mean relative error of range-count queries over circles (issue 13; PrivTrace's query error).
+    """Mean relative error of range-count queries over circles (PrivTrace's query error).
 
     Each query is a circle centred on a raw point drawn uniformly with ``rng``, of radius ``U(radius_m)``; its
     answer is the number of trajectories with a point or a segment (consecutive points in ``seq`` order) within
@@ -781,7 +781,7 @@ def circle_query_re(raw: pd.DataFrame, release: pd.DataFrame, rng: np.random.Gen
 
 def outside_bbox_share(release: pd.DataFrame, bbox: tuple[float, float, float, float]) -> float:
     """Share of released points (with a position) outside the public ``bbox = (min_lon, min_lat, max_lon,
-    max_lat)`` (issue 13: a release whose points leave the release area is useless however its JSDs look)."""
+    max_lat)`` (a release whose points leave the release area is useless however its JSDs look)."""
     points = _frame(release, "release", ("lon", "lat"))
     inside = points["lon"].between(bbox[0], bbox[2]) & points["lat"].between(bbox[1], bbox[3])
     return float(1.0 - inside.mean())
@@ -844,11 +844,11 @@ def _timed(frame: pd.DataFrame, label: str) -> pd.DataFrame:
 
 def trajectory_metrics(raw: pd.DataFrame, release: pd.DataFrame, bbox: tuple[float, float, float, float],
                        rng_seed: int, grid_size: int = TRAJECTORY_GRID_SIZE) -> dict[str, float | None]:
-    """Issue 13's utility of a synthetic trajectory release, one figure per key of :data:`TRAJECTORY_METRICS`.
+    """The utility of a synthetic trajectory release, one figure per key of :data:`TRAJECTORY_METRICS`.
 
     Frames: ``traj_id, lon, lat`` and ``t`` where present (points in trajectory order: ``seq`` if given, else
     the frame's row order, then ``t``). On the ``grid_size`` x ``grid_size`` grid over the raw bounding box
-    (issue 13's 32 by default; query and length are grid-free), JSD in natural log:
+    (32 by default; query and length are grid-free), JSD in natural log:
     density (:func:`density_jsd` of point cells), query (:func:`circle_query_re`, 200 circles drawn with
     ``rng_seed``), trip (:func:`trip_error`), length (:func:`length_jsd` of travelled distance, 20 buckets),
     pattern_f1 (:func:`frequent_patterns`, top 100 patterns of 2-5 cells, higher is better), transition
@@ -883,7 +883,7 @@ def _with_seq(frame: pd.DataFrame, label: str) -> pd.DataFrame:
     return order.assign(seq=order.groupby("traj_id").cumcount())
 
 
-# --- the gate's utility floor for truthful releases (issue 13) ---------------------------------------------------
+# --- the gate's utility floor for truthful releases ---------------------------------------------------
 
 def moved_share(raw: pd.DataFrame, release: pd.DataFrame, radius_m: float = MOVED_RADIUS_M) -> float:
     """Truthful releases: the share of the released points of paired records that lie farther than ``radius_m``

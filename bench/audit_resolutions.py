@@ -1,4 +1,4 @@
-"""What the adversary's resolutions cost (issue 14, item 4): the gate's attacks on the 300-taxi T-Drive sample
+"""What the adversary's resolutions cost: the gate's attacks on the 300-taxi T-Drive sample
 (1x), the raw data released unchanged as a truthful and as a synthetic release (the worst case of
 :mod:`bench.audit_runtime`), once on the release's own 2 km grid (:func:`tasks.audit.run_attacks`) and once at
 the default policy's four cell sizes (:func:`tasks.audit.run_at_resolutions`, the production path), on a

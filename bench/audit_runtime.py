@@ -1,4 +1,4 @@
-"""The audit gate's cost (issue 6): every attack and every utility metric on the 300-taxi T-Drive sample and on
+"""The audit gate's cost: every attack and every utility metric on the 300-taxi T-Drive sample and on
 3x, 5x, 10x scale-ups, through the production code path. ``python -m bench.audit_runtime``.
 
 The release audited is the raw data itself (the worst case for every attack: nothing is hidden, so matching sets
@@ -109,7 +109,7 @@ def report(results: dict) -> str:
              ("The raw data audited as its own release (truthful: 12 attacks; synthetic form: "
              "`signature_linkage_synthetic`; exact fragment counts on 8 x 8 cells: `membership`), then every utility "
              "metric of `measure_utility`, through `tasks.audit.run_attacks` and `tasks.audit.measure_utility`. "
-             f"Bars (issue 6): {BAR_1X_S:g} s at 1x, {BAR_10X_S:g} s at 10x, near-linear growth."), "",
+             f"Bars: {BAR_1X_S:g} s at 1x, {BAR_10X_S:g} s at 10x, near-linear growth."), "",
              "| | " + " | ".join(f"{x}x" for x in f) + " |", "|---|" + "---|" * len(f)]
     lines.append("| raw points | " + " | ".join(f"{r['points']:,}" for r in runs) + " |")
     lines.append("| objects | " + " | ".join(f"{r['objects']:,}" for r in runs) + " |")

@@ -1,4 +1,4 @@
-"""Issue 18 item 6: a comparison on the T-Drive sample: every mechanism at its example spec's parameters plus a
+"""A comparison on the T-Drive sample: every mechanism at its example spec's parameters plus a
 small grid, through the real comparison flow (PostGIS, Prefect, Dask, the default gate); the time to the steward's
 review and the frontier go to ``bench/COMPARE_RESULTS.md`` by hand.
 

@@ -1,4 +1,4 @@
-"""Issue 13 item 4: is each mechanism's default useful on the T-Drive sample? A sweep of one mechanism's parameters
+"""Is each mechanism's default useful on the T-Drive sample? A sweep of one mechanism's parameters
 and of the release grid's cell size, scored like ``bench.references`` (the same records, adapters, Dask cluster and
 :func:`audits.utility.trajectory_metrics`); results go to ``bench/DEFAULTS_RESULTS.md`` by hand.
 

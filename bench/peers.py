@@ -1,4 +1,4 @@
-"""trajpub's syntactic models side by side with their reference code on identical input (issue 17, item 1).
+"""trajpub's syntactic models side by side with their reference code on identical input.
 
 The reference is the survey's Java code (Jin et al., "A Survey and Experimental Study on Privacy-Preserving
 Trajectory Data Publishing", TKDE 2023; github.com/uqwhua/TrjPrivacy), which holds GLOVE, KLT, Mixzone and Dummy.

@@ -1,4 +1,4 @@
-"""PrivTrace and LDPTrace run on our cleaned data, side by side with trajpub (issue 13, "Anchors to beat").
+"""PrivTrace and LDPTrace run on our cleaned data, side by side with trajpub ("Anchors to beat").
 
 The reference implementations are the authors' public code, fetched into the git-ignored ``bench/ref/`` (never
 copied here), each run from its own repository root with its own virtual environment:
@@ -64,7 +64,7 @@ RESULTS = ROOT / "references" / "results.json"
 RESULTS_MD = ROOT / "UTILITY_RESULTS.md"
 BEGIN, END = "<!-- references:begin -->", "<!-- references:end -->"
 BAR_METRICS = ("density", "query", "trip", "length", "pattern_f1", "transition")
-"""Issue 13's six metrics, the bar's."""
+"""The six metrics of the ObjTrace-against-PrivTrace bar."""
 HIGHER_IS_BETTER = {"pattern_f1"}
 COLUMNS = (*BAR_METRICS, "outside_bbox_share")
 TIME_COLUMNS = ("start_hour_jsd", "duration_jsd")
@@ -365,7 +365,7 @@ def table(results: dict) -> str:
 
 
 def verdict(part: pd.DataFrame) -> list[str]:
-    """ObjTrace at ε per object against PrivTrace at the same ε per record, metric by metric (issue 13's bar):
+    """ObjTrace at ε per object against PrivTrace at the same ε per record, metric by metric (the bar):
     the means, the margin (positive = ObjTrace better) and the margin in standard errors of the difference."""
     by_name = {row.setting: row for row in part.itertuples(index=False)}
     lines = []

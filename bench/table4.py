@@ -1,4 +1,4 @@
-"""The survey's Table 4 on the T-Drive sample (issues 6 and 8): every release mechanism of trajpub, run through its
+"""The survey's Table 4 on the T-Drive sample: every release mechanism of trajpub, run through its
 flow adapter on a two-worker Dask cluster, then audited as the release flow audits it (every attack that applies,
 every utility metric), next to the survey's figures. ``python -m bench.table4`` (``--only w4m,glove`` for some).
 

@@ -1,6 +1,6 @@
-"""The utility benchmarks' data (issue 13): the shared T-Drive and GeoLife samples, cleaned one way.
+"""The utility benchmarks' data: the shared T-Drive and GeoLife samples, cleaned one way.
 
-Cleaning (issue 13, "Anchors to beat"): points inside a Beijing bbox; local time -> UTC; a trajectory is cut at a
+Cleaning ("Anchors to beat"): points inside a Beijing bbox; local time -> UTC; a trajectory is cut at a
 gap > 30 min and at UTC midnight (:func:`trajpub.segment.segment`); consecutive duplicate points (same lon, lat
 as the previous point of the piece) dropped; pieces with < 2 points dropped. On the T-Drive sample this gives
 4,283 records, 328,376 points, 287 taxis (checked by ``tests/unit/test_utility_data.py``).

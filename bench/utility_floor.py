@@ -1,4 +1,4 @@
-"""The gate's utility floor against the releases it is meant to block or pass (issue 13, item 1).
+"""The gate's utility floor against the releases it is meant to block or pass.
 
 Each release of :data:`RELEASES` is made as :mod:`bench.table4` makes it (the first ``--taxis`` taxis of the T-Drive
 sample cleaned and prepared as the flow prepares them, :func:`bench.table4.partitions`, on ``--cell-m`` cells over

@@ -64,9 +64,8 @@ class _WithoutTraceback(logging.Formatter):
 
 
 def _tracebacks_to_the_log_only() -> None:
-    """Before a command runs a flow: Prefect's console handler prints its log lines without tracebacks (issue 16,
-    finding 8); the flow run's log in the Prefect server keeps them. The CLI then says what failed in one
-    sentence."""
+    """Before a command runs a flow: Prefect's console handler prints its log lines without tracebacks; the
+    flow run's log in the Prefect server keeps them. The CLI then says what failed in one sentence."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 

@@ -1,4 +1,4 @@
-"""The comparison flow (issue 18): candidate releases of one snapshot, the steward picks one to publish.
+"""The comparison flow: candidate releases of one snapshot, the steward picks one to publish.
 
 plan every candidate (each a release of its own, charged before any data is read; the total was refused first if
 over a cap) → ingest and validate the snapshot once → prepare, protect and audit every candidate with the release

@@ -242,8 +242,8 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     """The review's utility figures (Jin et al., TKDE 2023, Sec. 4.2; lower is better unless said otherwise).
 
     Trajectory releases: count-query relative error (Chen et al. Def. 3.7, sanity bound 0.1% of |D|; query
-    locations drawn from the cells the raw data visits), the range-count error of 200 random circles (issue 13,
-    sanity bound 1% of |D|), density, trip and length distribution divergences (JSD,
+    locations drawn from the cells the raw data visits), the range-count error of 200 random circles (sanity
+    bound 1% of |D|), density, trip and length distribution divergences (JSD,
     natural log, max ln 2), diameter error, FFP error and pattern F1 (of the top-100 frequent patterns; F1 higher
     is better; on 6 x 6 cells, and at city resolution, ~1.5 km cells: :func:`audits.utility.city_grid_size`), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
     the Hausdorff point error of up to 200 records, the share of released points more than 1 km from their own
@@ -313,8 +313,8 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
                        release_kind: str, bbox: tuple[float, float, float, float]
                        ) -> tuple[list[tuple[float, AttackResult]], dict[str, str], dict[str, str]]:
     """The policy's attacks, those that read grid cells (:data:`audits.registry.GRID_ATTACKS`) once per
-    ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the resolution;
-    issue 14), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
+    ``policy.resolutions_m`` on a grid of that cell size over ``bbox`` (the adversary picks the
+    resolution), the others once (resolution 0). An aggregate release is attacked on its own cells (its fragments
     are sequences of them). Returns every (resolution, result), the failures (a grid attack's error names its
     resolution) and the attacks not applicable (attack -> why).
 

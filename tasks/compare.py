@@ -1,4 +1,4 @@
-"""A comparison's governance (issue 18): its candidates checked as releases, the budget of all of them charged
+"""A comparison's governance: its candidates checked as releases, the budget of all of them charged
 honestly, the snapshot validated once and shared, the steward's pick, the others discarded.
 
 Budget: every candidate is a release of its own and is charged its epsilon in the dataset's unit at plan, before

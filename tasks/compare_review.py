@@ -1,4 +1,4 @@
-"""The steward's one review of a comparison (issue 18): a frontier plot (the worst attack risk against each utility
+"""The steward's one review of a comparison: a frontier plot (the worst attack risk against each utility
 metric the gate floors, one point per candidate, the gate's limits drawn), a table, the density maps side by side
 and the recommendation (:func:`trajpub.comparison.recommend`). Each candidate keeps its own full review report
 (:mod:`tasks.report`), linked from the table. The page holds statistics of the raw data: governance only."""

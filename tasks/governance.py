@@ -101,7 +101,7 @@ STAGING_TABLES = ("staging.candidate_points", "staging.candidate_owners", "stagi
 
 
 def purge_staging(conn: sa.Connection, release_id: int) -> None:
-    """Delete an ended release's candidate points, fragments and private owner keys (issue 14: nothing of a
+    """Delete an ended release's candidate points, fragments and private owner keys (nothing of a
     person's data stays in staging once the release is decided). Its audit figures, review report, ledger and
     lineage stay in governance; publication has copied what it publishes before its final transition."""
     for table in STAGING_TABLES:

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 #: The run metadata a lineage event may carry: what the published table itself shows. Everything else a mechanism
 #: reports (input counts, suppressions, data-dependent or empirical epsilons) is a statistic of the raw data and
-#: stays in the release's governance summary, for the steward (issue 14).
+#: stays in the release's governance summary, for the steward.
 PUBLIC_METADATA = ("mechanism", "params", "released_records", "released_points", "released_fragments")
 
 

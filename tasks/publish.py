@@ -122,7 +122,7 @@ def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
             made = conn.execute(sa.text("SELECT governance.publish_release(:r)"), {"r": release_id}).scalar_one()
         governance.ended(conn, release_id)
         table, tables, counts = made["table"], made["tables"], made["counts"]
-        # verdicts, not figures: success rates, raw counts and sizes stay in governance (issue 14); each attack
+        # verdicts, not figures: success rates, raw counts and sizes stay in governance; each attack
         # once per cell size it ran at (NULL: an attack that reads no grid)
         audits = [dict(r) for r in conn.execute(sa.text(
             "SELECT attack, NULLIF(resolution_m, 0) AS resolution_m, threshold, outcome, passed "

@@ -39,7 +39,7 @@ def report_path(release_id: int) -> Path:
 
 def write_private(path: Path, page: str) -> Path:
     """Write a review page readable by its owner only (0600) in a folder only the owner can open (0700): the
-    page holds statistics of the raw data (issue 16, finding 7)."""
+    page holds statistics of the raw data."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.parent == REPORT_DIR:
         path.parent.chmod(0o700)  # a folder made before this rule
@@ -313,7 +313,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
 def page_body(page: str) -> str:
     """The page's body: what the Prefect UI shows as a markdown artifact (it renders the HTML in markdown, the
     tables and the inlined PNG plots included), so that the review form links to a page the UI can open
-    (issue 16, finding 9: a ``file://`` link cannot be opened from an http page)."""
+    (a ``file://`` link cannot be opened from an http page)."""
     return page.split("<body>", 1)[1].rsplit("</body>", 1)[0]
 
 

@@ -1,4 +1,4 @@
-"""The raw-statistic scan (issue 14, item 5): no exact statistic of the raw data (a count, a bbox coordinate, an
+"""The raw-statistic scan: no exact statistic of the raw data (a count, a bbox coordinate, an
 empirical epsilon measured on it) among the numbers a consumer can read. Used on whole releases
 (``tests/integration/conftest.py``) and on every mechanism's run metadata and guarantee
 (``tests/unit/test_mechanism_contract.py``)."""

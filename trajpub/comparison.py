@@ -1,4 +1,4 @@
-"""A comparison spec (issue 18): candidate releases of ONE snapshot, and the rule that recommends one of them.
+"""A comparison spec: candidate releases of ONE snapshot, and the rule that recommends one of them.
 
 A comparison spec is a release spec without ``mechanism`` and ``params`` (the snapshot, grid, validation, gate
 policy and timeouts all candidates share), plus a ``name`` and a list of ``candidates``. Each candidate names a

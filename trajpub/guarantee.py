@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from trajpub.errors import ParameterError
 
-#: The ledger's currencies: each has its own cap and is never summed with another (issue 14). Pufferfish and
+#: The ledger's currencies: each has its own cap and is never summed with another. Pufferfish and
 #: heuristic guarantees are counted and shown apart from DP; heuristic ones spend no ε.
 ACCOUNTS = ("epsilon-DP", "epsilon-LDP", "Pufferfish", "heuristic")
 #: What a dataset protects, declared in ``governance.datasets.privacy_unit``: one object (a person, a vehicle:

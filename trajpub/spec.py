@@ -38,7 +38,7 @@ def _check_keys(cls: type, data: dict, where: str) -> None:
 def _check_types(obj: Any, section: str) -> None:
     """Every ``bool`` field in a section of a spec is a boolean, every ``float`` or ``int`` field a finite number (an
     ``int`` field a whole one): a string, ``.inf`` or ``.nan`` from YAML is refused here, naming the key, not deep
-    in the flow (issue 16, finding 8)."""
+    in the flow."""
     for f in fields(obj):
         where = f"{section}.{f.name}" if section else f.name
         if f.type == "bool" and not isinstance(getattr(obj, f.name), bool):
@@ -71,7 +71,7 @@ def validate_policy_name(name: Any, where: str = "gate_policy") -> str:
 def parse_policy_reference(value: Any) -> dict | None:
     """A spec's ``gate_policy``: absent (the dataset's policy), a registered policy's name (its newest version),
     or ``{name: NAME, version: N}``. A spec never carries thresholds of its own or a file path: the requester
-    must not be able to weaken the gate (issue 16)."""
+    must not be able to weaken the gate."""
     if value is None:
         return None
     if isinstance(value, str):

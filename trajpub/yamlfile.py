@@ -1,6 +1,5 @@
 """Reading a YAML file a person wrote (release specs, gate policies) with limits: a size cap and a cap on what
-it expands to, so that a "billion laughs" alias bomb is refused at once instead of expanding (issue 16,
-finding 7)."""
+it expands to, so that a "billion laughs" alias bomb is refused at once instead of expanding."""
 
 from __future__ import annotations
 

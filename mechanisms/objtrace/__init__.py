@@ -1,4 +1,4 @@
-"""ObjTrace: object-level differentially private trajectory synthesis with timestamps (issue 13).
+"""ObjTrace: object-level differentially private trajectory synthesis with timestamps.
 
 The privacy unit is the object (a taxi, a person) with all its records, not one record: every statistic bounds
 an object's whole contribution (:mod:`.counting`), so ε is per object (:mod:`.guarantee` has the proof sketch).

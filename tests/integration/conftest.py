@@ -254,7 +254,7 @@ def raw_statistics(engine: sa.Engine, release_id: int) -> dict[str, float]:
 
 
 def assert_no_raw_statistic_for_consumers(engine: sa.Engine, release_id: int) -> None:
-    """Issue 14: what a consumer reads about a release (as ``trajpub_consumer``: ``published.release_lineage``,
+    """What a consumer reads about a release (as ``trajpub_consumer``: ``published.release_lineage``,
     the comments and columns of the release's published tables and views; and its lineage events, which are meant
     for export) holds no exact raw count, bbox coordinate or empirical epsilon of governance."""
     from tests.integration.exports import consumer_engine

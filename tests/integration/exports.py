@@ -1,5 +1,5 @@
 """The export of a published release, checked the way a consumer would use it: every format round-trips through
-geopandas with the release card in the file's metadata (issue 19)."""
+geopandas with the release card in the file's metadata."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def test_raw_data_with_10_m_jitter_is_blocked(client, raw):
 
 
 def test_prefix_tree_at_epsilon_1_passes_the_signature_attack_but_not_the_utility_floor(client, raw):
-    """The former demo release: private enough, but its records are scattered one-cell noise (issue 13)."""
+    """The former demo release: private enough, but its records are scattered one-cell noise."""
     framed, members = held_out(raw, SEED)
     _, offsets, cells = cell_sequences(members)
     params = prefix_tree.PrefixTreeParams(epsilon=1.0, height=8, max_records_per_object=7)
@@ -121,7 +121,7 @@ def test_adatrace_at_epsilon_5_passes_privacy_and_the_utility_floor(client, raw)
 
 @pytest.mark.parametrize("rule", ["block", "pass"])
 def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(client, raw, engine, rule):
-    """Issue 18, item 5: a short window without night or working hours (here: the sample's morning rush,
+    """A short window without night or working hours (here: the sample's morning rush,
     07:00-09:00 Beijing time) gives home/work nothing to infer. It is neither a failure nor a risk of 0: "not
     applicable: why", stored and shown as such, and the policy's ``when_not_applicable`` decides whether it adds a
     block. Signature linkage still gates, at the default ceiling: the raw data released unchanged is blocked by

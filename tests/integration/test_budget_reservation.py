@@ -1,4 +1,4 @@
-"""The privacy budget is reserved at plan, before any data is read (issue 16, item 6): releases racing over the
+"""The privacy budget is reserved at plan, before any data is read: releases racing over the
 cap are refused before they read, validate or prepare anything."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Comparisons (issue 18): the bill refused over a cap before anything runs; the steward's pick in the database
+"""Comparisons: the bill refused over a cap before anything runs; the steward's pick in the database
 (one decision approves one candidate and rejects its siblings); and a comparison end to end, two candidates of one
 40-taxi snapshot through the real CLI, flow, PostGIS, Dask and Prefect server, picked in the real Prefect UI
 (headless Chromium): every candidate charged before it runs, the gate-blocked one not recommended, only the pick

@@ -1,4 +1,4 @@
-"""Issue 19: every code block of docs/consumers.md runs, in order, against a published release with timestamps
+"""Every code block of docs/consumers.md runs, in order, against a published release with timestamps
 (the guide's dataset name replaced by the test's), in the consumer's own working folder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The gate policy belongs to the dataset (issue 16, item 1): a spec cannot write its own thresholds, point at a
+"""The gate policy belongs to the dataset: a spec cannot write its own thresholds, point at a
 file, or name a registered policy weaker than its dataset's; a stricter registered policy gates the release and
 the review and lineage name its version."""
 

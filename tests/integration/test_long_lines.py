@@ -1,4 +1,4 @@
-"""Issue 16, finding 8: a 10 MB line in a csv or T-Drive file is quarantined with the rest of the file loaded,
+"""A 10 MB line in a csv or T-Drive file is quarantined with the rest of the file loaded,
 never a traceback."""
 
 from __future__ import annotations

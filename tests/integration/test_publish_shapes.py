@@ -1,4 +1,4 @@
-"""Every approved release is publishable (issue 16, finding 2): the ``<dataset>_latest`` views follow the newest
+"""Every approved release is publishable: the ``<dataset>_latest`` views follow the newest
 release whatever its shape, for every ordered pair of product shapes, at the SQL level of tasks/publish.py (tiny
 candidates staged directly); and ``trajpub recover`` fails an approved release it cannot publish, saying why."""
 

@@ -113,7 +113,7 @@ def test_no_raw_statistic_reaches_a_consumer(engine, published):
 
 
 def test_lineage_events_follow_openlineage_and_reach_an_http_backend(engine, published, monkeypatch):
-    """Issue 19: the stored START and COMPLETE events validate against the OpenLineage 2-0-2 spec and each facet
+    """The stored START and COMPLETE events validate against the OpenLineage 2-0-2 spec and each facet
     against its schema; with OPENLINEAGE_URL set they are delivered, in order and once, to an HTTP endpoint."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -184,7 +184,7 @@ def test_consumer_reads_published_only(engine, published):
 
 
 def test_consumer_card_and_lineage_list_each_attack_once_per_resolution(engine, published):
-    """Issue 14, item 4: the gate runs grid attacks at every cell size of its policy; what a consumer reads holds
+    """The gate runs grid attacks at every cell size of its policy; what a consumer reads holds
     each (attack, cell size) verdict once, as governance recorded it, not copies of one attack."""
     _, rid = published
     recorded = {(a, r or None, p) for a, r, p in q(engine, "SELECT attack, resolution_m, passed FROM "
@@ -263,7 +263,7 @@ def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, load
 
 
 def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_path):
-    """Issue 3: validation, the truthful linkage audit (recorded whatever it is), approval, publication."""
+    """Validation, the truthful linkage audit (recorded whatever it is), approval, publication."""
     dataset = loaded_tdrive("fgs")
     truthful = ["ap_attack", "home_work", "known_points", "reidentification_location",
                 "reidentification_location_sequence", "signature_linkage"]
@@ -299,7 +299,7 @@ def test_fgs_pufferfish_release_runs_the_whole_flow(engine, loaded_tdrive, tmp_p
 
 
 def test_export_round_trips_in_every_format_and_only_when_published(engine, published, tmp_path):
-    """Issue 19: points and LineStrings in GeoParquet, GeoPackage and FlatGeobuf with the release card, read as
+    """Points and LineStrings in GeoParquet, GeoPackage and FlatGeobuf with the release card, read as
     the consumer role; a release that is not published is refused."""
     from tasks.export import export_release
     from trajpub.errors import TrajpubError
@@ -338,7 +338,7 @@ def test_review_report_renders_in_chromium_with_every_image(engine, published, t
 
 
 def test_fastpub_release_publishes_its_fragment_table(engine, tmp_path):
-    """Issue 5: FASTPub through the whole flow on the full T-Drive sample (4,400 taxi-days as clients), the
+    """FASTPub through the whole flow on the full T-Drive sample (4,400 taxi-days as clients), the
     membership audit on the aggregate product, and the fragment table published after approval."""
     from tasks.load import load_source
     from tests.integration.conftest import TDRIVE_CSV

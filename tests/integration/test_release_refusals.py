@@ -174,7 +174,7 @@ def test_release_over_the_gate_threshold_is_blocked_with_evidence(engine, loaded
 
 
 def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(engine, bare_dataset, tmp_path):
-    """Issue 18: FGS-Pufferfish on 15 minutes failed with a reshape error after its epsilon was charged. A window
+    """FGS-Pufferfish on 15 minutes failed with a reshape error after its epsilon was charged. A window
     that cannot hold its min_days whole days is refused at parse, with the reason, before a release exists."""
     dataset = bare_dataset
     spec = tmp_path / "fgs.yaml"
@@ -191,7 +191,7 @@ def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(eng
 
 
 def test_fastpub_admitting_no_fragment_ends_as_nothing_released(engine, loaded_tdrive, tmp_path):
-    """Issue 18: FASTPub admitting no fragment was blocked as an attack's error ("release frame is empty"). A
+    """FASTPub admitting no fragment was blocked as an attack's error ("release frame is empty"). A
     threshold k above the number of clients admits none: the outcome is "nothing was released", no attack runs,
     the budget stays spent and nothing is published."""
     dataset = loaded_tdrive("nofrag")

@@ -1,4 +1,4 @@
-"""Issue 16, findings 3-5 on the real database: every connection authenticates, each role can do its part and
+"""On the real database: every connection authenticates, each role can do its part and
 no more, and a steward is the login the connection authenticated, not a name typed in."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16, finding 6: the owner could switch off the append-only triggers and empty the ledger and approvals
+"""The owner could switch off the append-only triggers and empty the ledger and approvals
 without a trace. Now every row chains the SHA-256 of the one before, and ``trajpub verify`` says which row was
 deleted or edited, even when the owner did it with triggers off. Each tampering here happens inside the owner's
 transaction, which the check reads and which is then rolled back (the shared database stays intact)."""

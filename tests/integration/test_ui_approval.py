@@ -85,7 +85,7 @@ def kill_tree(proc) -> None:
 
 
 def check_report_link(page: Page, href: str, rid: int) -> None:
-    """Issue 16, finding 9: the review's link to the full report opens from the UI (an http page cannot open a
+    """The review's link to the full report opens from the UI (an http page cannot open a
     ``file://`` link): followed in a tab of the same browser, it shows the report with its plots drawn. The report
     file itself is 0600 in a 0700 folder."""
     assert href and urlparse(href).scheme in ("", "http"), href

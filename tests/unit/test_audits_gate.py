@@ -26,7 +26,7 @@ def test_default_policy_ships_with_the_package():
 
 
 def test_the_gate_decides_on_the_worst_resolution():
-    """A truthful release linked 0.195 at 2 km cells and 0.270 at 500 m (issue 14): blocked at 0.2 (on the point
+    """A truthful release linked 0.195 at 2 km cells and 0.270 at 500 m: blocked at 0.2 (on the point
     estimate here, so that the coarse grid alone passes; the interval rule is tested below)."""
     policy = GatePolicy.from_dict({"resolutions_m": [500, 2000], "decide_on": "point",
                                    "attacks": {"signature_linkage": {"max_risk": 0.2}}})
@@ -94,7 +94,7 @@ def test_a_failed_attack_blocks_and_says_why():
 
 @pytest.mark.parametrize("rule", [None, "block", "pass"])
 def test_an_attack_not_applicable_blocks_unless_the_policy_passes_it(rule):
-    """Issue 18, item 5: "not applicable: why" is its own outcome, and the policy decides (fail closed unless set)."""
+    """A "not applicable: why" is its own outcome, and the policy decides (fail closed unless set)."""
     entry = {"max_risk": 0.5} | ({"when_not_applicable": rule} if rule else {})
     policy = GatePolicy.from_dict({"attacks": {"signature_linkage": {"max_risk": 0.5}, "home_work": entry}})
     why = "no released object has a true home in the raw data"

@@ -1,4 +1,4 @@
-"""audits.utility, issue 13's synthetic-trajectory metrics: hand-checkable cases."""
+"""audits.utility, the synthetic-trajectory metrics: hand-checkable cases."""
 
 import math
 

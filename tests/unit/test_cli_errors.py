@@ -1,4 +1,4 @@
-"""Issue 16, findings 7 and 8: bad input and a database that does not answer are one sentence on stderr with exit
+"""Bad input and a database that does not answer are one sentence on stderr with exit
 code 1, never a traceback; YAML specs are read with a size and an alias limit; budget caps are finite; review
 reports are private."""
 

@@ -1,4 +1,4 @@
-"""The comparison spec (issue 18): grid expansion, refusals of the parser, and the recommendation rule."""
+"""The comparison spec: grid expansion, refusals of the parser, and the recommendation rule."""
 
 from __future__ import annotations
 

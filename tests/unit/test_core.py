@@ -112,13 +112,13 @@ def test_spec_refuses_non_numeric_timeouts_and_non_utf8_files(tmp_path):
 
 
 @pytest.mark.parametrize("gate_policy", [
-    {"attacks": {"known_points": {"max_risk": 0.9}}},  # issue 16, finding 1: the requester writes the gate
+    {"attacks": {"known_points": {"max_risk": 0.9}}},  # the requester writes the gate
     "/etc/passwd",  # ... or points it at any file
     "nonsense.yaml",
     {"name": "default", "version": 0},
 ])
 def test_a_spec_cannot_set_or_point_at_its_own_gate_policy(gate_policy):
-    """Issue 16, finding 1: a spec may only name a registered policy; refused at parse, before any budget."""
+    """A spec may only name a registered policy; refused at parse, before any budget."""
     from tasks.protect import parse_spec
 
     with pytest.raises(ParameterError, match="gate_policy") as err:

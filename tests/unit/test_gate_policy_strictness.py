@@ -1,5 +1,5 @@
 """A spec may name a registered gate policy only if it is at least as strict as its dataset's, attack by attack
-and utility limit by utility limit of each release kind (issue 16, item 1): tasks.policies.weakenings."""
+and utility limit by utility limit of each release kind: tasks.policies.weakenings."""
 
 from __future__ import annotations
 

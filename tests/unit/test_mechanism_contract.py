@@ -1,4 +1,4 @@
-"""One contract for every registered mechanism (issue 14, item 7), on the real T-Drive sample and real Dask
+"""One contract for every registered mechanism, on the real T-Drive sample and real Dask
 workers: the product's shape, the output suite, the guarantee's fields, no seed in what reaches lineage, and a
 positive control: the raw data released unchanged is blocked by the same gate policy the mechanism faces."""
 

@@ -39,7 +39,7 @@ def test_theta_matches_the_closed_form():
 
 
 def test_the_default_height_is_three_levels_of_a_third_of_epsilon_each():
-    # issue 13: h = 12 released noise on the T-Drive sample (bench/DEFAULTS_RESULTS.md); h = 3 is the default
+    # h = 12 released noise on the T-Drive sample (bench/DEFAULTS_RESULTS.md); h = 3 is the default
     params = PrefixTreeParams(epsilon=1.5)
     assert params.height == 3 and params.epsilon_bar == pytest.approx(0.5) and params.laplace_scale == 2.0
 

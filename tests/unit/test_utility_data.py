@@ -1,4 +1,4 @@
-"""The benchmarks' cleaning of the shared samples (issue 13's figures for the T-Drive sample)."""
+"""The benchmarks' cleaning of the shared samples (figures of the T-Drive sample)."""
 
 from __future__ import annotations
 
