@@ -1,6 +1,6 @@
 """The review record of a release: everything a steward reads about it, from governance in one function
 (:func:`read_review`), rendered three ways: the HTML report (:func:`tasks.report.render`), the approval form's
-markdown (:func:`flows.review.review_markdown`) and ``trajpub release show`` (``flows/cli.py``)."""
+markdown (:func:`flows.review.review_markdown`) and ``trajpub release show`` (``flows/cli/release.py``)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.cli import _spec_dict
+from flows.cli.release import spec_dict
 from tasks import protect
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
@@ -50,10 +50,10 @@ def test_the_mechanism_option_starts_from_that_mechanisms_example(tmp_path: Path
     spec.write_text(yaml.safe_dump({"dataset": "mine", "bbox": [1.0, 2.0, 3.0, 4.0], "mechanism": "prefix_tree",
                                     "params": {"epsilon": 1.0, "height": 8}}))
     glove = read_spec_file(example_spec_file("glove"))
-    data = _spec_dict(spec, "glove", {"dataset": None})
+    data = spec_dict(spec, "glove", {"dataset": None})
     assert (data["mechanism"], data["params"], data["dataset"], data["bbox"]) == \
         ("glove", glove["params"], "mine", [1.0, 2.0, 3.0, 4.0])  # the spec's data, the example's parameters
-    assert _spec_dict(spec, "prefix_tree", {})["params"] == {"epsilon": 1.0, "height": 8}  # same mechanism: kept
-    assert _spec_dict(None, "glove", {"dataset": "mine"}) == {**glove, "dataset": "mine"}  # no spec: the example
+    assert spec_dict(spec, "prefix_tree", {})["params"] == {"epsilon": 1.0, "height": 8}  # same mechanism: kept
+    assert spec_dict(None, "glove", {"dataset": "mine"}) == {**glove, "dataset": "mine"}  # no spec: the example
     with pytest.raises(ParameterError, match="unknown mechanism 'nope'"):
-        _spec_dict(spec, "nope", {})
+        spec_dict(spec, "nope", {})

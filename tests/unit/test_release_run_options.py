@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from flows.cli import release_spec_data
+from flows.cli.release import release_spec_data
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
 

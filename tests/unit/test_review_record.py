@@ -3,7 +3,7 @@
 
 import pandas as pd
 
-from flows.cli import _audit_row
+from flows.cli.release import audit_row
 from flows.review import review_markdown
 from tasks.report import render
 from tasks.review import Review
@@ -54,12 +54,12 @@ def test_the_form_and_the_report_show_every_attack_verdict_and_the_policy_of_the
 
 
 def test_release_show_lists_the_records_audit_rounded_and_its_outcome():
-    assert _audit_row(MEASURED) == {"attack": "signature_linkage", "cells_m": 500.0, "success": "0.1235",
+    assert audit_row(MEASURED) == {"attack": "signature_linkage", "cells_m": 500.0, "success": "0.1235",
                                     "ci_low": "0.1000", "ci_high": "0.1500", "baseline": "0.01235",
                                     "risk": "0.1100", "risk_ci": "[0.0880, 0.1390]", "threshold": 0.2,
                                     "verdict": "passes", "outcome": "measured", "error": None}
-    assert _audit_row({**TOO_CLOSE, "passed": False})["verdict"] == "too close to call: BLOCK"
-    shown = _audit_row(NOT_APPLICABLE)
+    assert audit_row({**TOO_CLOSE, "passed": False})["verdict"] == "too close to call: BLOCK"
+    shown = audit_row(NOT_APPLICABLE)
     assert (shown["success"], shown["risk_ci"], shown["outcome"], shown["verdict"]) == (
         None, None, "not applicable", "BLOCK")
 

@@ -1,0 +1,394 @@
+"""``trajpub release`` and the commands around a release: run, compare, pick, inspect, report, export, deploy
+on a schedule, backfill, recover, publish an approved release."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from flows.cli.base import (
+    STEWARD_OPTION,
+    main,
+    pipeline_engine,
+    steward_engine,
+    table,
+    tracebacks_to_the_log_only,
+    valid_dataset,
+)
+from flows.cli.steward import hand_to_waiting_flow
+from trajpub import config
+from trajpub.errors import ParameterError, TrajpubError
+
+
+@main.group()
+def release() -> None:
+    """Run and inspect releases."""
+
+
+def spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -> dict:
+    """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
+    spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
+    replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
+    from trajpub.spec import example_spec_file, read_spec_file
+
+    data = read_spec_file(spec_file) if spec_file else {}
+    if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
+        from tasks.protect import registered
+
+        registered(mechanism)  # an unknown name is refused with the available ones
+        example = read_spec_file(example_spec_file(mechanism))
+        data = {**data, "mechanism": mechanism, "params": example.get("params", {})} if spec_file else example
+    for key, value in overrides.items():
+        if value not in (None, ()):
+            data[key] = value
+    return data
+
+
+def _parse_params(items: tuple[str, ...]) -> dict:
+    import yaml
+
+    params = {}
+    for item in items:
+        if "=" not in item:
+            raise TrajpubError(f"parameter {item!r} must look like KEY=VALUE", "--param")
+        key, value = item.split("=", 1)
+        try:
+            params[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise TrajpubError(f"the value of parameter {key!r} is not a YAML value: {value[:60]!r}",
+                               "--param") from None
+    return params
+
+
+def parse_bbox_option(text: str) -> list[str]:
+    """``--bbox MIN_LON,MIN_LAT,MAX_LON,MAX_LAT``: four values, checked as numbers and as a bbox by the spec."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 4:
+        raise ParameterError(f"--bbox must be four comma-separated numbers MIN_LON,MIN_LAT,MAX_LON,MAX_LAT (degrees, "
+                             f"EPSG:4326), got {text[:80]!r}", "--bbox")
+    return parts
+
+
+def parse_window_option(text: str) -> tuple[str | None, str | None]:
+    """``--window START/END``: ISO dates or times (UTC unless they carry an offset), checked by the spec; an
+    empty side leaves that end open."""
+    if text.count("/") != 1:
+        raise ParameterError(f"--window must look like START/END with ISO dates or times, e.g. 2008-02-02/2008-02-03"
+                             f" (an empty side is open), got {text[:80]!r}", "--window")
+    start, end = (part.strip() or None for part in text.split("/"))
+    return start, end
+
+
+def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: dict, params: tuple[str, ...],
+                      bbox: str | None, window: str | None) -> dict:
+    """The spec of ``release run``: the spec file's (:func:`spec_dict`), with the options given on the command
+    line instead."""
+    data = spec_dict(spec_file, mechanism, overrides)
+    if bbox is not None:
+        data["bbox"] = parse_bbox_option(bbox)
+    if window is not None:
+        data["window_start"], data["window_end"] = parse_window_option(window)
+    if params:
+        data["params"] = {**data.get("params", {}), **_parse_params(params)}
+    return data
+
+
+@release.command("run")
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
+@click.option("--dataset", callback=valid_dataset)
+@click.option("--mechanism", help="Release with this mechanism, starting from its example parameters "
+                                  "(flows/specs/<data>_<mechanism>.yaml) instead of the spec's.")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
+@click.option("--bbox", metavar="MIN_LON,MIN_LAT,MAX_LON,MAX_LAT",
+              help="The public bounding box (degrees), instead of the spec's; points outside it are quarantined.")
+@click.option("--window", metavar="START/END",
+              help="The snapshot's time window, instead of the spec's: ISO dates or times (UTC unless they carry "
+                   "an offset), START included, END excluded; an empty side is open, e.g. 2008-02-02/.")
+@click.option("--requested-by")
+@click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
+def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, approval_timeout_s) -> None:
+    """Run a governed release; it waits for the steward's decision after the audit gate. It runs on a local Dask
+    cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
+    data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
+                                                    "approval_timeout_s": approval_timeout_s}, params, bbox, window)
+    from tasks import policies, windows
+
+    spec, _ = windows.parse_resolved(pipeline_engine(), data)  # a relative window: resolved now, as the run records it
+    policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
+    from tasks import governance
+
+    with pipeline_engine().connect() as conn:
+        governance.check_requester(conn, spec.requested_by)
+    from flows.release import release_flow
+    tracebacks_to_the_log_only()
+    click.echo(json.dumps(_unless_blocked(lambda: release_flow(spec=spec))))
+
+
+@release.command("compare")
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path), required=True,
+              help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
+                   "flows/specs/compare/tdrive_compare.yaml).")
+@click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
+def release_compare(spec_file: Path, yes: bool) -> None:
+    """Compare candidate releases of one snapshot; every candidate is charged its epsilon (the total is shown
+    first), and the steward picks the one to publish. Runs on Dask as ``release run`` does."""
+    from trajpub.spec import read_spec_file
+
+    data = read_spec_file(spec_file)
+    from tasks import compare, governance, policies
+
+    _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
+    policies.check(planned[0].spec)
+    with pipeline_engine().connect() as conn:
+        governance.check_requester(conn, planned[0].spec.requested_by)
+    planned = compare.resolve(pipeline_engine(), planned)  # the public inputs each candidate names
+    with pipeline_engine().begin() as conn:
+        bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
+    click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")
+    for line in bill.lines():
+        click.echo(line)
+    if not yes and not click.confirm("Charge these candidates and run the comparison?", default=False):
+        raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
+    from flows.compare import compare_flow
+    tracebacks_to_the_log_only()
+    click.echo(json.dumps(_unless_blocked(lambda: compare_flow(spec=data))))
+
+
+def _unless_blocked(run) -> dict:
+    """The outcome of ``run`` (a flow called as a function); a run that ends ``Blocked`` prints its outcome,
+    then its reason in one sentence on stderr, and exits with :attr:`ReleaseBlocked.EXIT_CODE` (3), so that a
+    script tells it from a release that reached the steward (0) and from an error or a refusal (1)."""
+    from trajpub.errors import ReleaseBlocked
+
+    try:
+        return run()
+    except ReleaseBlocked as exc:
+        click.echo(json.dumps(exc.outcome))
+        click.secho(f"blocked: {exc}", fg="red", err=True)
+        sys.exit(ReleaseBlocked.EXIT_CODE)
+
+
+@release.command("pick")
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+@click.option("--comment", help="Why this candidate.")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True,
+              help="Seconds to wait for the waiting comparison flow to publish.")
+def release_pick(release_id: int, steward: str, comment: str | None, wait_s: float) -> None:
+    """Pick the candidate of a comparison to publish: it is approved and the comparison's other candidates that
+    await approval are rejected as not picked, as your login; their staging is discarded."""
+    from tasks import compare, governance
+
+    tracebacks_to_the_log_only()
+    with steward_engine(steward).begin() as conn:
+        rel = governance.get_release(conn, release_id)
+        login = compare.pick(conn, release_id, comment)
+        rids = compare.candidates(conn, release_id)
+    click.echo(f"release {release_id} picked by {login}")
+    if hand_to_waiting_flow(rel, {"pick": release_id, "decision_code": "", "comment": comment or ""},
+                             "published", wait_s):
+        return
+    from flows.compare import discard
+    from flows.release import finish_approved
+
+    tracebacks_to_the_log_only()
+    outcome = finish_approved(release_id)
+    name = ((rel["summary"] or {}).get("comparison") or {}).get("name", f"of release {release_id}")
+    if outcome["status"] == "published":
+        discard(name, rids, release_id)
+    click.echo(json.dumps(outcome))
+
+
+@release.command("list")
+@click.option("--dataset", callback=valid_dataset)
+def release_list(dataset: str | None) -> None:
+    from tasks import governance
+
+    with pipeline_engine().connect() as conn:
+        rows = governance.list_releases(conn, dataset)
+    click.echo(table(rows, ["release_id", "dataset", "mechanism", "status", "requested_by", "created_at",
+                             "published_table"]))
+
+
+@release.command("show")
+@click.argument("release_id", type=int)
+def release_show(release_id: int) -> None:
+    """Everything about one release: status history, validation, audits, approval, budget, lineage."""
+    from tasks import lineage
+    from tasks.report import DECIDE_ON_WORDS, mechanism_rows
+    from tasks.review import read_review
+    from trajpub.guarantee import empirical_bound_words
+
+    with pipeline_engine().connect() as conn:
+        review = read_review(conn, release_id)
+        events = lineage.events(conn, release_id)
+    rel, g, decision = review.release, review.guarantee, review.approval
+    click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
+    if rel["failure_reason"]:
+        click.echo(f"failure: {rel['failure_reason']}")
+    click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
+               f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
+    click.echo(f"window: {review.window}")
+    click.echo(f"published table: {rel['published_table'] or '-'}")
+    click.echo(f"gate policy: {review.policy_label}")
+    click.echo(f"parameters: {json.dumps(rel['params'])}")
+    click.echo(f"\nguarantee: {g.get('statement', '-')}")
+    if bound := empirical_bound_words(g):
+        click.echo(f"  {bound}")
+    for c in g.get("caveats", []):
+        click.echo(f"  caveat: {c}")
+    click.echo("\nstatus history:\n" + table(list(review.transitions), ["at", "from_status", "to_status", "detail"]))
+    if v := review.validation:
+        click.echo(f"\nvalidation: {v['n_quarantined']} of {v['n_rows']} raw points quarantined")
+    click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
+               + table([audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
+                                                                 "baseline", "risk", "risk_ci", "threshold",
+                                                                 "verdict", "outcome", "error"]))
+    click.echo(f"  {DECIDE_ON_WORDS[review.decide_on]}")
+    run = mechanism_rows(review.mechanism_run)
+    if run:
+        click.echo("\nmechanism run (steward only, never in lineage):\n"
+                   + "\n".join(f"  {name}: {value}" for name, value in run))
+    if review.utility:
+        click.echo("\nutility: " + json.dumps(review.utility))
+    click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
+                                 + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
+    click.echo("\nprivacy budget:\n" + "\n".join(f"  {line}" for line in review.budget))
+    click.echo("\nlineage events:")
+    for e in events:
+        ev = e["event"]
+        click.echo(f"  {e['event_type']:8s} {e['event_time']}  inputs={[i['name'] for i in ev['inputs']]} "
+                   f"outputs={[o['name'] for o in ev['outputs']]} facets={sorted(ev['run']['facets'])}")
+
+
+def audit_row(a: dict) -> dict:
+    """An audit row of the review record as ``release show`` lists it: figures rounded as a reader compares
+    them (4 digits, the baseline 5), the verdict as the review words it (:func:`tasks.report.attack_verdict`)."""
+    from tasks.report import attack_verdict
+
+    def rounded(key: str, digits: int = 4) -> str | None:
+        return None if a[key] is None else f"{a[key]:.{digits}f}"
+
+    return {"attack": a["attack"], "cells_m": a["resolution_m"], "success": rounded("success_rate"),
+            "ci_low": rounded("ci_low"), "ci_high": rounded("ci_high"), "baseline": rounded("baseline", 5),
+            "risk": rounded("risk"),
+            "risk_ci": None if a["risk_ci_low"] is None else f"[{a['risk_ci_low']:.4f}, {a['risk_ci_high']:.4f}]",
+            "threshold": a["threshold"], "verdict": attack_verdict(a), "outcome": a["outcome"], "error": a["error"]}
+
+
+@main.command("report")
+@click.argument("release_id", type=int)
+@click.option("--out", type=click.Path(path_type=Path), help="Write the page here (default: the report folder).")
+def review_report(release_id: int, out: Path | None) -> None:
+    """Write a release's review report (one self-contained HTML page) and print its path."""
+    from tasks import governance, report
+
+    with pipeline_engine().connect() as conn:
+        page = governance.review_page(conn, release_id)
+    click.echo(str(report.write_private(out or report.report_path(release_id), page)))
+
+
+@main.command("export")
+@click.argument("release_id", type=int)
+@click.option("--format", "fmt", required=True, type=click.Choice(["geoparquet", "gpkg", "flatgeobuf"]))
+@click.option("--out", required=True, type=click.Path(path_type=Path), help="The file to write (not overwritten).")
+def export(release_id: int, fmt: str, out: Path) -> None:
+    """Export a published release with its guarantee, utility verdict and lineage run id in the file's metadata
+    (read as the consumer role); prints the files written."""
+    from tasks.db import database_url, engine
+    from tasks.export import export_release
+
+    for layer, path in export_release(engine(database_url(config.CONSUMER)), release_id, fmt, out).items():
+        click.echo(f"{layer}: {path}")
+
+
+@main.command("publish-approved")
+@click.argument("release_id", type=int)
+def publish_approved(release_id: int) -> None:
+    """Publish an approved release whose flow run is no longer waiting (idempotent)."""
+    from flows.release import publish_approved_flow
+
+    tracebacks_to_the_log_only()
+    click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
+
+
+@main.command()
+@click.option("--spec", "spec_file", type=click.Path(path_type=Path, exists=True), required=True,
+              help="The release spec the scheduled runs use (the UI can change it per run).")
+@click.option("--name", required=True, help="Deployment name, e.g. tdrive-weekly.")
+@click.option("--cron", default="0 3 * * 1", show_default=True, help="Cron schedule.")
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the schedule.")
+def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
+    """Serve the release flow as a scheduled deployment (runs until interrupted)."""
+    from flows.deploy import serve
+
+    click.echo(f"serving deployment release/{name} ({cron}, {timezone}); Ctrl-C to stop")
+    serve(spec_file, name, cron, timezone, say=click.echo)
+
+
+@main.command()
+@click.option("--dataset", help="Only this dataset's releases.", callback=valid_dataset)
+def recover(dataset: str | None) -> None:
+    """After a crash: mark releases whose flow process died mid-computation as failed (saying so), and publish
+    approved releases whose publication was interrupted. Safe to run at any time."""
+    from flows.release import finish_approved, recover_interrupted
+    from tasks import governance
+
+    tracebacks_to_the_log_only()
+    failed = recover_interrupted(dataset)
+    with pipeline_engine().connect() as conn:
+        approved = governance.approved_releases(conn, dataset)
+    outcomes = [finish_approved(rid) for rid in approved]
+    for o in outcomes:
+        click.echo(f"release {o['release_id']} was approved but not published; now "
+                   + (f"published: {o['table']}" if o["status"] == "published" else f"failed: {o['reason']}"))
+    n_published = sum(o["status"] == "published" for o in outcomes)
+    click.echo(f"recovered: {len(failed)} interrupted release(s) marked failed"
+               + (f" ({', '.join(map(str, failed))})" if failed else "")
+               + f", {n_published} approved release(s) published"
+               + (f", {len(outcomes) - n_published} could not be published and failed" if
+                  len(outcomes) > n_published else ""))
+
+
+@main.command("backfill")
+@click.argument("deployment")
+@click.option("--start", "start", required=True,
+              help="Start of the first step (ISO date or time; without an offset, in the dataset's time zone).")
+@click.option("--end", "end", required=True, help="End of the last step (exclusive), a whole number of steps on.")
+@click.option("--every", default="1d", show_default=True,
+              help="The step between run times: Nd, Nw or Nh. Each run is the one the schedule would have made at "
+                   "the end of its step.")
+@click.option("--dataset", help="Release this dataset instead of the deployment's.", callback=valid_dataset)
+@click.option("--requested-by", help="Who asks for the backfill (recorded with each release).")
+@click.option("--yes", is_flag=True, help="Charge the windows without asking (the bill is still printed).")
+@click.option("--run-timeout", "timeout_s", type=float, default=3600, show_default=True,
+              help="Seconds to wait for each window's run to reach the steward before the next one starts.")
+def backfill_command(deployment: str, start: str, end: str, every: str, dataset: str | None,
+                     requested_by: str | None, yes: bool, timeout_s: float) -> None:
+    """Run DEPLOYMENT (e.g. release/tdrive-weekly) for past dates, each a governed release: every date's window
+    is resolved in the dataset's time zone and the whole backfill is priced first (refused over a cap before
+    anything starts); the windows then run in order, each once the previous one has reached the steward."""
+    from flows.deploy import plan_backfill, run_backfill
+    from trajpub.window import parse_duration
+
+    step = parse_duration(every, "backfill --every")
+    overrides = {k: v for k, v in (("dataset", dataset), ("requested_by", requested_by)) if v}
+    plan = plan_backfill(deployment, start, end, step, overrides)
+    click.echo(f"{len(plan.runs)} window(s) of {plan.runs[0][1].spec.dataset}; each is charged when it runs:")
+    for line in plan.bill.lines():
+        click.echo(line)
+    if not yes and not click.confirm("Charge these windows and run the backfill?", default=False):
+        raise TrajpubError("the backfill was not started: nothing was charged", "backfill")
+    tracebacks_to_the_log_only()
+    outcomes = run_backfill(plan, click.echo, timeout_s)
+    for o in outcomes:
+        click.echo(f"flow run {o['flow_run_id']}: window {o['window']}: "
+                   + (f"release {o['release_id']} {o['status']}" if o["release_id"] else o["status"])
+                   + (f" ({o['message']})" if o["status"] in ("failed", "refused", "blocked") and o["message"] else ""))
+    failed = [o for o in outcomes if o["status"] not in ("awaiting_approval", "blocked", "published", "rejected")]
+    if failed:
+        raise TrajpubError(f"{len(failed)} of {len(outcomes)} window(s) did not reach the steward (see above)",
+                           "backfill")

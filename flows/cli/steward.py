@@ -1,0 +1,269 @@
+"""A steward's commands: logins, approve/reject, the tamper check, gate policies, four eyes, retention,
+withdrawal."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from flows.cli.base import (
+    STEWARD_OPTION,
+    main,
+    pipeline_engine,
+    steward_engine,
+    table,
+    tracebacks_to_the_log_only,
+    valid_dataset,
+)
+
+
+@main.group()
+def steward() -> None:
+    """Steward logins and the one-time codes that carry a login into the Prefect UI form."""
+
+
+@steward.command("add")
+@click.argument("login")
+def steward_add(login: str) -> None:
+    """Create the steward LOGIN (a member of trajpub_steward) with a generated password in the local credentials
+    file (readable by you only). Runs as the database superuser."""
+    from flows import services
+
+    click.echo(services.add_steward(login))
+
+
+@main.group()
+def requester() -> None:
+    """The people who may ask for releases besides the stewards (a release's requested_by)."""
+
+
+@requester.command("add")
+@click.argument("name")
+def requester_add(name: str) -> None:
+    """Register NAME (ASCII letters, digits, '_', '.', '-'; kept in lower case) as a person who may be a release's
+    requested_by. Runs as the database superuser, like `steward add`."""
+    from flows import services
+
+    click.echo(services.add_requester(name))
+
+
+@steward.command("code")
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+def steward_code(release_id: int, steward: str) -> None:
+    """Issue a one-time decision code (one release, one hour) for the Prefect UI form: the decision made with it
+    records your login."""
+    from tasks import governance
+
+    with steward_engine(steward).begin() as conn:
+        code = governance.issue_decision_code(conn, release_id)
+    click.echo(code)
+
+
+def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
+    """Record the decision as the steward's login (the database checks status, four-eyes and the comment), then
+    let the waiting flow run publish, or publish in a flow run of its own when none waits (nothing lost)."""
+    from tasks import governance
+
+    tracebacks_to_the_log_only()
+    status = "approved" if decision == "approve" else "rejected"
+    with steward_engine(steward).begin() as conn:
+        rel = governance.get_release(conn, release_id)
+        login = governance.decide(conn, release_id, status, comment)
+    click.echo(f"release {release_id} {status} by {login}")
+    if hand_to_waiting_flow(rel, {"release_id": release_id, "decision": decision, "comment": comment or ""},
+                             {"approve": "published", "reject": "rejected"}[decision], wait_s):
+        return
+    if status == "approved":
+        from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
+
+        tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
+        outcome = publish_approved_flow(release_id=release_id)
+        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
+
+
+def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
+    """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
+    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
+    the Prefect server no longer knows the run (its database was reset: the governance record is what counts)."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.flow_runs import resume_flow_run
+
+    from tasks import governance
+
+    release_id = rel["release_id"]
+    paused = False
+    if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
+        deadline = time.monotonic() + 30
+        with get_client(sync_client=True) as client:
+            while True:
+                try:
+                    state = client.read_flow_run(rel["flow_run_id"]).state
+                except ObjectNotFound:
+                    return False
+                paused = bool(state and state.is_paused())
+                if paused or not (state and state.is_running()) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+    if not paused:
+        return False
+    resume_flow_run(rel["flow_run_id"], run_input=run_input)
+    click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
+    deadline = time.monotonic() + wait_s
+    eng = pipeline_engine()
+    while time.monotonic() < deadline:
+        with eng.connect() as conn:
+            current = governance.get_release(conn, release_id)["status"]
+        if current in (final, "failed"):
+            click.echo(f"release {release_id} is {current}")
+            if current == "failed":
+                sys.exit(1)
+            return True
+        time.sleep(1)
+    click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
+               f"see `trajpub release show {release_id}`")
+    return True
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+@click.option("--comment")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True,
+              help="Seconds to wait for the flow to publish.")
+def approve(release_id: int, steward: str, comment: str | None, wait_s: float) -> None:
+    """Approve a release awaiting approval; it is then published."""
+    _decide(release_id, "approve", steward, comment, wait_s)
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+@click.option("--comment", required=True, help="Why the release is rejected.")
+@click.option("--wait", "wait_s", type=float, default=120, show_default=True)
+def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
+    """Reject a release awaiting approval; nothing is published."""
+    _decide(release_id, "reject", steward, comment, wait_s)
+
+
+@main.command()
+@click.option("--anchor", type=click.Path(path_type=Path), help="The heads of the last clean check (default: "
+              ".trajpub/chain-anchor.json); keep a copy where the database's owner cannot write.")
+@click.option("--new-anchor", is_flag=True, help="Start a new anchor when there is none (the first check of "
+              "chains that have rows): a chain rewritten before this check cannot be found.")
+def verify(anchor: Path | None, new_anchor: bool) -> None:
+    """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
+    edited or inserted behind the database's back, or which chain was rewritten since the last check."""
+    from tasks import chains
+
+    with pipeline_engine().begin() as conn:
+        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor)
+    if problems:
+        for p in problems:
+            click.secho(f"TAMPERED: {p}", fg="red", err=True)
+        sys.exit(1)
+    click.echo("intact: " + ", ".join(f"governance.{t} ({n} rows)" for t, n in sizes.items()))
+
+
+@main.command()
+@click.argument("dataset")
+@click.argument("days", type=click.IntRange(min=0))
+@STEWARD_OPTION
+def retention(dataset: str, days: int, steward: str) -> None:
+    """Keep the candidate points and private owner keys of DATASET's ended releases DAYS days in staging
+    (0, the default: delete them when the release ends). Audit figures and review reports are always kept."""
+    set_dataset_policy(steward, dataset, staging_retention_days=days)
+    click.echo(f"{dataset}: staging kept {days} day(s) after a release ends")
+
+
+@main.group()
+def policy() -> None:
+    """Gate policies: a steward registers and versions the policy that gates each dataset's releases."""
+
+
+@policy.command("set")
+@click.argument("dataset", callback=valid_dataset)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", help="Register the file as the next version of this policy name (default: the dataset's "
+                             "name).")
+@STEWARD_OPTION
+def policy_set(dataset: str, file: Path, name: str | None, steward: str) -> None:
+    """Register FILE (a gate policy YAML) and make it DATASET's policy from its next release on."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name or dataset, parsed)
+        policies.set_for_dataset(conn, dataset, name or dataset, version)
+    click.echo(f"{dataset}: gate policy {name or dataset} v{version} (set by {steward})")
+
+
+@policy.command("register")
+@click.argument("name")
+@click.argument("file", type=click.Path(path_type=Path))
+@STEWARD_OPTION
+def policy_register(name: str, file: Path, steward: str) -> None:
+    """Register FILE as the next version of policy NAME without setting it for a dataset: a spec may then name
+    it (gate_policy: NAME) for a release of any dataset whose own policy it is at least as strict as."""
+    from audits.gate import GatePolicy
+    from tasks import policies
+
+    parsed = GatePolicy.from_yaml(file)
+    with steward_engine(steward).begin() as conn:
+        version = policies.register(conn, name, parsed)
+    click.echo(f"gate policy {name} v{version} registered by {steward}")
+
+
+@policy.command("show")
+@click.argument("dataset", callback=valid_dataset)
+def policy_show(dataset: str) -> None:
+    """DATASET's current gate policy (YAML) and its history."""
+    import yaml
+
+    from tasks import policies
+
+    with pipeline_engine().begin() as conn:  # a dataset without a policy adopts the shipped default here
+        current = policies.current(conn, dataset)
+        past = policies.history(conn, dataset)
+    click.echo(f"# {dataset}: gate policy {current.label}")
+    click.echo(yaml.safe_dump(current.policy.to_dict(), sort_keys=False).rstrip())
+    click.echo("\nhistory:\n" + table(past, ["policy_name", "policy_version", "set_by", "set_at"]))
+
+
+@main.command("four-eyes")
+@click.argument("dataset")
+@click.argument("state", type=click.Choice(["on", "off"]))
+@STEWARD_OPTION
+def four_eyes(dataset: str, state: str, steward: str) -> None:
+    """Require (on) or not (off) that a release of DATASET is approved by someone other than its requester."""
+    set_dataset_policy(steward, dataset, four_eyes=state == "on")
+    click.echo(f"{dataset}: four-eyes approval {state}")
+
+
+def set_dataset_policy(steward: str, dataset: str, **values) -> None:
+    """A steward's change of a dataset's policy (only stewards may: the pipeline cannot update these columns)."""
+    from tasks import governance
+    from trajpub.spec import validate_dataset_name
+
+    validate_dataset_name(dataset)
+    with steward_engine(steward).begin() as conn:
+        governance.set_dataset_policy(conn, dataset, **values)
+
+
+@main.command()
+@click.argument("release_id", type=int)
+@STEWARD_OPTION
+@click.option("--reason", required=True, help="Why the release is withdrawn.")
+def withdraw(release_id: int, steward: str, reason: str) -> None:
+    """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
+    from tasks.lineage import deliver
+    from tasks.publish import withdraw as withdraw_release
+
+    dropped = withdraw_release(steward_engine(steward), release_id, reason)
+    click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
+    deliver(pipeline_engine())
