@@ -1,13 +1,14 @@
-"""``trajpub db`` and ``trajpub server``: the PostGIS cluster and the Prefect server this checkout runs."""
+"""``trajpub db``, ``trajpub server`` and ``trajpub env``: the PostGIS cluster and the Prefect server this checkout
+runs, and how Prefect's own commands find them."""
 
 from __future__ import annotations
 
+import os
+import shlex
+
 import click
 
-from flows.cli.base import (
-    main,
-    pipeline_engine,
-)
+from flows.cli.base import main, pipeline_engine
 from trajpub.errors import TrajpubError
 
 
@@ -68,3 +69,17 @@ def server_down() -> None:
     from flows import services
 
     click.echo(services.server_down())
+
+
+#: What Prefect's own command line (``prefect flow-run ls``, ``prefect deployment run``) needs to reach the server
+#: this checkout runs: ``trajpub`` sets them for itself (:func:`trajpub.config.apply_environment`), a shell does not.
+PREFECT_VARIABLES = ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING", "PREFECT_HOME")
+
+
+@main.command("env")
+def env() -> None:
+    """Print the variables Prefect's own commands need to reach this checkout's server, as shell exports:
+    `eval "$(trajpub env)"`, then `prefect flow-run ls` works on any port."""
+    for name in PREFECT_VARIABLES:
+        if os.environ.get(name):
+            click.echo(f"export {name}={shlex.quote(os.environ[name])}")
