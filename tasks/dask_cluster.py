@@ -41,8 +41,10 @@ def local_cluster(n_workers: int, security: Security | None = None, **kwargs) ->
     ``security`` (default: certificates generated for it, held in memory; ``Client(cluster)`` takes them)."""
     config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
     with dask.config.set(config):
-        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                            silence_logs=40, protocol="tls://", host="127.0.0.1",
+        # No dashboard, and the scheduler's HTTP server (health, metrics) on a free port: the default, 8787,
+        # is taken by the first cluster on the machine and every other one warned on the console.
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                            scheduler_kwargs={"dashboard": False}, silence_logs=40, protocol="tls://", host="127.0.0.1",
                             security=security or Security.temporary(), **kwargs)
 
 

@@ -11,6 +11,7 @@ from flows.cli.base import (
     main,
     pipeline_engine,
     steward_engine,
+    table,
     valid_dataset,
 )
 from trajpub.errors import TrajpubError
@@ -76,3 +77,28 @@ def dataset_drop(name: str, steward: str) -> None:
     dropped = drop_dataset(steward_engine(steward), name)
     click.echo(f"dropped '{name}': {dropped.n_points} points from {dropped.n_sources} source(s), its quarantine "
                f"and staging; its releases, ledger and lineage stay (recorded in governance.dataset_drops)")
+
+
+@dataset.command("list")
+def dataset_list() -> None:
+    """Every loaded dataset: time range (UTC), objects, points, sources and unit of protection."""
+    from tasks.datasets import summaries
+
+    with pipeline_engine().connect() as conn:
+        rows = [{"dataset": d.dataset, "from (UTC)": d.first and f"{d.first:%Y-%m-%d %H:%M}",
+                 "to (UTC)": d.last and f"{d.last:%Y-%m-%d %H:%M}", "time zone": d.timezone or "UTC",
+                 "objects": d.n_objects, "points": d.n_points, "sources": len(d.sources)}
+                for d in summaries(conn)]
+    click.echo(table(rows, ["dataset", "from (UTC)", "to (UTC)", "time zone", "objects", "points", "sources"]))
+
+
+@dataset.command("show")
+@click.argument("name", callback=valid_dataset)
+def dataset_show(name: str) -> None:
+    """What NAME holds: its time range in UTC and local time, objects, points, sources, unit of protection and
+    the budget left in each account."""
+    from tasks.datasets import summaries
+
+    with pipeline_engine().connect() as conn:
+        [summary] = summaries(conn, name)
+    click.echo("\n".join(summary.lines()))

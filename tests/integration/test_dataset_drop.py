@@ -1,4 +1,5 @@
-"""`trajpub dataset drop`: a steward removes a loaded dataset's raw data; governance keeps its history."""
+"""`trajpub dataset list|show` say what a dataset holds; `trajpub dataset drop`: a steward removes a loaded dataset's
+raw data; governance keeps its history."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ def _raw_rows(engine: sa.Engine, dataset: str) -> dict[str, int]:
         return {table: conn.execute(sa.text(f"SELECT count(*) FROM {table} WHERE dataset = :d"),
                                     {"d": dataset}).scalar()
                 for table in ("raw.points", "raw.sources", "staging.quarantine")}
+
+
+def test_dataset_show_and_list_say_what_the_dataset_holds_in_utc_and_local_time(loaded):
+    # The T-Drive format is Beijing local time: 15:36:08 on 2 February is 07:36 UTC; two taxis, three points
+    # (the short line is in quarantine, not in the count), one source; the budget untouched.
+    shown = cli("dataset", "show", loaded)
+    assert shown.returncode == 0, shown.stderr
+    assert ("time range: 2008-02-02 07:36 UTC = 2008-02-02 15:36 Asia/Shanghai .. "
+            "2008-02-02 08:00 UTC = 2008-02-02 16:00 Asia/Shanghai") in shown.stdout
+    assert "objects: 2; points: 3" in shown.stdout
+    assert "3 points loaded, 1 quarantined" in shown.stdout
+    assert "unit of protection: one object over the dataset's whole life" in shown.stdout
+    listed = cli("dataset", "list")
+    assert listed.returncode == 0, listed.stderr
+    [row] = [line.split() for line in listed.stdout.splitlines() if line.startswith(loaded + " ")]
+    assert row[1:] == ["2008-02-02", "07:36", "2008-02-02", "08:00", "Asia/Shanghai", "2", "3", "1"]
+    missing = cli("dataset", "show", "never_loaded_here")
+    assert missing.returncode == 1 and "has not been loaded" in missing.stderr
 
 
 def test_a_published_release_blocks_the_drop_until_it_is_withdrawn(engine, stewards, loaded):

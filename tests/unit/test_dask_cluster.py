@@ -1,9 +1,10 @@
-"""The release's Dask cluster: worker processes start with the malloc setting the audit's speed depends on, and give
-back the memory they freed between stages."""
+"""The release's Dask cluster: worker processes start with the malloc setting the audit's speed depends on, give
+back the memory they freed between stages, and a second cluster on the machine starts without a console warning."""
 
 from __future__ import annotations
 
 import os
+import warnings
 
 import psutil
 from distributed import Client
@@ -35,6 +36,16 @@ def test_worker_processes_get_the_mmap_threshold():
         [seen] = client.run(_environ, list(WORKER_ENVIRON)).values()
         assert list(client.run(os.getpid).values()) != [os.getpid()]  # a separate worker process
     assert seen == {k: str(v) for k, v in WORKER_ENVIRON.items()}
+
+
+def test_two_clusters_at_once_start_without_a_port_warning():
+    """Distributed's default HTTP port, 8787, is taken by the first cluster; the second warned on the console."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with local_cluster(1) as first, local_cluster(1) as second, Client(second) as client:
+            assert client.submit(sum, [1, 2]).result() == 3
+            assert first.scheduler.http_server.port != second.scheduler.http_server.port
+    assert not [w for w in caught if "already in use" in str(w.message)], [str(w.message) for w in caught]
 
 
 def test_freed_memory_goes_back_to_the_system_on_every_worker():
