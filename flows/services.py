@@ -48,9 +48,12 @@ def _is_root() -> bool:
     return os.geteuid() == 0
 
 
-def _as_postgres(cmd: list[str]) -> list[str]:
-    """initdb and pg_ctl refuse to run as root: run them as the postgres user then."""
-    return ["runuser", "-u", "postgres", "--", *cmd] if _is_root() else cmd
+def _run_as_postgres(cmd: list[str], check: bool, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``cmd`` (initdb, pg_ctl, ...), as the postgres user when we are root (they refuse to run as root),
+    from ``/``: the postgres user cannot enter a working folder under /root and said so on the console."""
+    if not _is_root():
+        return subprocess.run(cmd, check=check, **kwargs)
+    return subprocess.run(["runuser", "-u", "postgres", "--", *cmd], check=check, cwd="/", **kwargs)
 
 
 def ensure_postgis_installed() -> None:
@@ -69,7 +72,7 @@ def ensure_postgis_installed() -> None:
 def pg_running() -> bool:
     if not PGDATA.exists():
         return False
-    rc = subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "status"]),
+    rc = _run_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "status"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode
     return rc == 0
 
@@ -98,16 +101,16 @@ def db_up() -> str:
         if _is_root():
             shutil.chown(pwfile, "postgres", "postgres")
         try:
-            subprocess.run(_as_postgres([str(PG_BIN / "initdb"), "-D", str(PGDATA), "-U", config.OWNER,
+            _run_as_postgres([str(PG_BIN / "initdb"), "-D", str(PGDATA), "-U", config.OWNER,
                                          "--auth=scram-sha-256", f"--pwfile={pwfile}", "-E", "UTF8",
-                                         "--locale=C.UTF-8"]), check=True, stdout=subprocess.DEVNULL)
+                                         "--locale=C.UTF-8"], check=True, stdout=subprocess.DEVNULL)
         finally:
             pwfile.unlink(missing_ok=True)
     if not pg_running():
         opts = (f"-p {config.PG_PORT} -c listen_addresses=127.0.0.1 -k {PG_SOCKET_DIR} "
                 "-c max_connections=200 -c shared_buffers=512MB")
-        subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-l",
-                                     str(PGDATA / "server.log"), "-w", "-t", "60", "-o", opts, "start"]),
+        _run_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-l",
+                                     str(PGDATA / "server.log"), "-w", "-t", "60", "-o", opts, "start"],
                        check=True, stdout=subprocess.DEVNULL)
     _create_database_and_logins(credentials)
     _require_passwords()
@@ -189,17 +192,17 @@ def _require_passwords() -> None:
     """Write the password-only pg_hba.conf (when it differs) and reload the server."""
     hba = PGDATA / "pg_hba.conf"
     if _is_root():
-        current = subprocess.run(_as_postgres(["cat", str(hba)]), capture_output=True, text=True,
+        current = _run_as_postgres(["cat", str(hba)], capture_output=True, text=True,
                                  check=True).stdout
     else:
         current = hba.read_text()
     if current == HBA:
         return
     if _is_root():
-        subprocess.run(_as_postgres(["tee", str(hba)]), input=HBA, text=True, check=True, stdout=subprocess.DEVNULL)
+        _run_as_postgres(["tee", str(hba)], input=HBA, text=True, check=True, stdout=subprocess.DEVNULL)
     else:
         hba.write_text(HBA)
-    subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "reload"]), check=True,
+    _run_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "reload"], check=True,
                    stdout=subprocess.DEVNULL)
 
 
@@ -249,10 +252,19 @@ def db_down() -> str:
     if not config.uses_local_database():
         return "TRAJPUB_DATABASE_URL is set: not stopping a server this project did not start"
     if pg_running():
-        subprocess.run(_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-m", "fast", "-w", "stop"]),
+        _run_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-m", "fast", "-w", "stop"],
                        check=True, stdout=subprocess.DEVNULL)
-        return "PostGIS stopped"
-    return "PostGIS was not running"
+        return f"PostGIS stopped; {_where_the_cluster_lives()}"
+    return f"PostGIS was not running; {_where_the_cluster_lives()}" if PGDATA.exists() else "PostGIS was not running"
+
+
+def _where_the_cluster_lives() -> str:
+    """Where the stopped cluster's files are, their size and how to remove them (the next ``db up`` then makes
+    a new, empty cluster with new passwords)."""
+    folder = PGDATA if PG_HOME == config.STATE_DIR else PG_HOME
+    outside = "" if PG_HOME == config.STATE_DIR else " (outside the clone: the postgres user cannot reach the clone)"
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+    return f"its data ({size / 2**20:,.0f} MB) stays in {folder}{outside}; to remove it for good: rm -rf {folder}"
 
 
 def _redact(url: str) -> str:

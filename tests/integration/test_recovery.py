@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from pathlib import Path
 
 import psutil
 import pytest
@@ -170,6 +171,8 @@ def postgres_down_while_blocked(engine, held, blocked_query: str, until=None) ->
             wait_until(lambda: waiting_on_lock(engine, blocked_query), 120, f"the release to block in {blocked_query}")
             down = cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+            kept = down.stdout.split("to remove it for good: rm -rf ")[1].strip()  # it says where the data stays
+            assert Path(kept, "PG_VERSION").exists() or Path(kept, "pgdata", "PG_VERSION").exists(), down.stdout
         if until is not None:
             wait_until(until, 120, "the release to react to the outage")
     finally:
