@@ -1,11 +1,12 @@
 """Every code block of docs/consumers.md runs, in order, against a published release with timestamps
-(the guide's dataset name replaced by the test's), in the consumer's own working folder."""
+(the guide's dataset name replaced by the test's), in the consumer's own working folder, without a warning."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from tests.integration.conftest import TDRIVE_WEEK, TRAJPUB, base_spec, cli, sta
 pytestmark = pytest.mark.integration
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "consumers.md"
+#: What Python does not print to a script's user unless asked (its default warning filters).
+QUIET_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 BLOCK = re.compile(r"^```(python|sh)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
@@ -33,7 +36,14 @@ def test_every_code_block_of_the_consumer_guide_runs(engine, loaded_tdrive, tmp_
     for kind, code in blocks:
         code = code.replace("tdrive_demo", dataset)
         if kind == "python":
-            exec(compile(code, f"{GUIDE.name} block", "exec"), namespace)  # noqa: S102 - the guide is ours
+            with warnings.catch_warnings(record=True) as caught:  # what a consumer would see printed
+                warnings.simplefilter("always")
+                for hidden in QUIET_BY_DEFAULT:
+                    warnings.simplefilter("ignore", hidden)
+                exec(compile(code, f"{GUIDE.name} block", "exec"), namespace)  # noqa: S102 - the guide is ours
+            # movingpandas' own notice at import (an optional smoother library is missing) is not about the data
+            printed = [w for w in caught if "optional dependencies" not in str(w.message)]
+            assert not printed, {str(w.message)[:120] for w in printed}
         else:
             env = {**os.environ, "RELEASE_ID": str(namespace["release_id"]),
                    "PATH": f"{Path(TRAJPUB).parent}:{os.environ['PATH']}"}
