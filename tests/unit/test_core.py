@@ -136,7 +136,7 @@ def test_a_spec_may_name_a_registered_policy():
 
 def test_an_unusable_time_format_is_a_parameter_error():
     """Finding F1: an unknown strftime directive is refused with the option's name."""
-    from trajpub.formats import _parse_times
+    from trajpub.source_text import parse_times
 
     with pytest.raises(ParameterError, match="not a usable strftime format"):
-        _parse_times(pd.Series(["2008-02-02"]), "%Q", "UTC", "option time_format")
+        parse_times(pd.Series(["2008-02-02"]), "%Q", "UTC", "option time_format")
