@@ -331,10 +331,13 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     results, failures, not_applicable = run_attacks(client, policy, raw, release, release_kind,
                                                     [n for n in names if n not in gridded])
     out = [(0.0, r) for r in results]
+    print(f"audit: {', '.join(n for n in names if n not in gridded) or 'no attack'} done (no grid)")
     too_few: dict[str, dict[str, str]] = {}
-    for size in policy.resolutions_m if gridded else ():
+    sizes = policy.resolutions_m if gridded else ()
+    for step, size in enumerate(sizes, start=1):
         found, failed, inapplicable = run_attacks(client, policy, raw, release, release_kind, gridded,
                                                   GridSpec(bbox, size))
+        print(f"audit: at {size:g} m: {', '.join(gridded)} done (resolution {step} of {len(sizes)})")
         out += [(float(size), r) for r in found]
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import sqlalchemy as sa
-from distributed import Client, Future
+from distributed import Client, Future, as_completed
 
 from tasks.gx import run_suite
 from tasks.load import copy_in, csv_for_copy
@@ -129,7 +129,10 @@ def validate(client: Client, partitions: list[Future], spec: ReleaseSpec, releas
     clean = client.map(operator.itemgetter(0), results)
     quarantined = client.map(operator.itemgetter(1), results)
     quarantine = client.map(quarantine_csv, quarantined, dataset=spec.dataset, release_id=release_id, pure=False)
-    summary_parts = client.gather(client.map(operator.itemgetter(2), results))
+    summaries = client.map(operator.itemgetter(2), results)
+    for done, _ in enumerate(as_completed(summaries), start=1):
+        print(f"validation: partition {done} of {len(summaries)} checked")
+    summary_parts = client.gather(summaries)
     n_rows = sum(int(n) for n in client.gather(client.map(len, partitions)))
     kinds = client.gather(client.map(lambda q: q["counts_as"].value_counts().to_dict(), quarantined))
     n_integrity = sum(int(k.get("integrity", 0)) for k in kinds)

@@ -227,6 +227,9 @@ def test_rejected_release_publishes_nothing(engine, loaded_tdrive, tmp_path):
     rejected = cli("reject", str(run.release_id), "--steward", "ada", "--comment", "too coarse")
     assert rejected.returncode == 0, rejected.stderr
     assert run.proc.wait(timeout=120) == 0
+    # progress inside the long steps: each validated partition, each of the policy's resolutions
+    assert re.search(r"validation: partition 1 of \d+ checked", run.output()), run.output()
+    assert re.search(r"audit: at \d+ m: \w+.* done \(resolution 1 of \d+\)", run.output()), run.output()
     assert q(engine, "SELECT status, published_table FROM governance.releases WHERE release_id = :r",
              r=run.release_id) == [("rejected", None)]
     assert q(engine, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'published' "
