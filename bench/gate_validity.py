@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -319,7 +320,15 @@ def write_report(results: dict) -> None:
         "# The gate's validity: pass rates over repeated draws\n\n" + BEGIN + "\n" + END + "\n")
     before, rest = text.split(BEGIN, 1)
     after = rest.split(END, 1)[1]
-    RESULTS_MD.write_text(before + BEGIN + "\n" + tables(results) + END + after)
+    replace_text(RESULTS_MD, before + BEGIN + "\n" + tables(results) + END + after)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it): runs of other candidates read it
+    between their draws."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def save(path: Path, entry: dict) -> dict:
@@ -331,7 +340,7 @@ def save(path: Path, entry: dict) -> dict:
     fleets, order = list(FLEETS), [c.key for c in CANDIDATES]
     results = {"candidates": sorted(found.values(),
                                     key=lambda c: (fleets.index(fleet_of(c)), order.index(c["key"])))}
-    path.write_text(json.dumps(results, indent=1, default=str))
+    replace_text(path, json.dumps(results, indent=1, default=str))
     return results
 
 
