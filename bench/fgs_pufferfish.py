@@ -196,8 +196,12 @@ def plot_tradeoff(res: dict, title: str, path: Path, unit: str, coords: tuple[in
     plt.close(fig)
 
 
-def load_tdrive() -> pd.DataFrame:
-    d = pd.read_csv(DATA / "tdrive_sample_odd_taxis.csv.gz")
+TDRIVE_SAMPLE = DATA / "tdrive_sample_odd_taxis.csv.gz"
+
+
+def load_tdrive(path: Path = TDRIVE_SAMPLE) -> pd.DataFrame:
+    """A T-Drive CSV in the bundled sample's format (``taxi_id,datetime,longitude,latitude``, Beijing time), UTC."""
+    d = pd.read_csv(path)
     t = pd.to_datetime(d["datetime"]).dt.tz_localize("Asia/Shanghai").dt.tz_convert("UTC")
     return pd.DataFrame({"object_id": d["taxi_id"].astype(str), "t": t, "lon": d["longitude"],
                          "lat": d["latitude"]})

@@ -1,5 +1,6 @@
 """The gate's validity (docs/design.md, "Audits and the gate"): how often the default gate policy passes each
-candidate over repeated draws, on the T-Drive sample, with the positive controls that it must block.
+candidate over repeated draws, on the T-Drive sample (or the taxis it leaves out), with the positive controls
+that it must block.
 
 Candidates: ObjTrace ε 1, 2, 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
 of their example specs (``flows/specs/*.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
@@ -15,16 +16,21 @@ partitions of whole objects, timestamps coarsened (:func:`tasks.check_output.coa
 the gate (:func:`tasks.audit.run`) with the default policy in the dataset's time zone. Each draw has its own
 seed (``--seed`` + draw number) for the mechanism and the audit's utility; nothing is tuned on the sample.
 
-    .venv/bin/python -m bench.gate_validity [--draws 20] [--only objtrace_e5,copy_5] [--workers 2]
+    .venv/bin/python -m bench.gate_validity [--draws 20] [--only objtrace_e5,copy_5] [--workers 2] [--fleet unseen]
 
-Outputs: ``bench/gate_validity/results.json`` (every draw; a re-run of some candidates replaces theirs) and the
-tables of ``bench/GATE_VALIDITY_RESULTS.md`` (between its markers; the text around them is kept).
+``--fleet unseen`` draws on the T-Drive taxis the project has never seen (the even ids,
+:mod:`bench.tdrive_unseen`) instead of the bundled sample (the odd ids), cleaned and prepared the same way.
+
+Outputs: ``bench/gate_validity/results.json`` (every draw, by fleet; a re-run of some candidates on a fleet replaces
+theirs on that fleet) and the tables of ``bench/GATE_VALIDITY_RESULTS.md`` (between its markers; the text around
+them is kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -40,9 +46,10 @@ from distributed import Client, Future
 from distributed import wait as wait_futures
 
 from audits.gate import GatePolicy
-from bench.fgs_pufferfish import machine
+from bench.fgs_pufferfish import TDRIVE_SAMPLE, machine
 from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
+from bench.tdrive_unseen import UNSEEN
 from bench.utility_data import TDRIVE_WINDOW
 from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
@@ -60,6 +67,9 @@ RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 SPECS = ROOT.parent / "flows" / "specs"
 NETWORK_NAME = "synthetic central Beijing"
+FLEETS = {"sample": (TDRIVE_SAMPLE, "the bundled sample (odd taxi ids)"),
+          "unseen": (UNSEEN, "the taxis the project has never seen (even taxi ids)")}
+"""``--fleet``: the T-Drive CSV drawn on and its title in the tables."""
 
 
 @dataclass(frozen=True)
@@ -248,10 +258,27 @@ def _range(values: list[float]) -> str:
     return f"{np.mean(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
+def fleet_of(entry: dict) -> str:
+    return entry.get("fleet", "sample")  # entries written before the fleets were drawn on the sample
+
+
 def tables(results: dict) -> str:
-    """The verdicts, every attack's figures, and what was run, from the results file."""
-    cands = results["candidates"]
-    lines = ["### Verdicts over the draws", "",
+    """Per fleet, the verdicts, every attack's figures, and what was run, from the results file."""
+    parts = []
+    for fleet, (_, title) in FLEETS.items():
+        cands = [c for c in results["candidates"] if fleet_of(c) == fleet]
+        if cands:
+            parts.append(fleet_tables(cands, "" if fleet == "sample" else f" on {title}"))
+    m = results["candidates"][0]["machine"] if results["candidates"] else machine()
+    parts.append(f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, Python {m['python']}, shared with "
+                 "other engineers' jobs (hence the load average); the CPU seconds are the driver's and the Dask "
+                 "workers' process time.\n")
+    return "\n".join(parts)
+
+
+def fleet_tables(cands: list[dict], on: str) -> str:
+    """One fleet's tables (``on``: its title in the headings, empty for the bundled sample)."""
+    lines = [f"### Verdicts over the draws{on}", "",
              ("| candidate | draws | passed | privacy passed | utility passed | draws with an attack too close to "
               "call | draws with too few objects | must block |"), "|---|---|---|---|---|---|---|---|"]
     for c in cands:
@@ -261,8 +288,8 @@ def tables(results: dict) -> str:
         lines.append(f"| {c['label']} | {len(d)} | {sum(not x['blocked'] for x in d)} | "
                      f"{sum(x['privacy'] == 'passed' for x in d)} | {sum(x['utility'] != 'blocked' for x in d)} | "
                      f"{close} | {few} | {'yes' if c['control'] else ''} |")
-    lines += ["", ("### Each attack as the gate reads it: per draw, the resolution with the highest upper end of "
-                   "the risk's 95% interval; mean [min, max] over the draws"), "",
+    lines += ["", (f"### Each attack as the gate reads it{on}: per draw, the resolution with the highest upper end "
+                   "of the risk's 95% interval; mean [min, max] over the draws"), "",
               ("| candidate | attack | members (success rate) | controls (baseline) | risk | risk interval upper "
                "end | verdicts |"), "|---|---|---|---|---|---|---|"]
     for c in cands:
@@ -276,7 +303,7 @@ def tables(results: dict) -> str:
                          f"{_range([r['baseline'] for r in rs])} | {_range([r['risk'] for r in rs])} | "
                          f"{_range([r['risk_ci_high'] for r in rs])} | "
                          + ", ".join(f"{v} {n}" for v, n in sorted(counts.items())) + " |")
-    lines += ["", "### What was run", "",
+    lines += ["", f"### What was run{on}", "",
               ("| candidate | draws | seeds | command | commit | started (UTC) | CPU s / draw | wall s / draw | "
               "load average (1 min) over the draws |"), "|---|---|---|---|---|---|---|---|---|"]
     for c in cands:
@@ -285,10 +312,6 @@ def tables(results: dict) -> str:
         lines.append(f"| {c['label']} | {len(d)} | {d[0]['seed']}-{d[-1]['seed']} | `{c['command']}` | "
                      f"{c['commit']} | {c['machine']['date'][:16]} | {np.mean([x['cpu_s'] for x in d]):.1f} | "
                      f"{np.mean([x['draw_s'] for x in d]):.1f} | {min(load):.0f}-{max(load):.0f} |")
-    m = cands[0]["machine"] if cands else machine()
-    lines += ["", (f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, Python {m['python']}, shared with "
-                  "other engineers' jobs (hence the load average); the CPU seconds are the driver's and the Dask "
-                  "workers' process time.")]
     return "\n".join(lines) + "\n"
 
 
@@ -297,17 +320,27 @@ def write_report(results: dict) -> None:
         "# The gate's validity: pass rates over repeated draws\n\n" + BEGIN + "\n" + END + "\n")
     before, rest = text.split(BEGIN, 1)
     after = rest.split(END, 1)[1]
-    RESULTS_MD.write_text(before + BEGIN + "\n" + tables(results) + END + after)
+    replace_text(RESULTS_MD, before + BEGIN + "\n" + tables(results) + END + after)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a temporary file renamed over it): runs of other candidates read it
+    between their draws."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def save(path: Path, entry: dict) -> dict:
-    """The results file with ``entry`` (one candidate's draws) in place of that candidate's, read afresh: runs
-    of different candidates may share the file."""
-    found = {c["key"]: c for c in json.loads(path.read_text())["candidates"]} if path.exists() else {}
-    found[entry["key"]] = entry
-    order = [c.key for c in CANDIDATES]
-    results = {"candidates": sorted(found.values(), key=lambda c: order.index(c["key"]))}
-    path.write_text(json.dumps(results, indent=1, default=str))
+    """The results file with ``entry`` (one candidate's draws on one fleet) in place of that candidate's on that
+    fleet, read afresh: runs of different candidates or fleets may share the file."""
+    found = ({(fleet_of(c), c["key"]): c for c in json.loads(path.read_text())["candidates"]} if path.exists()
+             else {})
+    found[fleet_of(entry), entry["key"]] = entry
+    fleets, order = list(FLEETS), [c.key for c in CANDIDATES]
+    results = {"candidates": sorted(found.values(),
+                                    key=lambda c: (fleets.index(fleet_of(c)), order.index(c["key"])))}
+    replace_text(path, json.dumps(results, indent=1, default=str))
     return results
 
 
@@ -318,6 +351,8 @@ def main(argv: list[str] | None = None) -> None:
                         + ", ".join(c.key for c in CANDIDATES))
     parser.add_argument("--seed", type=int, default=0, help="draw d uses seed + d")
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (the flow uses 2)")
+    parser.add_argument("--fleet", choices=list(FLEETS), default="sample",
+                        help="sample: the bundled T-Drive sample; unseen: the taxis it leaves out (bench.tdrive_unseen)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
     args = parser.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
@@ -331,14 +366,17 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                             check=True).stdout.strip()
     OUT.mkdir(exist_ok=True)
-    clean, _ = load_clean()
+    data = FLEETS[args.fleet][0]
+    if not data.exists():
+        parser.error(f"no {data.name} in {data.parent.name}: write it with python -m bench.tdrive_unseen")
+    clean, _ = load_clean(data)
     policy = default_policy()
     command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
     with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
         for candidate in CANDIDATES:
             if only and candidate.key not in only:
                 continue
-            run = {"commit": commit, "command": command.strip(), "machine": machine(), "workers": args.workers,
+            run = {"fleet": args.fleet, "commit": commit, "command": command.strip(), "machine": machine(), "workers": args.workers,
                    "policy": policy.to_dict()}
             run_candidate(client, candidate, clean, policy, args.draws, args.seed,
                           lambda entry, run=run: write_report(save(path, {**entry, **run})))

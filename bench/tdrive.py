@@ -9,11 +9,12 @@ time, speed > 60 m/s; derived columns from :func:`tasks.validate.add_derived_col
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.fgs_pufferfish import load_tdrive
+from bench.fgs_pufferfish import TDRIVE_SAMPLE, load_tdrive
 from tasks.audit import RAW_COLUMNS
 from tasks.validate import add_derived_columns
 from trajpub.candidate import CandidateRelease, Shape
@@ -28,9 +29,10 @@ MAX_SPEED_MPS = 60.0  # the flow's default ValidationSpec.max_speed_mps
 FRAGMENT_LENGTHS = (1, 2, 3)  # FASTPub's l_max = 3 rounds publish fragments of these lengths
 
 
-def load_clean() -> tuple[pd.DataFrame, dict]:
-    """The T-Drive sample (UTC) without the points the flow's validation quarantines."""
-    points = load_tdrive()
+def load_clean(path: Path = TDRIVE_SAMPLE) -> tuple[pd.DataFrame, dict]:
+    """The T-Drive sample (or another CSV in its format, :func:`bench.fgs_pufferfish.load_tdrive`) (UTC) without
+    the points the flow's validation quarantines."""
+    points = load_tdrive(path)
     d = add_derived_columns(points, {"min_lon": BBOX[0], "min_lat": BBOX[1], "max_lon": BBOX[2],
                                      "max_lat": BBOX[3]})
     outside = ~(d["lon"].between(BBOX[0], BBOX[2]) & d["lat"].between(BBOX[1], BBOX[3]))
