@@ -1,0 +1,380 @@
+"""A year of the shipped weekly deployment, measured (docs/design.md, "Units per period" and "Relative windows").
+
+The data: the first 40 taxis of the shipped T-Drive sample as a weekly feed (:mod:`bench.weeks`): week ``k`` is
+the sample's week (Saturday 2 to Friday 8 February 2008, Beijing time) shifted by ``k`` weeks with the same taxi
+ids, i.e. the same 40 people every week. 53 copies (k = 0..52) are loaded so that each of the 52 Monday-to-Monday
+Beijing weeks the deployment releases (4 February 2008 to 2 February 2009) is whole: Monday to Friday of copy
+``k``, Saturday and Sunday of copy ``k + 1``.
+
+The deployment: ``tdrive-weekly`` of ``prefect.yaml`` as shipped (ObjTrace, ε 5 per taxi, window ``{last: 7d,
+align: local_week}``), registered under another name with only its dataset changed (its schedule inactive), served
+by a ``prefect worker`` on the ``trajpub`` process pool. Per unit of protection, one dataset:
+
+- ``object-week``: ``budget unit D object --period week``, ``budget cap D 10``: ε 10 per taxi-week;
+- ``w-event``: ``budget unit D object --period week --w-event 4``, ``budget cap D 10``: ε 10 per taxi over any
+  4 consecutive weeks.
+
+The steward (a login of its own) sets the unit, the cap and the small-fleet gate policy (the default's controls
+need 30 taxis; 40 taxis give 12: the policy the integration tests set for this subset) with the CLI. Before the
+year: the forecast (``budget show --forecast``) and the bill of the whole year as one backfill (asked, answered
+no). Then the year as the schedule would have run it, one week after another: ``trajpub backfill
+release/NAME --start MONDAY --end NEXT_MONDAY --every 7d --yes`` (priced, refused over a cap with nothing started),
+and for a release that reaches the steward, ``trajpub approve ID --steward LOGIN``. Each week's outcome is
+compared with the pattern the caps' arithmetic predicts (:func:`expected_pattern`, computed here from the unit and
+the caps alone).
+
+RetraSyn (Hu et al., "Real-Time Trajectory Synthesis with Local Differential Privacy", ICDE 2024;
+github.com/ZJU-DAILY/RetraSyn, cloned into the git-ignored ``bench/ref/RetraSyn``, never copied here) runs on the
+same weeks through :func:`run_retrasyn`, and both are scored by :func:`audits.utility.trajectory_metrics`.
+
+    python -m bench.continual year --unit object-week [--weeks 52] [--until 02:40]
+    python -m bench.continual retrasyn [--weeks 52]
+    python -m bench.continual render        # bench/CONTINUAL_RESULTS.md from bench/continual/*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import pickle
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import sqlalchemy as sa
+import yaml
+
+from bench import utility_data, weeks
+from bench.fgs_pufferfish import machine
+
+ROOT = Path(__file__).resolve().parent
+PROJECT = ROOT.parent
+OUT = ROOT / "out" / "continual"
+RESULTS = ROOT / "continual"
+RESULTS_MD = ROOT / "CONTINUAL_RESULTS.md"
+STEWARD = "yearbench"
+REQUESTER = "scheduler"  # the shipped spec's requested_by
+SHIPPED = "tdrive-weekly"
+FIRST_MONDAY = date(2008, 2, 4)
+TIMEZONE = "Asia/Shanghai"
+BBOX = utility_data.TDRIVE_BBOX
+GRID = 32
+REF = ROOT / "ref" / "RetraSyn"
+RETRASYN = {"epsilon": 1.0, "grid_num": 6, "w": 20}
+"""RetraSyn's own settings: the README's example (ε 1, a 6 x 6 grid, window w = 20 timestamps)."""
+SLOT = pd.Timedelta(minutes=12)
+SLOTS = 7 * 24 * 5
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A per-period unit of protection and its cap: ``w`` weeks share ``cap`` (1: each week its own)."""
+
+    name: str
+    w: int
+    cap: float
+
+    def cli(self, dataset: str) -> list[list[str]]:
+        """The steward's commands that set it."""
+        event = ["--w-event", str(self.w)] if self.w > 1 else []
+        return [["budget", "unit", dataset, "object", "--period", "week", *event, "--steward", STEWARD],
+                ["budget", "cap", dataset, f"{self.cap:g}", "--steward", STEWARD]]
+
+    def describe(self) -> str:
+        return (f"object per week, cap ε {self.cap:g} per taxi-week" if self.w == 1 else
+                f"w-event (week, {self.w}), cap ε {self.cap:g} per taxi over any {self.w} consecutive weeks")
+
+
+UNITS = {"object-week": Unit("object-week", 1, 10.0), "w-event": Unit("w-event", 4, 10.0)}
+
+
+def expected_pattern(n_weeks: int, epsilon: float, cap: float, w: int) -> list[bool]:
+    """Which of ``n_weeks`` weekly releases of ``epsilon`` each, asked in order, the caps let through: week ``i`` is
+    charged when every run of ``w`` consecutive weeks containing it keeps its charged total, this one included,
+    within ``cap`` (w = 1: the week alone); a refused week charges nothing (docs/operations.md, "Data and
+    budgets"). Computed from the unit and the cap alone, to check the ledger's outcome against."""
+    charged = [0.0] * n_weeks
+    for i in range(n_weeks):
+        runs = [range(s, s + w) for s in range(i - w + 1, i + 1)]
+        if all(sum(charged[j] for j in r if 0 <= j < n_weeks) + epsilon <= cap for r in runs):
+            charged[i] = epsilon
+    return [c > 0 for c in charged]
+
+
+def cli(*args: str, stdin: str | None = None, timeout: float = 3600) -> dict:
+    """Run ``trajpub ARGS`` as a steward or operator would; its exit code, output and wall seconds."""
+    began = time.perf_counter()
+    done = subprocess.run([str(PROJECT / ".venv" / "bin" / "trajpub"), *args], cwd=PROJECT, input=stdin,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    return {"args": list(args), "rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr,
+            "wall_s": time.perf_counter() - began}
+
+
+def must(result: dict) -> dict:
+    if result["rc"] != 0:
+        raise SystemExit(f"trajpub {' '.join(result['args'])} failed: {result['stderr'].strip()[-500:]}")
+    return result
+
+
+def prefect(*args: str) -> None:
+    done = subprocess.run([str(PROJECT / ".venv" / "bin" / "prefect"), *args], cwd=PROJECT, capture_output=True,
+                          text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"prefect {' '.join(args)} failed: {(done.stdout + done.stderr)[-800:]}")
+
+
+def deploy(name: str, dataset: str) -> dict:
+    """Register the shipped weekly deployment as ``release/NAME`` with only its dataset changed and its schedule
+    inactive (the backfill runs the weeks); returns its spec."""
+    shipped = yaml.safe_load((PROJECT / "prefect.yaml").read_text())
+    entry = next(d for d in shipped["deployments"] if d["name"] == SHIPPED)
+    spec = {**entry["parameters"]["spec"], "dataset": dataset}
+    entry = {**entry, "name": name, "parameters": {"spec": spec},
+             "schedules": [{**s, "active": False} for s in entry["schedules"]]}
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({**shipped, "deployments": [entry]}, sort_keys=False))
+    prefect("--no-prompt", "deploy", "--all", "--prefect-file", str(path))
+    return spec
+
+
+def small_fleet_policy(path: Path) -> Path:
+    """The shipped default gate policy with controls measured on 10 objects, intervals up to 1 wide, decided on the
+    point estimate (the integration tests' policy for this 40-taxi subset: 12 controls)."""
+    policy = yaml.safe_load((PROJECT / "audits" / "policies" / "default.yaml").read_text())
+    policy["controls"] = {**policy["controls"], "min_objects": 10, "max_risk_ci_width": 1.0}
+    policy["decide_on"] = "point"
+    path.write_text(yaml.safe_dump(policy, sort_keys=False))
+    return path
+
+
+def local(d: date) -> datetime:
+    from zoneinfo import ZoneInfo
+
+    return datetime(d.year, d.month, d.day, tzinfo=ZoneInfo(TIMEZONE))
+
+
+def release_of(eng: sa.Engine, dataset: str, start: datetime) -> dict | None:
+    """The release of the week starting at ``start`` and the times of its transitions."""
+    with eng.connect() as conn:
+        rel = conn.execute(sa.text(
+            "SELECT release_id, status, published_table, created_at FROM governance.releases WHERE dataset = :d"
+            " AND window_start = :s ORDER BY release_id DESC LIMIT 1"), {"d": dataset, "s": start}).mappings().first()
+        if rel is None:
+            return None
+        steps = conn.execute(sa.text(
+            "SELECT to_status, min(at) AS at FROM governance.release_transitions WHERE release_id = :r"
+            " GROUP BY to_status"), {"r": rel["release_id"]}).all()
+        charge = conn.execute(sa.text(
+            "SELECT coalesce(sum(epsilon), 0) FROM governance.budget_ledger WHERE release_id = :r"),
+            {"r": rel["release_id"]}).scalar()
+    at = {s.to_status: s.at for s in steps}
+    reached = at.get("awaiting_approval") or at.get("blocked") or at.get("failed")
+    return {**rel, "charged": float(charge),
+            "to_steward_s": (reached - rel["created_at"]).total_seconds() if reached else None,
+            "to_published_s": (at["published"] - rel["created_at"]).total_seconds() if "published" in at else None}
+
+
+def export(eng: sa.Engine, table: str, path: Path) -> int:
+    """A published release's points as ``traj_id, seq, t, lon, lat`` (what a consumer reads)."""
+    with eng.connect() as conn:
+        frame = pd.read_sql(sa.text(f'SELECT traj_id, seq, t, ST_X(geom) AS lon, ST_Y(geom) AS lat '
+                                    f'FROM published."{table}" ORDER BY traj_id, seq'), conn)
+    frame.to_csv(path, index=False)
+    return len(frame)
+
+
+def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
+    """Load the year, set the unit, register the deployment, forecast, bill, then run the weeks in order."""
+    from tasks import db
+
+    tag = uuid.uuid4().hex[:6]
+    dataset, name = f"year_{unit.name.replace('-', '_')}_{tag}", f"year-{unit.name}-{tag}"
+    eng = db.engine()
+    began = time.perf_counter()
+    loads = weeks.load_weeks(eng, dataset, weeks.sample(taxis), range(n_weeks + 1), lambda s: print(s, flush=True))
+    load_s = time.perf_counter() - began
+    for args in unit.cli(dataset):
+        must(cli(*args))
+    OUT.mkdir(parents=True, exist_ok=True)
+    must(cli("policy", "set", dataset, str(small_fleet_policy(OUT / "small_fleet.yaml")), "--name", "small_fleet",
+             "--steward", STEWARD))
+    spec = deploy(name, dataset)
+    forecast = cli("budget", "show", "--forecast", f"release/{name}", "--periods", "12")
+    end = FIRST_MONDAY + timedelta(weeks=n_weeks)
+    bill = cli("backfill", f"release/{name}", "--start", FIRST_MONDAY.isoformat(), "--end", end.isoformat(),
+               "--every", "7d", stdin="n\n")
+    expected = expected_pattern(n_weeks, float(spec["params"]["epsilon"]), unit.cap, unit.w)
+    rows = []
+    year_began = time.perf_counter()
+    for i in range(n_weeks):
+        if until and datetime.now(UTC) > until:
+            print(f"stopped before week {i + 1}: past {until:%H:%M} UTC", flush=True)
+            break
+        monday = FIRST_MONDAY + timedelta(weeks=i)
+        week_began = time.perf_counter()
+        backfill = cli("backfill", f"release/{name}", "--start", monday.isoformat(), "--end",
+                       (monday + timedelta(weeks=1)).isoformat(), "--every", "7d", "--yes")
+        rel = release_of(eng, dataset, local(monday))
+        approve = None
+        if rel and rel["status"] == "awaiting_approval":
+            approve = cli("approve", str(rel["release_id"]), "--steward", STEWARD, "--comment",
+                          "year bench: guarantee and audit reviewed", "--wait", "600")
+            rel = release_of(eng, dataset, local(monday))
+        row = {"week": i + 1, "monday": monday.isoformat(), "expected": "charged" if expected[i] else "refused",
+               "backfill_rc": backfill["rc"], "backfill_s": backfill["wall_s"],
+               "refusal": backfill["stderr"].strip().splitlines()[-1] if backfill["rc"] and not rel else None,
+               "approve_s": approve["wall_s"] if approve else None, "week_s": time.perf_counter() - week_began}
+        if rel:
+            row |= {k: rel[k] for k in ("release_id", "status", "charged", "to_steward_s", "to_published_s")}
+            if rel["status"] == "published":
+                row["points"] = export(eng, rel["published_table"], OUT / f"{dataset}_week{i + 1:02d}.csv.gz")
+                row["file"] = f"{dataset}_week{i + 1:02d}.csv.gz"
+        row["outcome"] = "charged" if rel and row["charged"] > 0 else "refused"
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "refusal"}, default=str), flush=True)
+    result = {"unit": unit.name, "describe": unit.describe(), "dataset": dataset, "deployment": name,
+              "taxis": taxis, "weeks_asked": n_weeks, "spec": spec, "machine": machine(),
+              "load_s": load_s, "points": sum(n for _, n, _ in loads), "weeks_loaded": len(loads),
+              "forecast": forecast["stdout"] + forecast["stderr"],
+              "bill": {"rc": bill["rc"], "stdout": bill["stdout"], "stderr": bill["stderr"]},
+              "expected": ["charged" if e else "refused" for e in expected], "rows": rows,
+              "year_s": time.perf_counter() - year_began, "commit": commit(PROJECT)}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{unit.name}.json").write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
+def week_records(points: pd.DataFrame, week: int) -> pd.DataFrame:
+    """The raw records of week ``week`` (1-based: the Monday-to-Monday Beijing week from :data:`FIRST_MONDAY`) of
+    the feed, cleaned as the utility benchmarks clean (:func:`bench.utility_data.clean`)."""
+    both = pd.concat([weeks.shifted(points, week - 1), weeks.shifted(points, week)])
+    t = pd.to_datetime(both["datetime"]).dt.tz_localize(TIMEZONE).dt.tz_convert("UTC")
+    start = local(FIRST_MONDAY + timedelta(weeks=week - 1))
+    inside = ((t >= start) & (t < start + timedelta(weeks=1))).to_numpy()
+    frame = pd.DataFrame({"object_id": both["taxi_id"].astype(str).to_numpy(), "t": t.to_numpy(),
+                          "lon": both["longitude"].to_numpy(), "lat": both["latitude"].to_numpy()})[inside]
+    return utility_data.clean(frame.assign(t=pd.to_datetime(frame["t"], utc=True)), BBOX)
+
+
+def transitions(records: pd.DataFrame, start: datetime) -> list[list[tuple]]:
+    """RetraSyn's input (its README, "Dataset Format", ``{dataset}_transition.xz``): per timestamp (a slot of
+    :data:`SLOT` from ``start``) the list of ``(x0, y0, x1, y1, flag)``, one per taxi reporting then: its last
+    position of the previous slot and of this one (flag 0), entering (flag 1: it had no point in the previous
+    slot) or quitting (flag 2: the slot after its last one). Positions are lon/lat."""
+    slot = ((records["t"] - start) // SLOT).astype(int).to_numpy()
+    frame = records.assign(slot=slot).sort_values(["object_id", "t"]).groupby(["object_id", "slot"]).last()
+    stream: list[list[tuple]] = [[] for _ in range(SLOTS + 1)]
+    for _, taxi in frame.groupby(level="object_id"):
+        at = {s: (lon, lat) for s, lon, lat in zip(taxi.index.get_level_values("slot"), taxi["lon"], taxi["lat"],
+                                                     strict=True)}
+        for s, (x, y) in at.items():
+            stream[s].append((*at[s - 1], x, y, 0) if s - 1 in at else (x, y, x, y, 1))
+            if s + 1 not in at:
+                stream[s + 1].append((x, y, x, y, 2))
+    return stream
+
+
+def run_retrasyn(records: pd.DataFrame, start: datetime) -> tuple[pd.DataFrame, float, dict]:
+    """RetraSyn's budget-division code (``code/RetraSyn_b.py``, method ``retrasyn``) on one week: our stream written
+    as its ``data/tdrive_transition.xz`` (its code knows the name ``tdrive`` only, and stops at its 886
+    timestamps: a week of 12-minute slots is 840), run from its ``code`` folder with its own arguments; its output
+    (trajectories of ``(x, y, timestamp)``) back as records with ``t`` = the slot's middle."""
+    code = REF / "code"
+    stream = transitions(records, start)
+    with lzma.open(REF / "data" / "tdrive_transition.xz", "wb") as f:
+        pickle.dump(stream, f)
+    (REF / "data" / "syn_data" / "tdrive").mkdir(parents=True, exist_ok=True)
+    output = REF / "data" / "syn_data" / "tdrive" / f"retrasyn_{RETRASYN['epsilon']}_g{RETRASYN['grid_num']}_w" \
+        f"{RETRASYN['w']}.pkl"
+    output.unlink(missing_ok=True)
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "RetraSyn_b.py", "--dataset", "tdrive", "--method", "retrasyn",
+                           *(f"--{k}={v}" for k, v in RETRASYN.items())], cwd=code, capture_output=True, text=True,
+                          check=False)
+    wall = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"RetraSyn failed: {done.stderr[-1500:]}")
+    with output.open("rb") as f:
+        synthetic = pickle.load(f)
+    rows = [(i, j, x, y, s) for i, traj in enumerate(synthetic) for j, (x, y, s) in enumerate(traj)]
+    frame = pd.DataFrame(rows, columns=["traj_id", "seq", "lon", "lat", "slot"])
+    frame["t"] = start + SLOT * frame["slot"] + SLOT / 2
+    reports = [len(s) for s in stream[:SLOTS]]
+    return frame.drop(columns="slot"), wall, {"empty_slots": sum(1 for n in reports if n == 0),
+                                              "reports": sum(reports)}
+
+
+def retrasyn(n_weeks: int, taxis: int) -> dict:
+    """RetraSyn on every week of the year (:func:`run_retrasyn`), each output kept for scoring."""
+    points = weeks.sample(taxis)
+    rows = []
+    OUT.mkdir(parents=True, exist_ok=True)
+    for week in range(1, n_weeks + 1):
+        start = local(FIRST_MONDAY + timedelta(weeks=week - 1)).astimezone(UTC)
+        frame, wall, stats = run_retrasyn(week_records(points, week), pd.Timestamp(start))
+        name = f"retrasyn_week{week:02d}.csv.gz"
+        frame.to_csv(OUT / name, index=False)
+        rows.append({"week": week, "wall_s": wall, "file": name, "points": len(frame),
+                     "trajectories": int(frame["traj_id"].nunique()), **stats})
+        print(json.dumps(rows[-1]), flush=True)
+    result = {"params": RETRASYN, "slot_minutes": SLOT.total_seconds() / 60, "taxis": taxis, "rows": rows,
+              "commit": commit(REF), "machine": machine()}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "retrasyn.json").write_text(json.dumps(result, indent=1, default=str))
+    return result
+
+
+def commit(repo: Path) -> str:
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def worker() -> subprocess.Popen:
+    """A process worker of the ``trajpub`` pool (created if missing), as ``prefect.yaml`` says to run one."""
+    prefect("work-pool", "create", "trajpub", "--type", "process", "--overwrite")
+    return subprocess.Popen([str(PROJECT / ".venv" / "bin" / "prefect"), "worker", "start", "--pool", "trajpub"],
+                            cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("year", help="Run the weekly deployment over the year under one unit.")
+    run.add_argument("--unit", choices=sorted(UNITS), required=True)
+    run.add_argument("--weeks", type=int, default=52)
+    run.add_argument("--taxis", type=int, default=weeks.TAXIS)
+    run.add_argument("--until", help="HH:MM UTC: start no week after this time (the weeks run are reported).")
+    ref = sub.add_parser("retrasyn", help="Run RetraSyn on every week of the year.")
+    ref.add_argument("--weeks", type=int, default=52)
+    ref.add_argument("--taxis", type=int, default=weeks.TAXIS)
+    args = parser.parse_args(argv)
+    from trajpub.config import apply_environment
+
+    apply_environment()
+    if args.command == "year":
+        until = None
+        if args.until:
+            hh, mm = (int(x) for x in args.until.split(":"))
+            until = datetime.now(UTC).replace(hour=hh, minute=mm, second=0, microsecond=0)
+        proc = worker()
+        try:
+            year(UNITS[args.unit], args.weeks, args.taxis, until)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    elif args.command == "retrasyn":
+        retrasyn(args.weeks, args.taxis)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
