@@ -38,6 +38,7 @@ import argparse
 import json
 import lzma
 import pickle
+import statistics
 import subprocess
 import sys
 import time
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 import yaml
@@ -70,6 +72,8 @@ RETRASYN = {"epsilon": 1.0, "grid_num": 6, "w": 20}
 """RetraSyn's own settings: the README's example (ε 1, a 6 x 6 grid, window w = 20 timestamps)."""
 SLOT = pd.Timedelta(minutes=12)
 SLOTS = 7 * 24 * 5
+RETRASYN_UNIT = "w-event ε-LDP per taxi over any w consecutive 12-minute timestamps"
+BEGIN, END = "<!-- continual:begin -->", "<!-- continual:end -->"
 
 
 @dataclass(frozen=True)
@@ -146,10 +150,14 @@ def deploy(name: str, dataset: str) -> dict:
 
 def small_fleet_policy(path: Path) -> Path:
     """The shipped default gate policy with controls measured on 10 objects, intervals up to 1 wide, decided on the
-    point estimate (the integration tests' policy for this 40-taxi subset: 12 controls)."""
+    point estimate (the integration tests' policy for this 40-taxi subset: 12 controls), every attack kept; of the
+    synthetic utility floor only ``outside_bbox_share``: the density, trip and pattern floors were set on 300 taxis
+    and ObjTrace at ε 5 on 40 taxis misses them (the first try's week 1: pattern F1 0.14, trip 0.52, density 0.52),
+    so every week would be blocked and nothing would reach the steward. The bench scores those figures itself."""
     policy = yaml.safe_load((PROJECT / "audits" / "policies" / "default.yaml").read_text())
     policy["controls"] = {**policy["controls"], "min_objects": 10, "max_risk_ci_width": 1.0}
     policy["decide_on"] = "point"
+    policy["utility"]["synthetic"] = {"outside_bbox_share": policy["utility"]["synthetic"]["outside_bbox_share"]}
     path.write_text(yaml.safe_dump(policy, sort_keys=False))
     return path
 
@@ -267,16 +275,16 @@ def transitions(records: pd.DataFrame, start: datetime) -> list[list[tuple]]:
     """RetraSyn's input (its README, "Dataset Format", ``{dataset}_transition.xz``): per timestamp (a slot of
     :data:`SLOT` from ``start``) the list of ``(x0, y0, x1, y1, flag)``, one per taxi reporting then: its last
     position of the previous slot and of this one (flag 0), entering (flag 1: it had no point in the previous
-    slot) or quitting (flag 2: the slot after its last one). Positions are lon/lat."""
+    slot) or quitting (flag 2: the slot after its last one, within the week). Positions are lon/lat."""
     slot = ((records["t"] - start) // SLOT).astype(int).to_numpy()
     frame = records.assign(slot=slot).sort_values(["object_id", "t"]).groupby(["object_id", "slot"]).last()
-    stream: list[list[tuple]] = [[] for _ in range(SLOTS + 1)]
+    stream: list[list[tuple]] = [[] for _ in range(SLOTS)]
     for _, taxi in frame.groupby(level="object_id"):
         at = {s: (lon, lat) for s, lon, lat in zip(taxi.index.get_level_values("slot"), taxi["lon"], taxi["lat"],
                                                      strict=True)}
         for s, (x, y) in at.items():
             stream[s].append((*at[s - 1], x, y, 0) if s - 1 in at else (x, y, x, y, 1))
-            if s + 1 not in at:
+            if s + 1 not in at and s + 1 < SLOTS:  # no report after the week
                 stream[s + 1].append((x, y, x, y, 2))
     return stream
 
@@ -288,8 +296,9 @@ def run_retrasyn(records: pd.DataFrame, start: datetime) -> tuple[pd.DataFrame, 
     (trajectories of ``(x, y, timestamp)``) back as records with ``t`` = the slot's middle."""
     code = REF / "code"
     stream = transitions(records, start)
-    with lzma.open(REF / "data" / "tdrive_transition.xz", "wb") as f:
-        pickle.dump(stream, f)
+    kept = [s for s, reports in enumerate(stream) if reports]  # its budget recycling indexes its budgets by
+    with lzma.open(REF / "data" / "tdrive_transition.xz", "wb") as f:  # timestamp and fails on an empty one
+        pickle.dump([stream[s] for s in kept], f)
     (REF / "data" / "syn_data" / "tdrive").mkdir(parents=True, exist_ok=True)
     output = REF / "data" / "syn_data" / "tdrive" / f"retrasyn_{RETRASYN['epsilon']}_g{RETRASYN['grid_num']}_w" \
         f"{RETRASYN['w']}.pkl"
@@ -305,8 +314,8 @@ def run_retrasyn(records: pd.DataFrame, start: datetime) -> tuple[pd.DataFrame, 
         synthetic = pickle.load(f)
     rows = [(i, j, x, y, s) for i, traj in enumerate(synthetic) for j, (x, y, s) in enumerate(traj)]
     frame = pd.DataFrame(rows, columns=["traj_id", "seq", "lon", "lat", "slot"])
-    frame["t"] = start + SLOT * frame["slot"] + SLOT / 2
-    reports = [len(s) for s in stream[:SLOTS]]
+    frame["t"] = start + SLOT * np.asarray(kept)[frame["slot"].to_numpy()] + SLOT / 2
+    reports = [len(s) for s in stream]
     return frame.drop(columns="slot"), wall, {"empty_slots": sum(1 for n in reports if n == 0),
                                               "reports": sum(reports)}
 
@@ -331,6 +340,124 @@ def retrasyn(n_weeks: int, taxis: int) -> dict:
     return result
 
 
+def read_release(path: Path) -> pd.DataFrame:
+    frame = pd.read_csv(path)
+    return frame.assign(t=pd.to_datetime(frame["t"], utc=True, format="ISO8601"))
+
+
+def score() -> dict:
+    """Every kept output (published weeks of each unit, RetraSyn's weeks) scored against its week's raw records by
+    :func:`audits.utility.trajectory_metrics` (the seed of its circle queries: the week), into the JSON files."""
+    from audits.utility import trajectory_metrics
+
+    raw: dict[int, pd.DataFrame] = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        for row in result["rows"]:
+            if row.get("file") and "metrics" not in row:
+                week = row["week"]
+                if week not in raw:
+                    raw[week] = week_records(weeks.sample(result["taxis"]), week)
+                row["metrics"] = trajectory_metrics(raw[week], read_release(OUT / row["file"]), BBOX, week, GRID)
+                print(f"scored {path.stem} week {week}", flush=True)
+        path.write_text(json.dumps(result, indent=1, default=str))
+    return {p.stem: json.loads(p.read_text()) for p in RESULTS.glob("*.json")}
+
+
+def mismatches(result: dict) -> list[str]:
+    """Weeks whose outcome differs from the caps' arithmetic."""
+    return [f"week {r['week']}: expected {r['expected']}, got {r['outcome']}" for r in result["rows"]
+            if r["expected"] != r["outcome"]]
+
+
+METRICS = ("density", "trip", "pattern_f1", "transition", "query", "length", "start_hour_jsd", "duration_jsd",
+           "outside_bbox_share")
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.{digits}f}"
+
+
+def median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def render() -> None:
+    """``bench/CONTINUAL_RESULTS.md`` between its markers, from the JSON files (scored first)."""
+    results = score()
+    units = [results[u] for u in UNITS if u in results]
+    ref = results.get("retrasyn")
+    out = [(f"Run from the clone's root on {units[0]['machine']['date'][:10]} at trajpub commit "
+           f"`{units[0]['commit'][:7]}`: `python -m bench.continual year --unit UNIT --no-worker --until HH:MM` (one "
+           "`prefect worker start --pool trajpub` for both units, run side by side), `python -m bench.continual "
+           "retrasyn`, `python -m bench.continual render`. Machine: "
+           f"{units[0]['machine']['nproc']} cores ({units[0]['machine']['cpu']}), "
+           f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 15."), "",
+           ("| unit of protection (cap) | weeks run | charged: expected / got | refused: expected / got | "
+           "mismatches | published | blocked by the gate | wall, all weeks run | a week at week 1 / last week run / "
+           "median | of which the flow (to the steward) week 1 / last / median |"), "|---" * 10 + "|"]
+    for u in units:
+        rows = u["rows"]
+        wrong = mismatches(u)
+        count = {k: (sum(r["expected"] == k for r in rows), sum(r["outcome"] == k for r in rows))
+                 for k in ("charged", "refused")}
+        status = [r.get("status") for r in rows]
+        ran = [r for r in rows if r.get("release_id")]
+        flows = [r["to_steward_s"] for r in ran]
+        out.append(
+            f"| {u['describe']} | {len(rows)} of {u['weeks_asked']} | {count['charged'][0]} / {count['charged'][1]} | "
+            f"{count['refused'][0]} / {count['refused'][1]} | {len(wrong) or 'none'} | {status.count('published')} | "
+            f"{status.count('blocked')} | {u['year_s'] / 60:.0f} min | {rows[0]['week_s']:.0f} s / "
+            f"{rows[-1]['week_s']:.0f} s / {median([r['week_s'] for r in rows]):.0f} s | "
+            f"{fmt(flows[0], 0)} s / {fmt(flows[-1], 0)} s / {fmt(median(flows), 0)} s |")
+    out += ["", ("Each week's outcome, by unit (C charged and published, B charged and blocked by the gate, R refused "
+            "at the bill with nothing started; `.` not run):"), ""]
+    for u in units:
+        marks = {"published": "C", "blocked": "B"}
+        line = "".join(marks.get(r.get("status"), "?") if r["outcome"] == "charged" else "R" for r in u["rows"])
+        exp = "".join("C" if e == "charged" else "R" for e in u["expected"])
+        out += [f"- {u['unit']}: got      `{line.ljust(u['weeks_asked'], '.')}`",
+                f"  {' ' * len(u['unit'])}  expected `{exp}` (charged or refused)"]
+    out += ["", ("Utility per week (`audits.utility.trajectory_metrics` against the week's raw records, 32 x 32 grid; "
+            "JSDs and query error lower is better, pattern F1 higher is better). Medians over the weeks scored:"), "",
+            "| system (unit) | weeks scored | " + " | ".join(METRICS) + " |", "|---" * (len(METRICS) + 2) + "|"]
+    systems = [(f"trajpub ObjTrace ε 5 per taxi-week ({u['unit']})", u) for u in units]
+    if ref:
+        systems.append((f"RetraSyn ε {ref['params']['epsilon']:g}, w {ref['params']['w']} ({RETRASYN_UNIT})", ref))
+    for label, res in systems:
+        scored = [r["metrics"] for r in res["rows"] if r.get("metrics")]
+        out.append(f"| {label} | {len(scored)} | " + " | ".join(fmt(median([m[k] for m in scored])) for k in METRICS)
+                   + " |")
+    out += ["", "Per week (density / trip / pattern F1; `-` not published or not run):", "",
+            "| week | " + " | ".join(label.split(" (")[0] + f" ({res.get('unit', 'RetraSyn')})" for label, res in systems)
+            + " |", "|---" * (len(systems) + 1) + "|"]
+    by_week = [{r["week"]: r for r in res["rows"]} for _, res in systems]
+    for week in range(1, 53):
+        cells = []
+        for rows in by_week:
+            m = rows.get(week, {}).get("metrics")
+            cells.append(" / ".join(fmt(m[k]) for k in ("density", "trip", "pattern_f1")) if m else "-")
+        out.append(f"| {week} | " + " | ".join(cells) + " |")
+    for u in units:
+        out += ["", (f"Before the year, {u['unit']}: `trajpub budget show --forecast release/{u['deployment']} "
+                "--periods 12`:"), "", "```", u["forecast"].strip(), "```", "",
+                (f"and the whole year as one backfill (`trajpub backfill ... --start {FIRST_MONDAY} --every 7d`, "
+                f"answered no): exit {u['bill']['rc']}"), "", "```",
+                "\n".join((u["bill"]["stdout"] + u["bill"]["stderr"]).strip().splitlines()[-8:]), "```"]
+    if ref:
+        walls = [r["wall_s"] for r in ref["rows"]]
+        out += ["", (f"RetraSyn at commit `{ref['commit'][:7]}`: {len(ref['rows'])} weeks, its synthesis "
+                f"{median(walls):.1f} s per week (median; Python start and file reading included), "
+                f"{ref['rows'][0]['empty_slots']} of {SLOTS} 12-minute slots of a week without reports.")]
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else f"{BEGIN}\n{END}\n"
+    head, _, rest = text.partition(BEGIN)
+    RESULTS_MD.write_text(head + BEGIN + "\n" + "\n".join(out) + "\n" + END + rest.partition(END)[2])
+    wrong = [f"{u['unit']} {m}" for u in units for m in mismatches(u)]
+    if wrong:
+        raise SystemExit("outcomes differ from the caps' arithmetic: " + "; ".join(wrong))
+
+
 def commit(repo: Path) -> str:
     return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -343,6 +470,14 @@ def worker() -> subprocess.Popen:
                             cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -350,10 +485,12 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--unit", choices=sorted(UNITS), required=True)
     run.add_argument("--weeks", type=int, default=52)
     run.add_argument("--taxis", type=int, default=weeks.TAXIS)
+    run.add_argument("--no-worker", action="store_true", help="A worker already polls the trajpub pool.")
     run.add_argument("--until", help="HH:MM UTC: start no week after this time (the weeks run are reported).")
     ref = sub.add_parser("retrasyn", help="Run RetraSyn on every week of the year.")
     ref.add_argument("--weeks", type=int, default=52)
     ref.add_argument("--taxis", type=int, default=weeks.TAXIS)
+    sub.add_parser("render", help="Score the kept outputs and write bench/CONTINUAL_RESULTS.md.")
     args = parser.parse_args(argv)
     from trajpub.config import apply_environment
 
@@ -363,17 +500,16 @@ def main(argv: list[str] | None = None) -> None:
         if args.until:
             hh, mm = (int(x) for x in args.until.split(":"))
             until = datetime.now(UTC).replace(hour=hh, minute=mm, second=0, microsecond=0)
-        proc = worker()
+        proc = None if args.no_worker else worker()
         try:
             year(UNITS[args.unit], args.weeks, args.taxis, until)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            if proc is not None:
+                stop(proc)
     elif args.command == "retrasyn":
         retrasyn(args.weeks, args.taxis)
+    else:
+        render()
 
 
 if __name__ == "__main__":
