@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
+import os
 import pickle
 import statistics
 import subprocess
@@ -190,10 +191,12 @@ def release_of(eng: sa.Engine, dataset: str, start: datetime) -> dict | None:
 
 
 def export(eng: sa.Engine, table: str, path: Path) -> int:
-    """A published release's points as ``traj_id, seq, t, lon, lat`` (what a consumer reads)."""
+    """A published release's points (``published_table``: ``published.NAME``) as ``traj_id, seq, t, lon, lat``,
+    what a consumer reads."""
+    schema, name = table.split(".", 1)
     with eng.connect() as conn:
         frame = pd.read_sql(sa.text(f'SELECT traj_id, seq, t, ST_X(geom) AS lon, ST_Y(geom) AS lat '
-                                    f'FROM published."{table}" ORDER BY traj_id, seq'), conn)
+                                    f'FROM "{schema}"."{name}" ORDER BY traj_id, seq'), conn)
     frame.to_csv(path, index=False)
     return len(frame)
 
@@ -219,7 +222,15 @@ def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
     bill = cli("backfill", f"release/{name}", "--start", FIRST_MONDAY.isoformat(), "--end", end.isoformat(),
                "--every", "7d", stdin="n\n")
     expected = expected_pattern(n_weeks, float(spec["params"]["epsilon"]), unit.cap, unit.w)
-    rows = []
+    rows: list[dict] = []
+    result = {"unit": unit.name, "describe": unit.describe(), "dataset": dataset, "deployment": name,
+              "taxis": taxis, "weeks_asked": n_weeks, "spec": spec, "machine": machine(),
+              "load_average": os.getloadavg(), "load_s": load_s, "points": sum(n for _, n, _ in loads),
+              "weeks_loaded": len(loads), "forecast": forecast["stdout"] + forecast["stderr"],
+              "bill": {"rc": bill["rc"], "stdout": bill["stdout"], "stderr": bill["stderr"]},
+              "expected": ["charged" if e else "refused" for e in expected], "rows": rows, "year_s": 0.0,
+              "commit": commit(PROJECT)}
+    RESULTS.mkdir(exist_ok=True)
     year_began = time.perf_counter()
     for i in range(n_weeks):
         if until and datetime.now(UTC) > until:
@@ -247,15 +258,11 @@ def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
         row["outcome"] = "charged" if rel and row["charged"] > 0 else "refused"
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "refusal"}, default=str), flush=True)
-    result = {"unit": unit.name, "describe": unit.describe(), "dataset": dataset, "deployment": name,
-              "taxis": taxis, "weeks_asked": n_weeks, "spec": spec, "machine": machine(),
-              "load_s": load_s, "points": sum(n for _, n, _ in loads), "weeks_loaded": len(loads),
-              "forecast": forecast["stdout"] + forecast["stderr"],
-              "bill": {"rc": bill["rc"], "stdout": bill["stdout"], "stderr": bill["stderr"]},
-              "expected": ["charged" if e else "refused" for e in expected], "rows": rows,
-              "year_s": time.perf_counter() - year_began, "commit": commit(PROJECT)}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{unit.name}.json").write_text(json.dumps(result, indent=1, default=str))
+        result = {**result, "rows": rows, "year_s": time.perf_counter() - year_began}
+        (RESULTS / f"{unit.name}.json").write_text(json.dumps(result, indent=1, default=str))  # after every week
+    wrong = mismatches(result)
+    if wrong:
+        raise SystemExit(f"{unit.name}: outcomes differ from the caps' arithmetic: " + "; ".join(wrong))
     return result
 
 
