@@ -61,6 +61,7 @@ PROJECT = ROOT.parent
 OUT = ROOT / "out" / "continual"
 RESULTS = ROOT / "continual"
 RESULTS_MD = ROOT / "CONTINUAL_RESULTS.md"
+SCORES = RESULTS / "scores.json"
 STEWARD = "yearbench"
 REQUESTER = "scheduler"  # the shipped spec's requested_by
 SHIPPED = "tdrive-weekly"
@@ -354,21 +355,25 @@ def read_release(path: Path) -> pd.DataFrame:
 
 def score() -> dict:
     """Every kept output (published weeks of each unit, RetraSyn's weeks) scored against its week's raw records by
-    :func:`audits.utility.trajectory_metrics` (the seed of its circle queries: the week), into the JSON files."""
+    :func:`audits.utility.trajectory_metrics` (the seed of its circle queries: the week); the figures are kept in
+    :data:`SCORES` by output file (a running year rewrites its own JSON after every week) and added to the rows."""
     from audits.utility import trajectory_metrics
 
+    scores = json.loads(SCORES.read_text()) if SCORES.exists() else {}
     raw: dict[int, pd.DataFrame] = {}
-    for path in sorted(RESULTS.glob("*.json")):
-        result = json.loads(path.read_text())
+    results = {p.stem: json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json")) if p != SCORES}
+    for name, result in results.items():
         for row in result["rows"]:
-            if row.get("file") and "metrics" not in row:
+            if row.get("file") and row["file"] not in scores:
                 week = row["week"]
                 if week not in raw:
                     raw[week] = week_records(weeks.sample(result["taxis"]), week)
-                row["metrics"] = trajectory_metrics(raw[week], read_release(OUT / row["file"]), BBOX, week, GRID)
-                print(f"scored {path.stem} week {week}", flush=True)
-        path.write_text(json.dumps(result, indent=1, default=str))
-    return {p.stem: json.loads(p.read_text()) for p in RESULTS.glob("*.json")}
+                scores[row["file"]] = trajectory_metrics(raw[week], read_release(OUT / row["file"]), BBOX, week, GRID)
+                SCORES.write_text(json.dumps(scores, indent=1))
+                print(f"scored {name} week {week}", flush=True)
+            if row.get("file"):
+                row["metrics"] = scores[row["file"]]
+    return results
 
 
 def mismatches(result: dict) -> list[str]:
@@ -497,6 +502,7 @@ def main(argv: list[str] | None = None) -> None:
     ref = sub.add_parser("retrasyn", help="Run RetraSyn on every week of the year.")
     ref.add_argument("--weeks", type=int, default=52)
     ref.add_argument("--taxis", type=int, default=weeks.TAXIS)
+    sub.add_parser("score", help="Score the kept outputs not scored yet (also while a year runs).")
     sub.add_parser("render", help="Score the kept outputs and write bench/CONTINUAL_RESULTS.md.")
     args = parser.parse_args(argv)
     from trajpub.config import apply_environment
@@ -515,6 +521,8 @@ def main(argv: list[str] | None = None) -> None:
                 stop(proc)
     elif args.command == "retrasyn":
         retrasyn(args.weeks, args.taxis)
+    elif args.command == "score":
+        score()
     else:
         render()
 
