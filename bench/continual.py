@@ -100,17 +100,22 @@ class Unit:
 UNITS = {"object-week": Unit("object-week", 1, 10.0), "w-event": Unit("w-event", 4, 10.0)}
 
 
+def fits(charged: dict[int, float], week: int, epsilon: float, cap: float, w: int) -> bool:
+    """Whether a release of ``epsilon`` in ``week`` fits beside the weeks already ``charged`` (week -> ε): every run
+    of ``w`` consecutive weeks containing it keeps its charged total, this one included, within ``cap`` (w = 1: the
+    week alone; docs/operations.md, "Data and budgets")."""
+    return all(sum(charged.get(j, 0.0) for j in range(s, s + w)) + epsilon <= cap for s in range(week - w + 1, week + 1))
+
+
 def expected_pattern(n_weeks: int, epsilon: float, cap: float, w: int) -> list[bool]:
-    """Which of ``n_weeks`` weekly releases of ``epsilon`` each, asked in order, the caps let through: week ``i`` is
-    charged when every run of ``w`` consecutive weeks containing it keeps its charged total, this one included,
-    within ``cap`` (w = 1: the week alone); a refused week charges nothing (docs/operations.md, "Data and
-    budgets"). Computed from the unit and the cap alone, to check the ledger's outcome against."""
-    charged = [0.0] * n_weeks
-    for i in range(n_weeks):
-        runs = [range(s, s + w) for s in range(i - w + 1, i + 1)]
-        if all(sum(charged[j] for j in r if 0 <= j < n_weeks) + epsilon <= cap for r in runs):
-            charged[i] = epsilon
-    return [c > 0 for c in charged]
+    """Which of ``n_weeks`` weekly releases of ``epsilon`` each, asked in order, the caps let through (:func:`fits`;
+    a refused week charges nothing). Computed from the unit and the cap alone, to check the ledger's outcome
+    against."""
+    charged: dict[int, float] = {}
+    for week in range(n_weeks):
+        if fits(charged, week, epsilon, cap, w):
+            charged[week] = epsilon
+    return [week in charged for week in range(n_weeks)]
 
 
 def cli(*args: str, stdin: str | None = None, timeout: float = 3600) -> dict:
@@ -237,26 +242,7 @@ def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
         if until and datetime.now(UTC) > until:
             print(f"stopped before week {i + 1}: past {until:%H:%M} UTC", flush=True)
             break
-        monday = FIRST_MONDAY + timedelta(weeks=i)
-        week_began = time.perf_counter()
-        backfill = cli("backfill", f"release/{name}", "--start", monday.isoformat(), "--end",
-                       (monday + timedelta(weeks=1)).isoformat(), "--every", "7d", "--yes")
-        rel = release_of(eng, dataset, local(monday))
-        approve = None
-        if rel and rel["status"] == "awaiting_approval":
-            approve = cli("approve", str(rel["release_id"]), "--steward", STEWARD, "--comment",
-                          "year bench: guarantee and audit reviewed", "--wait", "600")
-            rel = release_of(eng, dataset, local(monday))
-        row = {"week": i + 1, "monday": monday.isoformat(), "expected": "charged" if expected[i] else "refused",
-               "backfill_rc": backfill["rc"], "backfill_s": backfill["wall_s"],
-               "refusal": backfill["stderr"].strip().splitlines()[-1] if backfill["rc"] and not rel else None,
-               "approve_s": approve["wall_s"] if approve else None, "week_s": time.perf_counter() - week_began}
-        if rel:
-            row |= {k: rel[k] for k in ("release_id", "status", "charged", "to_steward_s", "to_published_s")}
-            if rel["status"] == "published":
-                row["points"] = export(eng, rel["published_table"], OUT / f"{dataset}_week{i + 1:02d}.csv.gz")
-                row["file"] = f"{dataset}_week{i + 1:02d}.csv.gz"
-        row["outcome"] = "charged" if rel and row["charged"] > 0 else "refused"
+        row = run_week(eng, dataset, name, i + 1, "charged" if expected[i] else "refused")
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "refusal"}, default=str), flush=True)
         result = {**result, "rows": rows, "year_s": time.perf_counter() - year_began}
@@ -264,6 +250,48 @@ def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
     wrong = mismatches(result)
     if wrong:
         raise SystemExit(f"{unit.name}: outcomes differ from the caps' arithmetic: " + "; ".join(wrong))
+    return result
+
+
+def run_week(eng: sa.Engine, dataset: str, name: str, week: int, expected: str) -> dict:
+    """One week as the schedule would have run it: the backfill of that week (priced, refused over a cap with nothing
+    started), then the steward's approval of a release that reaches them; its outcome and times."""
+    monday = FIRST_MONDAY + timedelta(weeks=week - 1)
+    began = time.perf_counter()
+    backfill = cli("backfill", f"release/{name}", "--start", monday.isoformat(), "--end",
+                   (monday + timedelta(weeks=1)).isoformat(), "--every", "7d", "--yes")
+    rel = release_of(eng, dataset, local(monday))
+    approve = None
+    if rel and rel["status"] == "awaiting_approval":
+        approve = cli("approve", str(rel["release_id"]), "--steward", STEWARD, "--comment",
+                      "year bench: guarantee and audit reviewed", "--wait", "600")
+        rel = release_of(eng, dataset, local(monday))
+    row = {"week": week, "monday": monday.isoformat(), "expected": expected, "backfill_rc": backfill["rc"],
+           "backfill_s": backfill["wall_s"],
+           "refusal": backfill["stderr"].strip().splitlines()[-1] if backfill["rc"] and not rel else None,
+           "approve_s": approve["wall_s"] if approve else None, "week_s": time.perf_counter() - began}
+    if rel:
+        row |= {k: rel[k] for k in ("release_id", "status", "charged", "to_steward_s", "to_published_s")}
+        if rel["status"] == "published":
+            row["file"] = f"{dataset}_week{week:02d}.csv.gz"
+            row["points"] = export(eng, rel["published_table"], OUT / row["file"])
+    row["outcome"] = "charged" if rel and row["charged"] > 0 else "refused"
+    return row
+
+
+def one_week(unit: Unit, week: int) -> dict:
+    """One more week of a year already run (e.g. week 52 after a year stopped early), out of order: expected from
+    the weeks its ledger charged (:func:`fits`), its row added to the unit's results."""
+    from tasks import db
+
+    path = RESULTS / f"{unit.name}.json"
+    result = json.loads(path.read_text())
+    charged = {r["week"]: float(r["charged"]) for r in result["rows"] if r["outcome"] == "charged"}
+    expected = fits(charged, week, float(result["spec"]["params"]["epsilon"]), unit.cap, unit.w)
+    row = run_week(db.engine(), result["dataset"], result["deployment"], week, "charged" if expected else "refused")
+    result["rows"].append({**row, "out_of_order": True})
+    print(json.dumps({k: v for k, v in row.items() if k != "refusal"}, default=str), flush=True)
+    path.write_text(json.dumps(result, indent=1, default=str))
     return result
 
 
@@ -499,6 +527,9 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--taxis", type=int, default=weeks.TAXIS)
     run.add_argument("--no-worker", action="store_true", help="A worker already polls the trajpub pool.")
     run.add_argument("--until", help="HH:MM UTC: start no week after this time (the weeks run are reported).")
+    one = sub.add_parser("week", help="Run one more week of a year already run, out of order.")
+    one.add_argument("--unit", choices=sorted(UNITS), required=True)
+    one.add_argument("--week", type=int, required=True)
     ref = sub.add_parser("retrasyn", help="Run RetraSyn on every week of the year.")
     ref.add_argument("--weeks", type=int, default=52)
     ref.add_argument("--taxis", type=int, default=weeks.TAXIS)
@@ -519,6 +550,8 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             if proc is not None:
                 stop(proc)
+    elif args.command == "week":
+        one_week(UNITS[args.unit], args.week)
     elif args.command == "retrasyn":
         retrasyn(args.weeks, args.taxis)
     elif args.command == "score":

@@ -1,6 +1,6 @@
 """The publish/refuse pattern the year bench checks the ledger against (bench/continual.py)."""
 
-from bench.continual import expected_pattern
+from bench.continual import expected_pattern, fits
 
 
 def test_a_per_week_cap_above_each_charge_lets_every_week_through():
@@ -28,3 +28,12 @@ def test_w_event_refused_weeks_charge_nothing_so_later_weeks_fit():
 def test_w_event_a_run_reaching_back_before_the_first_week_counts_only_weeks_that_exist():
     assert expected_pattern(2, 5.0, 5.0, 4) == [True, False]
     assert expected_pattern(1, 5.0, 5.0, 52) == [True]
+
+
+def test_a_week_asked_out_of_order_counts_the_runs_after_it_too():
+    """Weeks 6 and 7 charged (ε 5 each, cap 10 over any 4): week 4 shares the run 4-7 with both (15): refused;
+    week 2's runs end at week 5 at the latest (none charged): it fits; week 52 fits beside weeks 1 and 2."""
+    assert not fits({6: 5.0, 7: 5.0}, 4, 5.0, 10.0, 4)
+    assert fits({6: 5.0, 7: 5.0}, 2, 5.0, 10.0, 4)
+    assert fits({1: 5.0, 2: 5.0}, 52, 5.0, 10.0, 4)
+    assert fits({1: 5.0, 2: 5.0}, 52, 10.0, 10.0, 1)  # per week: another week's charge does not count
