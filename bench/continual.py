@@ -1,4 +1,5 @@
-"""A year of the shipped weekly deployment, measured (docs/design.md, "Units per period" and "Relative windows").
+"""A year of the shipped weekly deployment, measured (docs/design.md, "Units of protection per period" and
+"Relative windows").
 
 The data: the first 40 taxis of the shipped T-Drive sample as a weekly feed (:mod:`bench.weeks`): week ``k`` is
 the sample's week (Saturday 2 to Friday 8 February 2008, Beijing time) shifted by ``k`` weeks with the same taxi
@@ -46,6 +47,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -423,6 +425,22 @@ def median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
+STAGES = ("planned", "validated", "protected", "audited", "awaiting_approval", "approved", "published")
+
+
+def stage_times(release_ids: list[int]) -> dict[str, float]:
+    """The median seconds from each status of :data:`STAGES` to the next over the releases (their transitions)."""
+    from tasks import db
+
+    with db.engine().connect() as conn:
+        steps = conn.execute(sa.text(
+            "SELECT release_id, to_status, min(at) AS at FROM governance.release_transitions"
+            " WHERE release_id = ANY(:ids) GROUP BY release_id, to_status"), {"ids": release_ids}).all()
+    at = {(r.release_id, r.to_status): r.at for r in steps}
+    return {f"{a} → {b}": median([(at[(i, b)] - at[(i, a)]).total_seconds() for i in release_ids
+                                  if (i, a) in at and (i, b) in at]) for a, b in pairwise(STAGES)}
+
+
 def render() -> None:
     """``bench/CONTINUAL_RESULTS.md`` between its markers, from the JSON files (scored first)."""
     results = score()
@@ -451,6 +469,12 @@ def render() -> None:
             f"{status.count('blocked')} | {u['year_s'] / 60:.0f} min | {rows[0]['week_s']:.0f} s / "
             f"{rows[-1]['week_s']:.0f} s / {median([r['week_s'] for r in rows]):.0f} s | "
             f"{fmt(flows[0], 0)} s / {fmt(flows[-1], 0)} s / {fmt(median(flows), 0)} s |")
+    published = [r["release_id"] for u in units for r in u["rows"] if r.get("status") == "published"]
+    times = stage_times(published)
+    out += ["", f"Where a published week's time goes (median over the {len(published)} published releases of both "
+            "units, from `governance.release_transitions`): " + "; ".join(f"{k} {fmt(v, 0)} s" for k, v in times.items())
+            + ". The rest of a week is the commands' own start (Python imports under the machine's load), the bill's "
+            "pricing, the worker picking the run up and the flow process starting."]
     out += ["", ("Each week's outcome, by unit (C charged and published, B charged and blocked by the gate, R refused "
             "at the bill with nothing started; `.` not run):"), ""]
     for u in units:
