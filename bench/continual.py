@@ -420,6 +420,10 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.{digits}f}"
 
 
+def secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} s"
+
+
 def median(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -453,8 +457,9 @@ def render() -> None:
            f"{units[0]['machine']['nproc']} cores ({units[0]['machine']['cpu']}), "
            f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 15."), "",
            ("| unit of protection (cap) | weeks run | charged: expected / got | refused: expected / got | "
-           "mismatches | published | blocked by the gate | wall, all weeks run | a week at week 1 / last week run / "
-           "median | of which the flow (to the steward) week 1 / last / median |"), "|---" * 10 + "|"]
+            "mismatches | published | blocked by the gate | wall of the weeks run | a charged week, commands' wall: "
+            "week 1 / the last run / median | of which its flow, created to the steward: week 1 / last / median | "
+            "a refused week (median) |"), "|---" * 11 + "|"]
     for u in units:
         rows = u["rows"]
         wrong = mismatches(u)
@@ -462,26 +467,31 @@ def render() -> None:
                  for k in ("charged", "refused")}
         status = [r.get("status") for r in rows]
         ran = [r for r in rows if r.get("release_id")]
-        flows = [r["to_steward_s"] for r in ran]
+        refused = [r["week_s"] for r in rows if r["outcome"] == "refused"]
+        later = [r for r in rows if r.get("out_of_order")]
         out.append(
-            f"| {u['describe']} | {len(rows)} of {u['weeks_asked']} | {count['charged'][0]} / {count['charged'][1]} | "
+            f"| {u['describe']} | {len(rows)} of {u['weeks_asked']}"
+            + (f" (week {', '.join(str(r['week']) for r in later)} out of order)" if later else "")
+            + f" | {count['charged'][0]} / {count['charged'][1]} | "
             f"{count['refused'][0]} / {count['refused'][1]} | {len(wrong) or 'none'} | {status.count('published')} | "
-            f"{status.count('blocked')} | {u['year_s'] / 60:.0f} min | {rows[0]['week_s']:.0f} s / "
-            f"{rows[-1]['week_s']:.0f} s / {median([r['week_s'] for r in rows]):.0f} s | "
-            f"{fmt(flows[0], 0)} s / {fmt(flows[-1], 0)} s / {fmt(median(flows), 0)} s |")
+            f"{status.count('blocked')} | {u['year_s'] / 60:.0f} min | {ran[0]['week_s']:.0f} s / "
+            f"{ran[-1]['week_s']:.0f} s (week {ran[-1]['week']}) / {median([r['week_s'] for r in ran]):.0f} s | "
+            f"{secs(ran[0]['to_steward_s'])} / {secs(ran[-1]['to_steward_s'])} / "
+            f"{secs(median([r['to_steward_s'] for r in ran]))} | {secs(median(refused))} |")
     published = [r["release_id"] for u in units for r in u["rows"] if r.get("status") == "published"]
     times = stage_times(published)
     out += ["", f"Where a published week's time goes (median over the {len(published)} published releases of both "
-            "units, from `governance.release_transitions`): " + "; ".join(f"{k} {fmt(v, 0)} s" for k, v in times.items())
+            "units, from `governance.release_transitions`): " + "; ".join(f"{k} {secs(v)}" for k, v in times.items())
             + ". The rest of a week is the commands' own start (Python imports under the machine's load), the bill's "
             "pricing, the worker picking the run up and the flow process starting."]
     out += ["", ("Each week's outcome, by unit (C charged and published, B charged and blocked by the gate, R refused "
             "at the bill with nothing started; `.` not run):"), ""]
     for u in units:
         marks = {"published": "C", "blocked": "B"}
-        line = "".join(marks.get(r.get("status"), "?") if r["outcome"] == "charged" else "R" for r in u["rows"])
+        got = {r["week"]: marks.get(r.get("status"), "?") if r["outcome"] == "charged" else "R" for r in u["rows"]}
+        line = "".join(got.get(week, ".") for week in range(1, u["weeks_asked"] + 1))
         exp = "".join("C" if e == "charged" else "R" for e in u["expected"])
-        out += [f"- {u['unit']}: got      `{line.ljust(u['weeks_asked'], '.')}`",
+        out += [f"- {u['unit']}: got      `{line}`",
                 f"  {' ' * len(u['unit'])}  expected `{exp}` (charged or refused)"]
     out += ["", ("Utility per week (`audits.utility.trajectory_metrics` against the week's raw records, 32 x 32 grid; "
             "JSDs and query error lower is better, pattern F1 higher is better). Medians over the weeks scored:"), "",
