@@ -15,32 +15,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import sqlalchemy as sa
 
+from bench.weeks import FIRST, WEEK, load_weeks, sample
 from tasks import db
 from tasks.datasets import drop_dataset
 from tasks.ingest import partition_csv, psycopg_dsn, take_snapshot
-from tasks.load import load_source
-from trajpub.config import SHARED_DATA_DIR
-
-TAXIS = 40
-WEEK = timedelta(days=7)
-FIRST = datetime(2008, 2, 1, 16, tzinfo=UTC)  # Saturday 2 February 2008, 00:00 Beijing time
-
-
-def week_file(sample: pd.DataFrame, k: int, folder: Path) -> Path:
-    """The sample shifted by ``k`` weeks, as a T-Drive CSV."""
-    shifted = sample.assign(datetime=(pd.to_datetime(sample["datetime"]) + k * WEEK).dt.strftime("%Y-%m-%d %H:%M:%S"))
-    path = folder / f"week_{k:02d}.csv"
-    shifted.to_csv(path, index=False)
-    return path
 
 
 def release_reads(eng: sa.Engine, dataset: str, start: datetime, end: datetime) -> float:
@@ -61,19 +46,12 @@ def main() -> None:
     parser.add_argument("--steward", default="ada", help="The steward login that drops the datasets afterwards.")
     args = parser.parse_args()
     eng = db.engine()
-    df = pd.read_csv(SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz")
-    sample = df[df["taxi_id"].isin(sorted(df["taxi_id"].unique())[:TAXIS])]
+    points = sample()
     tag = uuid.uuid4().hex[:6]
     week, year = f"hist_week_{tag}", f"hist_year_{tag}"
     last = args.weeks - 1
-    loads = []
-    with tempfile.TemporaryDirectory() as tmp:
-        load_source(eng, "tdrive", week_file(sample, last, Path(tmp)), week)
-        for k in range(args.weeks):
-            began = time.perf_counter()
-            report = load_source(eng, "tdrive", week_file(sample, k, Path(tmp)), year)
-            loads.append((k, report.n_loaded, time.perf_counter() - began))
-            print(f"week {k}: {report.n_loaded} points in {loads[-1][2]:.1f} s", flush=True)
+    load_weeks(eng, week, points, range(last, last + 1))
+    loads = load_weeks(eng, year, points, range(args.weeks), lambda line: print(line, flush=True))
     with eng.connect() as conn:
         sizes = {d: conn.execute(sa.text("SELECT count(*) FROM raw.points WHERE dataset = :d"), {"d": d}).scalar()
                  for d in (week, year)}

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 
 from tasks import governance
-from tasks.protect import mechanism, parse_spec
+from tasks.protect import mechanism, parse_params
 from trajpub.errors import ParameterError
 from trajpub.periods import STEP, Spend, Unit, period_start, periods_between, touched, worst_run
 from trajpub.spec import ReleaseSpec
@@ -93,10 +93,12 @@ def run_windows(spec: ReleaseSpec, timezone: str | None,
 def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods: int = 8,
              horizon: timedelta = YEAR) -> Forecast:
     """The forecast of a deployment (its default ``spec`` and its Prefect ``schedule``) from ``now``."""
-    parsed, params = parse_spec(spec)
+    parsed = ReleaseSpec.from_dict(spec)
+    unit = governance.unit_of(conn, parsed.dataset)
+    # checked as a run now would be: a relative window resolved first (a mechanism may need the window's ends)
+    params = parse_params(parsed.resolved(now, unit.tz))
     guarantee = mechanism(parsed.mechanism).guarantee(params)
     charge = governance.charge_of(conn, parsed.dataset, guarantee)
-    unit = governance.unit_of(conn, parsed.dataset)
     acc = governance.accounts(conn, parsed.dataset)[charge.account]
     epsilon = charge.epsilon if charge.bounded else None
     result = Forecast(parsed.dataset, unit, charge.account, epsilon, acc.cap, acc.lifetime_cap)

@@ -291,6 +291,29 @@ def test_budget_show_forecasts_a_deployment(engine, weekly_deployment):
         assert out.returncode == 1 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_budget_show_forecasts_the_shipped_relative_window(engine, weekly):
+    """The shipped weekly deployment's own window ({last: 7d, align: local_week}: each Monday's run releases the
+    Beijing week before it) is resolved at each run, ObjTrace's window ends with it: under w-event (week, 4) and
+    a cap of 10, ObjTrace's 5 per run lets two more runs through and refuses the third (the forecast used to
+    refuse the spec itself, its window's ends being unset before it is resolved)."""
+    from prefect.schedules import Cron
+
+    from flows.release import release_flow
+
+    dataset = weekly("week", 4)
+    fixed = {k: v for k, v in WEEKLY_SPEC.items() if k not in ("window_start", "window_end")}
+    spec = {"dataset": dataset, **fixed, "window": {"last": "7d", "align": "local_week"}}
+    name = f"forecast-rel-{uuid.uuid4().hex[:8]}"
+    release_flow.to_deployment(name=name, schedules=[Cron("0 3 * * 1", timezone="Asia/Shanghai")],
+                               parameters={"spec": spec}).apply()
+    out = cli("budget", "show", "--forecast", f"release/{name}", "--periods", "3")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"{dataset}: each run is charged epsilon-DP epsilon 5 per object-week"), lines
+    assert "the caps allow 2 more" in out.stdout, lines
+    assert "would be refused: only 0 of the cap 10" in lines[-1], lines
+
+
 def test_budget_unit_and_show_state_the_unit(bare_dataset, owner):
     with owner.begin() as conn:
         conn.execute(sa.text("UPDATE governance.datasets SET timezone = 'Asia/Shanghai' WHERE dataset = :d"),
