@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,8 @@ from tasks.db import dataset_lock_key, with_retries
 from trajpub.errors import InputError
 
 HASH_BLOCK = 1_000_000
+#: How long a release waits for a Dask worker to read its partitions into, before it fails.
+WORKERS_TIMEOUT_S = 600.0
 SNAPSHOT_FILTER = ("dataset = %(dataset)s AND point_id <= %(max_point_id)s"
                    " AND (%(ws)s::timestamptz IS NULL OR t >= %(ws)s)"
                    " AND (%(we)s::timestamptz IS NULL OR t < %(we)s)")
@@ -142,9 +145,11 @@ def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
     per worker at a time (reads overlap parsing), so the flow holds at most that many partitions' CSV."""
     dsn = psycopg_dsn(engine)
     parts = partition_objects(objects, n_partitions)
-    if not client.scheduler_info()["workers"]:
-        client.wait_for_workers(1, timeout=600)
     workers = sorted(client.scheduler_info()["workers"])
+    deadline = time.monotonic() + WORKERS_TIMEOUT_S
+    while not workers:  # a worker can leave between the wait and the listing (a nanny restarting it under load)
+        client.wait_for_workers(1, timeout=max(1.0, deadline - time.monotonic()))
+        workers = sorted(client.scheduler_info()["workers"])
     params = snapshot.filter_params()
 
     def send(i: int) -> Future:
