@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -16,13 +17,30 @@ SQL_DIR = PROJECT_ROOT / "sql"
 EXPECTATIONS_DIR = PROJECT_ROOT / "expectations"
 
 
+def _origin_folder() -> Path | None:
+    """The folder this clone was cloned from, when that is a local path (``git clone /path/to/main``): read from
+    the clone's ``.git/config`` without running git."""
+    config = PROJECT_ROOT / ".git" / "config"
+    if not config.is_file():
+        return None
+    found = re.search(r'\[remote "origin"\][^\[]*?^\s*url\s*=\s*(.+?)\s*$', config.read_text(), re.MULTILINE)
+    if not found or "://" in found.group(1) or ":" in found.group(1).split("/")[0]:
+        return None  # a URL or an scp-like address: not a folder of this machine
+    origin = (PROJECT_ROOT / found.group(1).removeprefix("file://")).resolve()
+    return origin if origin.is_dir() else None
+
+
 def _shared_data_dir() -> Path:
-    """The bundled real data (README, "Data"): ``TRAJPUB_SHARED_DATA`` when set, else the folder ``shared/data``
-    beside the clone's folder, else the workplace's copy."""
+    """The bundled real data (README, "Data"): ``TRAJPUB_SHARED_DATA`` when set, else the first folder
+    ``shared/data`` beside the clone or beside one of its parent folders, or beside the folder it was cloned
+    from (a clone made elsewhere, e.g. in a temporary folder); else the clone's sibling ``shared/data``, whose
+    absence the readers then name."""
     if os.environ.get("TRAJPUB_SHARED_DATA"):
         return Path(os.environ["TRAJPUB_SHARED_DATA"])
-    candidates = (PROJECT_ROOT.parent / "shared" / "data", Path("/work/shared/data"))
-    return next((c for c in candidates if c.is_dir()), candidates[0])
+    origin = _origin_folder()
+    roots = [*PROJECT_ROOT.parents, *(origin.parents if origin else ())]
+    candidates = [root / "shared" / "data" for root in roots]
+    return next((c for c in candidates if c.is_dir()), PROJECT_ROOT.parent / "shared" / "data")
 
 
 SHARED_DATA_DIR = _shared_data_dir()
