@@ -4,7 +4,8 @@ The auditor holds the raw data D and simulates an adversary against the candidat
 returns an :class:`AttackResult` (success rate, Wilson interval, baseline, baseline-corrected risk), and
 :func:`evaluate_gate` compares the results with a :class:`GatePolicy`. :data:`ATTACKS` (:mod:`audits.registry`)
 names every attack with the release kinds it applies to. Utility metrics are plain functions in
-:mod:`audits.utility`.
+:mod:`audits.utility` (the gate's names and the distribution errors), :mod:`audits.point_utility`,
+:mod:`audits.patterns` and :mod:`audits.trajectory_utility`, over the frames of :mod:`audits.planar`.
 """
 
 from audits.ap_attack import APAttack, APAttackParams

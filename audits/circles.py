@@ -1,5 +1,5 @@
 """Range-count queries over circles: how many trajectories pass within a circle (the answers of
-:func:`audits.utility.circle_query_re`; PrivTrace's query error).
+:func:`audits.trajectory_utility.circle_query_re`; PrivTrace's query error).
 
 A trajectory answers a circle when one of its points, or one of its segments (consecutive points), lies within the
 radius of the centre: the distance from the centre to the segment is that of its closest point, the projection

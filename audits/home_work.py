@@ -8,7 +8,7 @@ k-anonymity and dummies do not stop it, and it is the most concrete real-world h
 of users whose home/work inferred from D* is within r of the truth (250-500 m).
 
 Inference, the same on both sides: a place is a square of ``place_size_m`` metres of the plane of
-:func:`audits.utility.planar_coordinates`; an object's home is the place where it was seen during the most
+:func:`audits.planar.planar_coordinates`; an object's home is the place where it was seen during the most
 distinct night hours (``night_hours``, local time), its work the place of the most distinct weekday working hours
 (``work_hours`` on ``work_days``). Counting distinct hours rather than points makes the choice insensitive to the
 sampling rate. The place's position is the mean of the object's points there in that time window. The truth is
@@ -25,8 +25,9 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from audits.attack import Attack, NotApplicable
+from audits.neighbours import flatten_hits
+from audits.planar import planar_coordinates
 from audits.result import MAX_EXAMPLES, AttackResult
-from audits.utility import flatten_hits, planar_coordinates
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 

@@ -26,8 +26,9 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from audits.attack import Attack
+from audits.neighbours import flatten_hits
+from audits.planar import epoch_seconds, planar_coordinates
 from audits.result import MAX_EXAMPLES, AttackResult
-from audits.utility import epoch_seconds, flatten_hits, planar_coordinates
 from trajpub.errors import InputError
 from trajpub.params import Scope
 

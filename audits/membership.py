@@ -31,8 +31,8 @@ import pandas as pd
 from scipy.stats import rankdata
 
 from audits.attack import Attack
+from audits.patterns import pattern_codes
 from audits.result import AttackResult
-from audits.utility import pattern_codes
 from trajpub.errors import InputError, ParameterError
 from trajpub.params import Scope
 

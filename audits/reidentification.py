@@ -59,8 +59,8 @@ import pandas as pd
 from scipy import sparse
 
 from audits.attack import Attack
+from audits.planar import epoch_seconds
 from audits.result import MAX_EXAMPLES, AttackResult
-from audits.utility import epoch_seconds
 from trajpub.errors import InputError, ParameterError
 from trajpub.frame import require_columns
 from trajpub.params import Scope

@@ -26,7 +26,7 @@ the caps alone).
 
 RetraSyn (Hu et al., "Real-Time Trajectory Synthesis with Local Differential Privacy", ICDE 2024;
 github.com/ZJU-DAILY/RetraSyn, cloned into the git-ignored ``bench/ref/RetraSyn``, never copied here) runs on the
-same weeks through :func:`run_retrasyn`, and both are scored by :func:`audits.utility.trajectory_metrics`.
+same weeks through :func:`run_retrasyn`, and both are scored by :func:`audits.trajectory_utility.trajectory_metrics`.
 
     python -m bench.continual year --unit object-week [--weeks 52] [--until 02:40]
     python -m bench.continual retrasyn [--weeks 52]
@@ -385,9 +385,9 @@ def read_release(path: Path) -> pd.DataFrame:
 
 def score() -> dict:
     """Every kept output (published weeks of each unit, RetraSyn's weeks) scored against its week's raw records by
-    :func:`audits.utility.trajectory_metrics` (the seed of its circle queries: the week); the figures are kept in
+    :func:`audits.trajectory_utility.trajectory_metrics` (the seed of its circle queries: the week); the figures are kept in
     :data:`SCORES` by output file (a running year rewrites its own JSON after every week) and added to the rows."""
-    from audits.utility import trajectory_metrics
+    from audits.trajectory_utility import trajectory_metrics
 
     scores = json.loads(SCORES.read_text()) if SCORES.exists() else {}
     raw: dict[int, pd.DataFrame] = {}
@@ -493,7 +493,7 @@ def render() -> None:
         exp = "".join("C" if e == "charged" else "R" for e in u["expected"])
         out += [f"- {u['unit']}: got      `{line}`",
                 f"  {' ' * len(u['unit'])}  expected `{exp}` (charged or refused)"]
-    out += ["", ("Utility per week (`audits.utility.trajectory_metrics` against the week's raw records, 32 x 32 grid; "
+    out += ["", ("Utility per week (`audits.trajectory_utility.trajectory_metrics` against the week's raw records, 32 x 32 grid; "
             "JSDs and query error lower is better, pattern F1 higher is better). Medians over the weeks scored:"), "",
             "| system (unit) | weeks scored | " + " | ".join(METRICS) + " |", "|---" * (len(METRICS) + 2) + "|"]
     systems = [(f"trajpub ObjTrace ε 5 per taxi-week ({u['unit']})", u) for u in units]

@@ -1,6 +1,6 @@
 """Is each mechanism's default useful on the T-Drive sample? A sweep of one mechanism's parameters
 and of the release grid's cell size, scored like ``bench.references`` (the same records, adapters, Dask cluster and
-:func:`audits.utility.trajectory_metrics`); results go to ``bench/DEFAULTS_RESULTS.md`` by hand.
+:func:`audits.trajectory_utility.trajectory_metrics`); results go to ``bench/DEFAULTS_RESULTS.md`` by hand.
 
     .venv/bin/python -m bench.defaults --mechanism prefix_tree --cells 2000 8000 \
         --runs '{"epsilon": 5, "height": 8}' '{"epsilon": 5, "height": 3}'
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from distributed import Client
 
-from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
+from audits.trajectory_utility import TRAJECTORY_METRICS, trajectory_metrics
 from bench.references import DATASETS, WINDOWS
 from tasks import protect
 from tasks.dask_cluster import local_cluster

@@ -31,7 +31,7 @@ figures are therefore optimistic for a formal guarantee.
 output as lon/lat records in ``bench/out/references/`` with its wall seconds; ``mechanisms`` runs every trajpub
 mechanism of :func:`mechanism_models` (the survey's Table 4 bench, :data:`bench.table4.MODELS`, with its setups,
 and ObjTrace) through its flow adapter on the same cleaned records and keeps its output the same way; ``score``
-computes the issue's metrics of every kept run with :func:`audits.utility.trajectory_metrics` (one function for
+computes the issue's metrics of every kept run with :func:`audits.trajectory_utility.trajectory_metrics` (one function for
 the references and trajpub), writes ``bench/references/results.json`` and the tables and the verdict of
 ``bench/UTILITY_RESULTS.md`` (between its markers).
 """
@@ -269,7 +269,7 @@ def score() -> dict:
     """Every kept run scored with the issue's metrics (seed = the run's number for the metric's random queries);
     a run's metrics are kept in ``scored/`` beside it and recomputed when its output file changes. Runs of
     ``results.json`` whose outputs are not here (scored on another machine) are kept: results accumulate."""
-    from audits.utility import TRAJECTORY_METRICS, trajectory_metrics
+    from audits.trajectory_utility import TRAJECTORY_METRICS, trajectory_metrics
 
     rows = []
     for dataset, (load, bbox) in DATASETS.items():

@@ -11,10 +11,10 @@ were chosen on the *tuning* half only; every row here is a release of the *repor
 - PrivTrace and LDPTrace from their authors' code (:func:`bench.references.run_privtrace`,
   :func:`bench.references.run_ldptrace`; set-up in :mod:`bench.references`).
 
-Scoring: :func:`audits.utility.trajectory_metrics` at ``grid_size`` 32, 64 and 128 (density, trip, pattern F1,
+Scoring: :func:`audits.trajectory_utility.trajectory_metrics` at ``grid_size`` 32, 64 and 128 (density, trip, pattern F1,
 transition per grid; query and length are grid-free), and, for timed releases, the p99 segment speed
-(:func:`audits.utility.segment_speeds`), the speed JSD and the trip-duration JSD, both on 20 buckets up to the
-raw p99 (:func:`audits.utility.speed_jsd`, :func:`audits.utility.duration_jsd`).
+(:func:`audits.trajectory_utility.segment_speeds`), the speed JSD and the trip-duration JSD, both on 20 buckets up to the
+raw p99 (:func:`audits.trajectory_utility.speed_jsd`, :func:`audits.trajectory_utility.duration_jsd`).
 
     .venv/bin/python -m bench.utility_resolutions run --tool privtrace --epsilon 5 --runs 3
     .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from audits.utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
+from audits.trajectory_utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
 from bench import references, utility_data
 from bench.fgs_pufferfish import machine
 

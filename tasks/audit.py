@@ -21,12 +21,22 @@ import sqlalchemy as sa
 from distributed import Client, Future, get_worker
 from distributed import wait as wait_futures
 
-from audits import utility
 from audits.attack import NotApplicable
 from audits.controls import MEMBER_COLUMN, TOO_FEW, ControlPolicy, TooFewObjects, hold_out
 from audits.gate import GateDecision, GatePolicy, evaluate_gate, verdict, worst_per_attack
+from audits.patterns import frequent_patterns
+from audits.point_utility import information_loss, moved_share, point_error, retained_share
 from audits.registry import GRID_ATTACKS, build_attack
 from audits.result import AttackResult
+from audits.trajectory_utility import circle_query_re, city_grid_size, outside_bbox_share
+from audits.utility import (
+    count_query_re,
+    density_jsd,
+    diameter_error,
+    length_jsd,
+    random_count_queries,
+    trip_error,
+)
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError
 from trajpub.grid import GridSpec
@@ -245,7 +255,7 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     locations drawn from the cells the raw data visits), the range-count error of 200 random circles (sanity
     bound 1% of |D|), density, trip and length distribution divergences (JSD,
     natural log, max ln 2), diameter error, FFP error and pattern F1 (of the top-100 frequent patterns; F1 higher
-    is better; on 6 x 6 cells, and at city resolution, ~1.5 km cells: :func:`audits.utility.city_grid_size`), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
+    is better; on 6 x 6 cells, and at city resolution, ~1.5 km cells: :func:`audits.trajectory_utility.city_grid_size`), INF, the share of released points outside the spec's public ``bbox``; for truthful releases also
     the Hausdorff point error of up to 200 records, the share of released points more than 1 km from their own
     raw trajectory and the released points of real records per raw point (retained share, higher is better; these
     three need records paired with their sources and are left out when none is). Fragment releases: the number
@@ -261,20 +271,20 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     _, rel_off, rel_cells = cell_sequences(release)
     rel_seqs = [seq[seq >= 0] for seq in (rel_cells[a:b] for a, b in itertools.pairwise(rel_off))]
     visited = np.unique(raw_cells[raw_cells >= 0])
-    queries = [visited[q] for q in utility.random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
-    patterns = utility.frequent_patterns(raw, release)
+    queries = [visited[q] for q in random_count_queries(len(visited), N_QUERIES, min(6, len(visited)), rng)]
+    patterns = frequent_patterns(raw, release)
     figures = {
-        "count_query_re": utility.count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
-        "circle_query_re": utility.circle_query_re(raw, release, rng),
-        "density_jsd": utility.density_jsd(raw, release, "cell"),
-        "trip_error": utility.trip_error(raw, release, grid_size=6),
-        "length_jsd_points": utility.length_jsd(raw, release, "points"),
-        "diameter_error": utility.diameter_error(raw, release),
+        "count_query_re": count_query_re(raw_seqs, rel_seqs, queries, sanity=0.001),
+        "circle_query_re": circle_query_re(raw, release, rng),
+        "density_jsd": density_jsd(raw, release, "cell"),
+        "trip_error": trip_error(raw, release, grid_size=6),
+        "length_jsd_points": length_jsd(raw, release, "points"),
+        "diameter_error": diameter_error(raw, release),
         "ffp_error": 1.0 - patterns["ffp"],
         "pattern_f1": patterns["ffp"],
-        "pattern_f1_city": utility.frequent_patterns(raw, release, utility.city_grid_size(raw), 2, 5, 100)["ffp"],
-        "outside_bbox_share": utility.outside_bbox_share(release, bbox),
-        "information_loss": utility.information_loss(raw, release, tolerance_m=100.0, tolerance_s=None,
+        "pattern_f1_city": frequent_patterns(raw, release, city_grid_size(raw), 2, 5, 100)["ffp"],
+        "outside_bbox_share": outside_bbox_share(release, bbox),
+        "information_loss": information_loss(raw, release, tolerance_m=100.0, tolerance_s=None,
                                                      match="owner" if release_kind == "truthful" else "any"),
         "raw_trajectories": len(raw_seqs),
         "released_trajectories": len(rel_seqs),
@@ -282,9 +292,9 @@ def measure_utility(raw: pd.DataFrame, candidate: CandidateRelease, release: pd.
     if release_kind == "truthful":
         paired = paired_with_sources(candidate, release)
         try:
-            figures["point_error_m"] = utility.point_error(raw, paired, "hausdorff", POINT_ERROR_RECORDS, rng)
-            figures["moved_share"] = utility.moved_share(raw, paired)
-            figures["retained_share"] = utility.retained_share(raw, paired)
+            figures["point_error_m"] = point_error(raw, paired, "hausdorff", POINT_ERROR_RECORDS, rng)
+            figures["moved_share"] = moved_share(raw, paired)
+            figures["retained_share"] = retained_share(raw, paired)
         except InputError:  # records renumbered or dummies only: no record pairs with its raw trajectory
             pass
     return figures

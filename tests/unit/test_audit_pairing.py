@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from audits import utility
+from audits.point_utility import point_error
 from tasks.audit import paired_with_sources
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError
@@ -16,10 +16,10 @@ def test_renumbered_records_are_paired_through_the_owner_table():
     release = raw.assign(traj_id=[9, 9, 9, 7, 7, 7])
     owners = pd.DataFrame({"traj_id": [7, 9], "object_id": ["b", "a"], "source_traj_id": [2, 1]})
     paired = paired_with_sources(CandidateRelease(Shape.TRUTHFUL, release, {}, owners=owners), release)
-    assert utility.point_error(raw, paired, "hausdorff") == 0.0
+    assert point_error(raw, paired, "hausdorff") == 0.0
     # without the owner table nothing pairs; a wrong table pairs nothing either (owners differ)
     assert paired_with_sources(CandidateRelease(Shape.TRUTHFUL, release, {}), release) is release
     wrong = owners.assign(source_traj_id=[1, 2])
     for unpaired in (release, paired_with_sources(CandidateRelease(Shape.TRUTHFUL, release, {}, owners=wrong), release)):
         with pytest.raises(InputError, match="no released record shares traj_id and object_id"):
-            utility.point_error(raw, unpaired, "hausdorff")
+            point_error(raw, unpaired, "hausdorff")

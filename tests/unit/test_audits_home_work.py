@@ -6,7 +6,7 @@ import pytest
 
 from audits.attack import NotApplicable
 from audits.home_work import NAME, HomeWorkInference, HomeWorkParams, infer_places
-from audits.utility import planar_coordinates
+from audits.planar import planar_coordinates
 from trajpub.errors import ParameterError
 
 MONDAY = pd.Timestamp("2024-03-04")

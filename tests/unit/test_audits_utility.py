@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import jensenshannon, pdist
 
+from audits.point_utility import moved_share, retained_share
 from audits.utility import (
     _diameters,
     count_query_re,
@@ -14,9 +15,7 @@ from audits.utility import (
     diameter_error,
     jsd,
     length_jsd,
-    moved_share,
     random_count_queries,
-    retained_share,
     trip_error,
 )
 from trajpub.errors import InputError, ParameterError

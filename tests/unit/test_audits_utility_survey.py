@@ -1,5 +1,5 @@
-"""audits.utility, survey metrics: INF, FFP and support error, point errors (aligned, Hausdorff, DTW), the
-exact pattern codes they rest on; hand-computed small cases."""
+"""Survey metrics (audits.point_utility, audits.patterns): INF, FFP and support error, point errors (aligned,
+Hausdorff, DTW), the exact pattern codes they rest on; hand-computed small cases."""
 
 import math
 
@@ -8,15 +8,9 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import directed_hausdorff
 
-from audits.utility import (
-    dtw_distance,
-    frequent_patterns,
-    information_loss,
-    pattern_codes,
-    planar_coordinates,
-    point_error,
-    point_errors,
-)
+from audits.patterns import frequent_patterns, pattern_codes
+from audits.planar import planar_coordinates
+from audits.point_utility import dtw_distance, information_loss, point_error, point_errors
 from trajpub.errors import InputError, ParameterError
 
 T0 = pd.Timestamp("2024-01-01", tz="UTC")
@@ -221,7 +215,7 @@ def test_hausdorff_equals_scipy_and_records_can_be_sampled():
 def test_diameters_and_neighbours_in_blocks_equal_the_whole_computation(monkeypatch):
     """A city's frame is processed in blocks of points (long trajectories' hulls, k-d tree queries): blocks of a
     few points, cutting between and after trajectories, give exactly what one block gives."""
-    from audits import utility
+    from audits import neighbours, utility
 
     rng = np.random.default_rng(3)
     sizes = rng.integers(1, 200, 40)
@@ -231,9 +225,9 @@ def test_diameters_and_neighbours_in_blocks_equal_the_whole_computation(monkeypa
     other = rng.normal(0, 1000, (500, 2))
     args = (xy, np.zeros(len(xy)), np.zeros(len(xy), np.int64), other, np.zeros(len(other)),
             np.zeros(len(other), np.int64), 60.0, None)
-    whole, near = utility._diameters(xy, codes), utility._has_neighbour(*args)
+    whole, near = utility._diameters(xy, codes), neighbours.has_neighbour(*args)
     assert (sizes > 64).any() and 0 < near.sum() < len(near)
     monkeypatch.setattr(utility, "_DIAMETER_POINTS_PER_BLOCK", 150)
-    monkeypatch.setattr(utility, "_NEIGHBOUR_QUERY_BLOCK", 77)
+    monkeypatch.setattr(neighbours, "_NEIGHBOUR_QUERY_BLOCK", 77)
     assert np.array_equal(utility._diameters(xy, codes), whole)
-    assert np.array_equal(utility._has_neighbour(*args), near)
+    assert np.array_equal(neighbours.has_neighbour(*args), near)

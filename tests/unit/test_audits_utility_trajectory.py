@@ -1,4 +1,4 @@
-"""audits.utility, the synthetic-trajectory metrics: hand-checkable cases."""
+"""audits.trajectory_utility, the synthetic-trajectory metrics: hand-checkable cases."""
 
 import math
 
@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from audits.circles import circle_counts
-from audits.utility import (
+from audits.trajectory_utility import (
     TRAJECTORY_METRICS,
     circle_query_re,
     city_grid_size,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audits.utility import trajectory_metrics
+from audits.trajectory_utility import trajectory_metrics
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import objtrace
 from mechanisms.objtrace.counting import ObjTraceCounts
