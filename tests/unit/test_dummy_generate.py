@@ -19,7 +19,7 @@ from mechanisms.dummy import (
     subcell_candidates,
 )
 from trajpub.grid import GridSpec
-from trajpub.roads import generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
 
 GRID = GridSpec((115.4, 39.4, 117.6, 41.1), 2000.0)
 

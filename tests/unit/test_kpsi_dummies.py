@@ -13,7 +13,8 @@ from mechanisms.kpsi_anonymity import (
     within_discs,
 )
 from trajpub.errors import InputError, ParameterError
-from trajpub.roads import RoadNetwork, generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
+from trajpub.roads import RoadNetwork
 
 NET = synthetic_grid(15, 15, 80.0, rng=np.random.default_rng(21))
 N_TRAJ = 40

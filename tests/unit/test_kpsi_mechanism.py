@@ -17,7 +17,8 @@ from mechanisms.kpsi_anonymity import (
     trajectory_keys,
 )
 from trajpub.errors import InputError
-from trajpub.roads import RoadNetwork, generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
+from trajpub.roads import RoadNetwork
 
 NET = synthetic_grid(15, 15, 80.0, rng=np.random.default_rng(51), crs="EPSG:3067")
 TRAJ = generate_trajectories(NET, 25, 13, rng=np.random.default_rng(52))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mechanisms.kpsi_anonymity import KPsiParams, discernibility, generate_dummies, is_k_psi_anonymous
-from trajpub.roads import generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
 
 # k = 3 trajectories, n = 2 timestamps
 TOY = np.array([[[0.0, 0.0], [0.0, 0.0]],

@@ -14,7 +14,8 @@ from mechanisms.kpsi_anonymity import (
     segment_thresholds,
 )
 from trajpub.errors import ParameterError
-from trajpub.roads import RoadNetwork, generate_trajectories, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, synthetic_grid
+from trajpub.roads import RoadNetwork
 
 REGULAR = synthetic_grid(15, 15, 80.0, jitter=0.0, drop_fraction=0.0, arterials=0)
 

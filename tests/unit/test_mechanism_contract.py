@@ -20,7 +20,7 @@ from tests.raw_scan import assert_none_readable
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
 from trajpub.mechanism import Mechanism, OnRoadNetwork, PublicInputs
-from trajpub.roads import synthetic_grid
+from trajpub.road_synthetic import synthetic_grid
 
 SEED = 20261126
 N_TAXIS, MAX_POINTS = 10, 150

@@ -9,7 +9,7 @@ from mechanisms.mixzone import MixzoneParams, place_mix_zones
 from tasks import protect
 from tasks.adapters.mixzone import Mixzone
 from trajpub.mechanism import OnRoadNetwork, PublicInputs
-from trajpub.roads import synthetic_grid
+from trajpub.road_synthetic import synthetic_grid
 
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared):

@@ -18,7 +18,8 @@ from mechanisms.mixzone import (
     split_components,
 )
 from mechanisms.mixzone.placement import _heapify, _sift_down, _sift_up
-from trajpub.roads import RoadNetwork, synthetic_grid
+from trajpub.road_synthetic import synthetic_grid
+from trajpub.roads import RoadNetwork
 
 
 def network_from(coords: dict[int, tuple[float, float]], links: list[tuple[int, int]]) -> RoadNetwork:

@@ -1,9 +1,10 @@
-"""trajpub.roads: the in-memory road network (docs/design.md, (k-Ψ)-anonymity).
+"""trajpub.roads, road_queries, road_synthetic: the in-memory road network (docs/design.md,
+(k-Ψ)-anonymity).
 
-Query semantics under test (module docstring): point-to-edge distance by the segment projection formula,
-inclusive radius, order (distance, edge_id). Brute force is shapely's (GEOS) distance to every edge; random
-inputs have no exact ties or boundary cases with probability 1, so the two must agree there, and the tie and
-boundary rules are tested on hand-built exact cases.
+Query semantics under test (trajpub.road_queries' docstring): point-to-edge distance by the segment projection
+formula, inclusive radius, order (distance, edge_id). Brute force is shapely's (GEOS) distance to every edge;
+random inputs have no exact ties or boundary cases with probability 1, so the two must agree there, and the tie
+and boundary rules are tested on hand-built exact cases.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from scipy import stats
 from scipy.sparse.csgraph import dijkstra
 
 from trajpub.errors import InputError, ParameterError
-from trajpub.roads import RoadNetwork, generate_trajectories, grid_network, synthetic_grid
+from trajpub.road_synthetic import generate_trajectories, grid_network, synthetic_grid
+from trajpub.roads import RoadNetwork
 
 
 def random_network(seed: int, n_edges: int = 120, extent: float = 1000.0) -> RoadNetwork:
