@@ -1,4 +1,4 @@
-"""The PostGIS connection and the numbered migrations in ``sql/``."""
+"""The PostGIS connection, the numbered migrations in ``sql/`` and the repeatable views file ``sql/views.sql``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from trajpub.errors import PolicyError, TrajpubError
 T = TypeVar("T")
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 MIGRATION_LOCK = 7_420_001  # advisory lock id: one migrator at a time
+VIEWS_FILE = "views.sql"
+"""The repeatable file in ``sql/``: the current definition of every view (docs/design.md, "Data model")."""
 
 
 def database_url(login: str = config.PIPELINE) -> str:
@@ -200,9 +202,11 @@ def copy_rows(conn: sa.Connection, statement: str, rows: Iterable[tuple]) -> Non
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(version, file name, SQL) of every migration file, in order."""
+    """(version, file name, SQL) of every numbered migration file, in order."""
     found = []
     for path in sorted(config.SQL_DIR.glob("*.sql")):
+        if path.name == VIEWS_FILE:
+            continue
         m = MIGRATION_NAME.match(path.name)
         if not m:
             raise TrajpubError("migration file names must look like 001_name.sql", f"file {path}")
@@ -214,10 +218,11 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 def migrate(eng: sa.Engine | None = None) -> list[str]:
-    """Apply the migrations not yet recorded in ``governance.schema_migrations``; return their names.
+    """Apply the migrations not yet recorded in ``governance.schema_migrations``, then :data:`VIEWS_FILE` when it
+    changed or a migration was applied; return the names of the files applied.
 
-    Each migration runs in its own transaction together with its version row, so a failing migration leaves
-    nothing half-applied.
+    Each file runs in its own transaction together with its record (version row, or the views file's digest in
+    ``governance.repeatable_migrations``), so a failing file leaves nothing half-applied.
     """
     eng = eng or engine()
     applied_now = []
@@ -231,6 +236,9 @@ def migrate(eng: sa.Engine | None = None) -> list[str]:
                     "CREATE TABLE IF NOT EXISTS governance.schema_migrations ("
                     " version int PRIMARY KEY, name text NOT NULL, sha256 text NOT NULL,"
                     " applied_at timestamptz NOT NULL DEFAULT now())"))
+                conn.execute(sa.text(
+                    "CREATE TABLE IF NOT EXISTS governance.repeatable_migrations ("
+                    " name text PRIMARY KEY, sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"))
             done = {v: sha for v, sha in conn.execute(
                 sa.text("SELECT version, sha256 FROM governance.schema_migrations"))}
             conn.commit()
@@ -242,15 +250,44 @@ def migrate(eng: sa.Engine | None = None) -> list[str]:
                                            f"file sql/{name}")
                     continue
                 with conn.begin():
-                    # the driver's cursor without parameters: '%' in plpgsql must not be read as a placeholder
-                    conn.connection.dbapi_connection.cursor().execute(sql)
+                    _run_script(conn, sql, name)
                     conn.execute(sa.text("INSERT INTO governance.schema_migrations (version, name, sha256) "
                                          "VALUES (:v, :n, :s)"), {"v": version, "n": name, "s": digest})
                 applied_now.append(name)
+            if apply_views(conn, force=bool(applied_now)):
+                applied_now.append(VIEWS_FILE)
         finally:
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
             conn.commit()
     return applied_now
+
+
+def apply_views(conn: sa.Connection, force: bool) -> bool:
+    """Run :data:`VIEWS_FILE` in one transaction when its digest differs from the recorded one (or ``force``: a
+    numbered migration just ran and may have dropped a view with a table); return whether it ran."""
+    sql = (config.SQL_DIR / VIEWS_FILE).read_text()
+    digest = hashlib.sha256(sql.encode()).hexdigest()
+    recorded = conn.execute(sa.text("SELECT sha256 FROM governance.repeatable_migrations WHERE name = :n"),
+                            {"n": VIEWS_FILE}).scalar()
+    conn.commit()
+    if recorded == digest and not force:
+        return False
+    with conn.begin():
+        _run_script(conn, sql, VIEWS_FILE)
+        conn.execute(sa.text("INSERT INTO governance.repeatable_migrations (name, sha256) VALUES (:n, :s) "
+                             "ON CONFLICT (name) DO UPDATE SET sha256 = excluded.sha256, applied_at = now()"),
+                     {"n": VIEWS_FILE, "s": digest})
+    return True
+
+
+def _run_script(conn: sa.Connection, sql: str, name: str) -> None:
+    """The SQL file ``name``, in the connection's transaction, on the driver's cursor without parameters ('%' in
+    plpgsql must not be read as a placeholder); the server's refusal becomes one sentence naming the file."""
+    try:
+        conn.connection.dbapi_connection.cursor().execute(sql)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TrajpubError(f"the file failed and nothing of it was applied: {reason}", f"file sql/{name}") from None
 
 
 def status(eng: sa.Engine | None = None) -> dict:
