@@ -12,6 +12,12 @@ from tasks import governance
 from trajpub.window import window_words
 
 
+def _part(record: str, key: str, doc: str) -> property:
+    """A read-only property: the mapping under ``key`` of the review's ``record`` (``release`` or ``summary``),
+    empty when absent or null."""
+    return property(lambda review: getattr(review, record).get(key) or {}, doc=doc)
+
+
 @dataclass(frozen=True)
 class Review:
     """``release``: the ``governance.releases`` row; ``budget``: :func:`tasks.governance.budget_lines`;
@@ -34,28 +40,13 @@ class Review:
     def release_id(self) -> int:
         return self.release["release_id"]
 
-    @property
-    def guarantee(self) -> dict:
-        return self.release.get("guarantee") or {}
-
-    @property
-    def summary(self) -> dict:
-        return self.release.get("summary") or {}
-
-    @property
-    def gate(self) -> dict:
-        """The gate's decision as the audit stored it: blocked, reasons, privacy and utility verdicts,
-        per_utility."""
-        return self.summary.get("gate") or {}
-
-    @property
-    def utility(self) -> dict:
-        return self.summary.get("utility") or {}
-
-    @property
-    def mechanism_run(self) -> dict:
-        """The mechanism's run figures (steward only: never in lineage or published)."""
-        return self.summary.get("mechanism") or {}
+    guarantee = _part("release", "guarantee", "The release's guarantee as recorded.")
+    summary = _part("release", "summary", "The release's summary: what each stage recorded.")
+    gate = _part("summary", "gate", "The gate's decision as the audit stored it: blocked, reasons, privacy and "
+                                    "utility verdicts, per_utility.")
+    utility = _part("summary", "utility", "The utility figures the audit measured.")
+    mechanism_run = _part("summary", "mechanism",
+                          "The mechanism's run figures (steward only: never in lineage or published).")
 
     @property
     def decide_on(self) -> str:

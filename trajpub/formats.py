@@ -73,6 +73,7 @@ class SourceFormat:
     allowed_options: ClassVar[dict[str, Any]] = {}  # option -> default (REQUIRED when there is none)
     option_help: ClassVar[dict[str, str]] = {}  # option -> what it means (``trajpub load --help``)
     summary: ClassVar[str]  # one line for ``trajpub load --help``
+    folder_files: ClassVar[tuple[str, str] | None] = None  # (glob, what they are) when a folder of files is a source
 
     def __init__(self, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -96,12 +97,19 @@ class SourceFormat:
         return zone if isinstance(zone, str) and zone.upper() != "UTC" else None
 
     def files(self, path: str | Path) -> list[Path]:
-        """The files ``path`` stands for, in the sorted order used for hashing and line numbering."""
+        """The files ``path`` stands for, in the sorted order used for hashing and line numbering: the file itself,
+        or the files of :attr:`folder_files` below a folder (a format without them refuses a folder)."""
         path = Path(path)
         require_exists(path)
-        if path.is_dir():
+        if not path.is_dir():
+            return [path]
+        if self.folder_files is None:
             raise InputError(f"format {self.name} reads one file, not a folder", f"folder {path}")
-        return [path]
+        pattern, what = self.folder_files
+        found = sorted_files(path, pattern)
+        if not found:
+            raise InputError(f"the folder holds no {what}", f"folder {path}")
+        return found
 
     def parse(self, path: str | Path) -> ParsedSource:
         raise NotImplementedError
@@ -124,16 +132,7 @@ class TDrive(SourceFormat):
     local_timezone = "Asia/Shanghai"
     COLUMNS: ClassVar[list[str]] = ["taxi_id", "datetime", "longitude", "latitude"]
     TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-
-    def files(self, path: str | Path) -> list[Path]:
-        path = Path(path)
-        require_exists(path)
-        if not path.is_dir():
-            return [path]
-        found = sorted_files(path, "*.txt")
-        if not found:
-            raise InputError("the folder holds no T-Drive *.txt files", f"folder {path}")
-        return found
+    folder_files = ("*.txt", "T-Drive *.txt files")
 
     def parse(self, path: str | Path) -> ParsedSource:
         path = Path(path)
@@ -166,17 +165,7 @@ class GeoLife(SourceFormat):
     PLT_HEADER_LINES = 6
     SKMOB: ClassVar[dict[str, str]] = {"object_id": "uid", "t": "datetime", "lon": "lng", "lat": "lat"}
     MPD: ClassVar[dict[str, str]] = {"object_id": "tracker", "t": "t", "lon": "X", "lat": "Y"}
-
-    def files(self, path: str | Path) -> list[Path]:
-        path = Path(path)
-        require_exists(path)
-        if not path.is_dir():
-            return [path]
-        found = sorted_files(path, "*.plt")
-        if not found:
-            raise InputError("the folder holds no GeoLife .plt files (expected Data/NNN/Trajectory/*.plt)",
-                             f"folder {path}")
-        return found
+    folder_files = ("*.plt", "GeoLife .plt files (expected Data/NNN/Trajectory/*.plt)")
 
     @staticmethod
     def _user(plt: Path) -> str:

@@ -54,6 +54,12 @@ def _check_types(obj: Any, section: str) -> None:
             raise ParameterError(f"{f.name} must be {kind}, got {str(value)[:40]!r}", where)
 
 
+def _require(ok: bool, section: str, name: str, what: str) -> None:
+    """Refuse the key ``name`` of a spec's ``section`` unless ``ok``: "<name> <what>"."""
+    if not ok:
+        raise ParameterError(f"{name} {what}", f"{section}.{name}")
+
+
 def validate_dataset_name(name: str, where: str = "dataset") -> str:
     if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):  # fullmatch: "$" would let "x\n" in
         raise ParameterError(f"dataset name {name!r} must match {DATASET_NAME.pattern} "
@@ -124,11 +130,9 @@ class ValidationSpec:
 
     def __post_init__(self) -> None:
         _check_types(self, "validation")
-        if not self.max_speed_mps > 0:
-            raise ParameterError("max_speed_mps must be positive", "validation.max_speed_mps")
+        _require(self.max_speed_mps > 0, "validation", "max_speed_mps", "must be positive")
         for name in ("max_quarantine_share", "max_duplicate_share"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ParameterError(f"{name} must be in [0, 1]", f"validation.{name}")
+            _require(0 <= getattr(self, name) <= 1, "validation", name, "must be in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -147,10 +151,8 @@ class PrepareSpec:
 
     def __post_init__(self) -> None:
         _check_types(self, "prepare")
-        if not self.time_gap_minutes > 0:
-            raise ParameterError("time_gap_minutes must be positive", "prepare.time_gap_minutes")
-        if not self.min_points >= 1:
-            raise ParameterError("min_points must be at least 1", "prepare.min_points")
+        _require(self.time_gap_minutes > 0, "prepare", "time_gap_minutes", "must be positive")
+        _require(self.min_points >= 1, "prepare", "min_points", "must be at least 1")
 
 
 @dataclass(frozen=True)

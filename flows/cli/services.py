@@ -5,30 +5,25 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 
 import click
 
+from flows import services
 from flows.cli.base import main, pipeline_engine
 from trajpub.errors import TrajpubError
+
+
+def up_and_down(group: click.Group, up: Callable[[], str], down: Callable[[], str]) -> click.Group:
+    """``group``'s ``up`` and ``down`` commands: start or stop the service, and say what was done."""
+    group.command("up")(lambda: click.echo(up()))
+    group.command("down")(lambda: click.echo(down()))
+    return group
 
 
 @main.group()
 def db() -> None:
     """The PostGIS database: a project-local cluster unless TRAJPUB_DATABASE_URL is set."""
-
-
-@db.command("up")
-def db_up() -> None:
-    from flows import services
-
-    click.echo(services.db_up())
-
-
-@db.command("down")
-def db_down() -> None:
-    from flows import services
-
-    click.echo(services.db_down())
 
 
 @db.command("migrate")
@@ -57,18 +52,8 @@ def server() -> None:
     """The Prefect server (UI and API) on loopback, unless PREFECT_API_URL points elsewhere."""
 
 
-@server.command("up")
-def server_up() -> None:
-    from flows import services
-
-    click.echo(services.server_up())
-
-
-@server.command("down")
-def server_down() -> None:
-    from flows import services
-
-    click.echo(services.server_down())
+up_and_down(db, services.db_up, services.db_down)
+up_and_down(server, services.server_up, services.server_down)
 
 
 #: What Prefect's own command line (``prefect flow-run ls``, ``prefect deployment run``) needs to reach the server
