@@ -15,7 +15,7 @@ points outside the grid (``cell = -1``) carry no location and are ignored.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.optimize import linear_sum_assignment
 
-from audits.attack import Attack
+from audits.attack import Attack, AttackParams
 from audits.result import MAX_EXAMPLES, AttackResult
 from audits.stats import baseline_corrected_risk
 from trajpub.errors import InputError, ParameterError
@@ -39,7 +39,7 @@ _PAIRS_PER_CHUNK = 2_000_000
 
 
 @dataclass(frozen=True)
-class APAttackParams:
+class APAttackParams(AttackParams):
     """Parameters of :class:`APAttack`.
 
     record_key: what a released record is: ``"traj_id"`` (every released trajectory, as
@@ -56,6 +56,8 @@ class APAttackParams:
     seed: seed of the target sample; ``None`` draws fresh entropy.
     confidence: the confidence level of the reported Wilson interval.
     """
+
+    scope = _P
 
     record_key: str = "traj_id"
     top_k: tuple[int, ...] = (1, 5)
@@ -74,21 +76,7 @@ class APAttackParams:
         _P.require_int(self.max_assignment_records, "max_assignment_records", 0)
         _P.require_int(self.max_matrix_entries, "max_matrix_entries", 1)
         _P.require_int(self.max_targets, "max_targets", 1)
-        _P.require_optional_int(self.seed, "seed", 0)
-        _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> APAttackParams:
-        """Parameters from a policy's mapping (``top_k`` may be a list); an unknown key is an error."""
-        d = dict(d)
-        if isinstance(d.get("top_k"), list):
-            d["top_k"] = tuple(d["top_k"])
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["top_k"] = list(self.top_k)
-        return out
+        self.require_seed_and_confidence()
 
 
 @dataclass(frozen=True)

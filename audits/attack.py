@@ -9,15 +9,40 @@ baseline.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Generic, TypeVar
+from dataclasses import fields
+from typing import ClassVar, Generic, Self, TypeVar
 
 import pandas as pd
 
 from audits.result import AttackResult
 from trajpub.errors import InputError
 from trajpub.frame import require_columns
+from trajpub.params import Scope
 
 P = TypeVar("P")
+
+
+class AttackParams:
+    """What the attacks' frozen parameter dataclasses share: they are read from a gate policy's mapping and
+    recorded back in it, and each error names the field through the class's :class:`trajpub.params.Scope`,
+    ``scope`` (a class attribute, not a field)."""
+
+    scope: ClassVar[Scope]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Self:
+        """Parameters from a policy's mapping (its lists become tuples); an unknown key is an error, not ignored."""
+        return cls.scope.from_mapping(cls, {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    def to_dict(self) -> dict:
+        """The parameters as a policy writes them (tuples as lists)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+                for f in fields(self)}  # type: ignore[arg-type]
+
+    def require_seed_and_confidence(self) -> None:
+        """``seed`` (of the attack's random draws) None or an integer >= 0, ``confidence`` in (0, 1)."""
+        self.scope.require_optional_int(self.seed, "seed", 0)  # type: ignore[attr-defined]
+        self.scope.require_real(self.confidence, "confidence", 0, 1 - 1e-12)  # type: ignore[attr-defined]
 
 
 class NotApplicable(InputError):

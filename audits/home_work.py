@@ -17,14 +17,14 @@ inferred from the raw data, the adversary's guess from the release.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from audits.attack import Attack, NotApplicable
+from audits.attack import Attack, AttackParams, NotApplicable
 from audits.neighbours import flatten_hits
 from audits.planar import planar_coordinates
 from audits.result import MAX_EXAMPLES, AttackResult
@@ -39,7 +39,7 @@ _P = Scope(NAME)
 
 
 @dataclass(frozen=True)
-class HomeWorkParams:
+class HomeWorkParams(AttackParams):
     """Parameters of :class:`HomeWorkInference`.
 
     radius_m: r, an inferred place within r metres of the true one is a hit (docs/design.md, A7: 250-500 m).
@@ -55,6 +55,8 @@ class HomeWorkParams:
         or work within r: the default, the attribute disclosure the gate must bound) or ``"both"``.
     confidence: the confidence level of the reported Wilson interval.
     """
+
+    scope = _P
 
     radius_m: float = 500.0
     place_size_m: float = 250.0
@@ -85,15 +87,6 @@ class HomeWorkParams:
                                  _P.where("work_days"))
         _P.require_choice(self.success, "success", SUCCESS_CRITERIA)
         _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> HomeWorkParams:
-        """Parameters from a policy's mapping (lists become tuples); an unknown key is an error."""
-        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
 
 
 def infer_places(frame: pd.DataFrame, xy: np.ndarray, params: HomeWorkParams) -> pd.DataFrame:

@@ -18,14 +18,14 @@ Reported, for every prefix ``p' = 1..p`` of the same sampled points:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from audits.attack import Attack
+from audits.attack import Attack, AttackParams
 from audits.neighbours import flatten_hits
 from audits.planar import epoch_seconds, planar_coordinates
 from audits.result import MAX_EXAMPLES, AttackResult
@@ -39,7 +39,7 @@ _P = Scope(NAME)
 
 
 @dataclass(frozen=True)
-class KnownPointsParams:
+class KnownPointsParams(AttackParams):
     """Parameters of :class:`KnownPoints`.
 
     n_points: p, the number of points the adversary knows (1..5 in the survey's references; any p >= 1).
@@ -56,6 +56,8 @@ class KnownPointsParams:
     confidence: the confidence level of the reported Wilson interval.
     """
 
+    scope = _P
+
     n_points: int = 4
     spatial_tolerance_m: float = 200.0
     temporal_tolerance_s: float | None = 1800.0
@@ -71,16 +73,7 @@ class KnownPointsParams:
             _P.require_real(self.temporal_tolerance_s, "temporal_tolerance_s", 0, open_low=False)
         _P.require_choice(self.record_key, "record_key", RECORD_KEYS)
         _P.require_optional_int(self.max_targets, "max_targets", 1)
-        _P.require_optional_int(self.seed, "seed", 0)
-        _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> KnownPointsParams:
-        """Parameters from a policy's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        self.require_seed_and_confidence()
 
     @property
     def timed(self) -> bool:

@@ -23,14 +23,14 @@ collapsed, as :func:`trajpub.segment.cell_sequences` and FASTPub's fragments do)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from audits.attack import Attack
+from audits.attack import Attack, AttackParams
 from audits.patterns import pattern_codes
 from audits.result import AttackResult
 from trajpub.errors import InputError, ParameterError
@@ -43,7 +43,7 @@ _P = Scope(NAME)
 
 
 @dataclass(frozen=True)
-class MembershipParams:
+class MembershipParams(AttackParams):
     """Parameters of :class:`MembershipInference`.
 
     lengths: the fragment lengths the adversary uses; ``None`` uses every length present in the release.
@@ -52,6 +52,8 @@ class MembershipParams:
     seed: seed of that draw; ``None`` draws fresh entropy.
     confidence: the confidence level of the reported Wilson interval.
     """
+
+    scope = _P
 
     lengths: tuple[int, ...] | None = None
     score: str = "inverse_count"
@@ -67,21 +69,7 @@ class MembershipParams:
                                  f"{self.lengths!r}", _P.where("lengths"))
         _P.require_choice(self.score, "score", SCORES)
         _P.require_optional_int(self.max_targets, "max_targets", 1)
-        _P.require_optional_int(self.seed, "seed", 0)
-        _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> MembershipParams:
-        """Parameters from a policy's mapping (``lengths`` may be a list); an unknown key is an error."""
-        d = dict(d)
-        if isinstance(d.get("lengths"), list):
-            d["lengths"] = tuple(d["lengths"])
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["lengths"] = list(self.lengths) if self.lengths is not None else None
-        return out
+        self.require_seed_and_confidence()
 
 
 def release_fragments(release: pd.DataFrame) -> tuple[list[np.ndarray], np.ndarray]:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from audits.attack import Attack
+from audits.attack import Attack, AttackParams
 from audits.planar import epoch_seconds
 from audits.result import MAX_EXAMPLES, AttackResult
 from trajpub.errors import InputError, ParameterError
@@ -79,7 +79,7 @@ _P = Scope("reidentification")
 
 
 @dataclass(frozen=True)
-class ReidentificationParams:
+class ReidentificationParams(AttackParams):
     """Parameters of :class:`Reidentification`.
 
     kind: the attack, one of :data:`KINDS` (see the module docstring).
@@ -98,6 +98,8 @@ class ReidentificationParams:
     seed: seed of the target and instance samplers; ``None`` draws fresh entropy.
     confidence: the confidence level of the reported Wilson interval.
     """
+
+    scope = _P
 
     kind: str = "location"
     knowledge_length: int = 2
@@ -122,16 +124,7 @@ class ReidentificationParams:
         _P.require_real(self.tolerance, "tolerance", 0, 1, open_low=False)
         _P.require_int(self.max_instances, "max_instances", 1)
         _P.require_int(self.max_targets, "max_targets", 1)
-        _P.require_optional_int(self.seed, "seed", 0)
-        _P.require_real(self.confidence, "confidence", 0, 1 - 1e-12)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ReidentificationParams:
-        """Parameters from a policy's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        self.require_seed_and_confidence()
 
     @property
     def attack_name(self) -> str:
