@@ -65,7 +65,7 @@ class SourceFormat:
     """A raw input format: which files a path stands for (:meth:`files`) and how to read them (:meth:`parse`).
 
     Options are validated on construction: an unknown option, or a missing required one, is a
-    :class:`ParameterError` that lists the allowed ones.
+    :class:`ParameterError` that lists the allowed ones; a ``timezone`` option must name a known zone.
     """
 
     name: ClassVar[str]
@@ -87,6 +87,8 @@ class SourceFormat:
         if missing:
             raise ParameterError(f"format {self.name} needs option(s) {', '.join(missing)}",
                                  f"format {self.name}")
+        if "timezone" in merged:
+            merged["timezone"] = check_timezone(merged["timezone"])
         self.options = merged
 
     @property
@@ -235,7 +237,6 @@ class DelimitedText(SourceFormat):
         if not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n':
             raise ParameterError(f"sep must be one character other than a quote or newline, got {sep!r}",
                                  "option sep")
-        self.options["timezone"] = check_timezone(self.options["timezone"])
 
     def parse(self, path: str | Path) -> ParsedSource:
         path = Path(path)
@@ -269,10 +270,6 @@ class _OgrPoints(SourceFormat):
         "t": "the attribute holding the time",
         "time_format": TIME_FORMAT_HELP,
         "timezone": TIMEZONE_HELP}
-
-    def __init__(self, options: dict[str, Any] | None = None):
-        super().__init__(options)
-        self.options["timezone"] = check_timezone(self.options["timezone"])
 
     def _declared_crs_problem(self, path: Path) -> str | None:
         """A reason to refuse the file's CRS declaration that GDAL does not report (None: no problem)."""
