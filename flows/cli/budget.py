@@ -7,14 +7,7 @@ from datetime import UTC
 
 import click
 
-from flows.cli.base import (
-    STEWARD_OPTION,
-    main,
-    pipeline_engine,
-    steward_engine,
-    table,
-    valid_dataset,
-)
+from flows.cli.base import STEWARD_OPTION, main, pipeline_engine, steward_engine, table, valid_dataset
 from flows.cli.steward import set_dataset_policy
 from trajpub.errors import TrajpubError
 

@@ -6,14 +6,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli.base import (
-    STEWARD_OPTION,
-    main,
-    pipeline_engine,
-    steward_engine,
-    table,
-    valid_dataset,
-)
+from flows.cli.base import STEWARD_OPTION, main, pipeline_engine, steward_engine, table, valid_dataset
 from trajpub.errors import TrajpubError
 
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import click
 
-from flows.cli.base import (
-    main,
-    pipeline_engine,
-)
+from flows.cli.base import main, pipeline_engine
 from trajpub.errors import TrajpubError
 
 

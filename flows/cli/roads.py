@@ -6,12 +6,7 @@ from pathlib import Path
 
 import click
 
-from flows.cli.base import (
-    main,
-    pipeline_engine,
-    table,
-    valid_dataset,
-)
+from flows.cli.base import main, pipeline_engine, table, valid_dataset
 
 
 @main.group()
