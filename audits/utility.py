@@ -28,13 +28,7 @@ from scipy.spatial import ConvexHull
 from scipy.spatial.distance import pdist
 from scipy.special import rel_entr
 
-from audits.planar import (
-    checked_points,
-    ordered_points,
-    planar_trajectories,
-    raw_box_cells,
-    require_rows,
-)
+from audits.planar import checked_points, ordered_points, planar_trajectories, raw_box_cells, require_rows
 from trajpub.errors import InputError, ParameterError
 from trajpub.frame import require_columns
 
