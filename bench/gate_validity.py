@@ -234,13 +234,14 @@ def default_policy() -> GatePolicy:
 
 
 def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
-                  seed: int, save_draws: Callable[[dict], None]) -> None:
-    """``draws`` draws of the candidate; after each, ``save_draws`` gets the candidate's entry so far."""
+                  seed: int, save_draws: Callable[[dict], None], done: list[dict] = ()) -> None:
+    """``draws`` draws of the candidate, after the ``done`` ones of an earlier run (draw d keeps seed ``seed + d``);
+    after each, ``save_draws`` gets the candidate's entry so far."""
     setup = Setup.of(candidate, clean)
     entry = {"key": candidate.key, "label": candidate.label, "mechanism": setup.spec.mechanism,
              "params": setup.spec.params, "spec": str(candidate.spec.relative_to(ROOT.parent)),
-             "control": candidate.control, "draws": []}
-    for d in range(draws):
+             "control": candidate.control, "draws": list(done)}
+    for d in range(len(done), draws):
         last = one_draw(client, setup, policy, seed + d)
         entry["draws"].append(last)
         save_draws(entry)
@@ -310,9 +311,15 @@ def fleet_tables(cands: list[dict], on: str) -> str:
         d = c["draws"]
         load = [float(x["loadavg"][0]) for x in d]
         lines.append(f"| {c['label']} | {len(d)} | {d[0]['seed']}-{d[-1]['seed']} | `{c['command']}` | "
-                     f"{c['commit']} | {c['machine']['date'][:16]} | {np.mean([x['cpu_s'] for x in d]):.1f} | "
+                     f"{c['commit']}{resumed(c)} | {c['machine']['date'][:16]} | {np.mean([x['cpu_s'] for x in d]):.1f} | "
                      f"{np.mean([x['draw_s'] for x in d]):.1f} | {min(load):.0f}-{max(load):.0f} |")
     return "\n".join(lines) + "\n"
+
+
+def resumed(entry: dict) -> str:
+    """What an entry resumed from (``--resume``): its first draws' commit."""
+    r = entry.get("resumed")
+    return f" (draws 0-{r['draws'] - 1} at {r['commit']})" if r else ""
 
 
 def write_report(results: dict) -> None:
@@ -344,6 +351,22 @@ def save(path: Path, entry: dict) -> dict:
     return results
 
 
+def saved_entry(path: Path, fleet: str, key: str) -> dict | None:
+    """The candidate's entry on ``fleet`` in the results file, if any."""
+    if not path.exists():
+        return None
+    return next((c for c in json.loads(path.read_text())["candidates"] if fleet_of(c) == fleet and c["key"] == key),
+                None)
+
+
+def saved_draws(path: Path, fleet: str, key: str, seed: int) -> list[dict]:
+    """The draws of an earlier run to resume: refused unless they are draws seed, seed + 1, ... in order."""
+    draws = (saved_entry(path, fleet, key) or {}).get("draws", [])
+    if [d["seed"] for d in draws] != list(range(seed, seed + len(draws))):
+        raise SystemExit(f"cannot resume {key} on {fleet}: its saved draws are not seeds {seed}, {seed + 1}, ...")
+    return draws
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=20)
@@ -354,6 +377,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fleet", choices=list(FLEETS), default="sample",
                         help="sample: the bundled T-Drive sample; unseen: the taxis it leaves out (bench.tdrive_unseen)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep a candidate's draws already in the results file and run only the missing ones")
     args = parser.parse_args(argv)
     only = {x for x in args.only.split(",") if x}
     unknown = only - {c.key for c in CANDIDATES}
@@ -378,8 +403,11 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             run = {"fleet": args.fleet, "commit": commit, "command": command.strip(), "machine": machine(), "workers": args.workers,
                    "policy": policy.to_dict()}
+            done = saved_draws(path, args.fleet, candidate.key, args.seed) if args.resume else []
+            if done:
+                run["resumed"] = {"draws": len(done), "commit": saved_entry(path, args.fleet, candidate.key)["commit"]}
             run_candidate(client, candidate, clean, policy, args.draws, args.seed,
-                          lambda entry, run=run: write_report(save(path, {**entry, **run})))
+                          lambda entry, run=run: write_report(save(path, {**entry, **run})), done)
 
 if __name__ == "__main__":
     main()

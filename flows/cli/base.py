@@ -60,11 +60,14 @@ class _WithoutTraceback(logging.Formatter):
 
 def tracebacks_to_the_log_only() -> None:
     """Before a command runs a flow: Prefect's console handler prints its log lines without tracebacks; the
-    flow run's log in the Prefect server keeps them. The CLI then says what failed in one sentence."""
+    flow run's log in the Prefect server keeps them. The CLI then says what failed in one sentence, as its last
+    line: Prefect's events worker, which drains its queue at exit on a busy machine, keeps its "Still processing
+    items" notices to itself."""
     from prefect.logging.configuration import ensure_logging_setup
     from prefect.logging.handlers import PrefectConsoleHandler
 
     ensure_logging_setup()
+    logging.getLogger("EventsWorker").setLevel(logging.ERROR)
     loggers = [logging.getLogger(), *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict))]
     for handler in {h for lg in loggers if isinstance(lg, logging.Logger) for h in lg.handlers}:
         if isinstance(handler, PrefectConsoleHandler) and not isinstance(handler.formatter, _WithoutTraceback):

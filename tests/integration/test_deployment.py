@@ -26,12 +26,13 @@ from trajpub.spec import ReleaseSpec
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def served(loaded_tdrive, tmp_path):
+@pytest.fixture(scope="module")
+def served(loaded_tdrive, tmp_path_factory):
+    """One served deployment for the module's tests: its schedule, its run form and a manual run of it."""
     dataset = loaded_tdrive("dep")
     spec = base_spec(dataset)
     spec.pop("seed")
-    path = tmp_path / "spec.yaml"
+    path = tmp_path_factory.mktemp("served") / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
     name = f"test-{uuid.uuid4().hex[:6]}"
     proc = subprocess.Popen([TRAJPUB, "deploy", "--spec", str(path), "--name", name, "--cron", "0 3 * * 1",
