@@ -31,8 +31,9 @@ class CityTraceParams:
     quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
         (16 km blocks at the top): per object the fine cells' counts are far below their noise (on the tuning half
         the hottest 1 km cell holds 1.4 of the 144 taxis' unit masses, the 100th 0.4, against a Laplace scale of
-        4.3 at level 0 by default), so the 1.5 km detail comes from the 2 and 4 km levels (scales 2.7, 1.7); a fifth, 32 km level (K = 5) took its share from them and
-        measured worse on the tuning half (pattern F1 at 1.5 km 0.25 against 0.30, 6 seeds).
+        4.4 at level 0 by default), so the 1.5 km detail comes from the 2 and 4 km levels (scales 2.7, 1.7); a
+        fifth, 32 km level (K = 5) took its share from them and measured worse on the tuning half (pattern F1 at
+        1.5 km 0.25 against 0.30, 6 seeds).
     level_ratio: r in (0, 4]: level k (0 = fine cells) gets a share of the density's ε proportional to r**k, a
         geometric budget (Cormode et al., ICDE 2012, Sec. 4.2). Their optimum for range queries with
         least-squares post-processing gives the fine levels more (r = 2**(-1/3)); our estimate is top-down (a
