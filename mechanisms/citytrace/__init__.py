@@ -11,7 +11,9 @@ and the authors' code read, none copied):
   geometrically over the levels (Cormode et al., "Differentially Private Spatial Decompositions", ICDE 2012,
   Sec. 4.2). Their leaf-heavy ratio 2**(-1/3) suits least-squares post-processing; with the top-down estimate the
   coarse levels decide where any detail is read, and giving them more (ratio 1.59) measured better on the
-  tuning half, at 6 km and at 1.5 km.
+  tuning half, at 6 km and at 1.5 km. Per object a 1 km cell's count is far below its noise, so the 1.5 km
+  detail is read at the 2 and 4 km levels: the tree stops at 16 km blocks and the density has most of ε
+  (:class:`~.params.CityTraceParams`, ``quadtree_levels`` and ``shares``, with the measurements).
 - First-order moves at the finest level the noise supports (PrivTrace's adaptive order idea, one level here:
   per object, its second-order counts drown in noise, as do first-order counts at 1 km): the 8 move directions
   are counted between blocks of 2**L fine cells (4 km by default), where a block's flow is readable, and steer
