@@ -30,7 +30,7 @@ PUBLISHED_SPEC = {"mechanism": "objtrace", "params": {"epsilon": 10.0}, "prepare
 
 @pytest.fixture(scope="module")
 def published(engine, loaded_tdrive, tmp_path_factory):
-    """The synthetic shape's whole flow: an ObjTrace release (DP per taxi, timestamped, as the demo's CityTrace) of
+    """The synthetic shape's whole flow: an ObjTrace release (the demo's mechanism: DP per taxi, timestamped) of
     the real T-Drive subset, approved with `trajpub approve` while the flow waits."""
     dataset = loaded_tdrive("pub")
     run = start_release(base_spec(dataset, **PUBLISHED_SPEC), tmp_path_factory.mktemp("pub"))

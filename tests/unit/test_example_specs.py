@@ -20,9 +20,9 @@ SPECS = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
 def test_the_demo_publishes_the_per_object_synthesizer():
     spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_demo.yaml"))
-    assert spec.mechanism == "citytrace"
-    citytrace = protect.mechanism("citytrace")
-    assert citytrace.guarantee(citytrace.parse_params(spec.params)).privacy_unit == "one object"
+    assert spec.mechanism == "objtrace"
+    objtrace = protect.mechanism("objtrace")
+    assert objtrace.guarantee(objtrace.parse_params(spec.params)).privacy_unit == "one object"
 
 
 @pytest.mark.parametrize("mechanism", sorted(protect.REGISTRY))
