@@ -66,9 +66,9 @@ from bench.fgs_pufferfish import machine
 from bench.table4 import Model, partitions, protect
 from bench.tdrive import TZ, load_clean
 from mechanisms.mixzone import MixzoneParams
+from mechanisms.registry import mechanism
 from tasks.audit import attack_frames, run_at_resolutions
 from tasks.dask_cluster import local_cluster
-from tasks.protect import mechanism
 from trajpub.mechanism import OnRoadNetwork
 from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, read_spec_file
 

@@ -24,8 +24,8 @@ from audits.registry import GRID_ATTACKS, build_attack
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, load_clean, prepare
 from bench.utility_data import TDRIVE_WINDOW
+from mechanisms.registry import mechanism
 from tasks.audit import at_resolution
-from tasks.protect import mechanism
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs, run_local
 from trajpub.yamlfile import read_yaml

@@ -51,15 +51,15 @@ from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
 from bench.tdrive_unseen import UNSEEN
 from bench.utility_data import TDRIVE_WINDOW
+from mechanisms.registry import example_spec_file, mechanism
 from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
 from tasks.prepare import prepare_partition
-from tasks.protect import mechanism
 from tasks.protect import run as run_mechanism
 from tests.controls.mechanism import CopyControl, Replay
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.spec import ReleaseSpec, example_spec_file, read_spec_file
+from trajpub.spec import ReleaseSpec, read_spec_file
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "gate_validity"

@@ -32,11 +32,12 @@ def spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) ->
     """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
     spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
     replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
-    from trajpub.spec import example_spec_file, read_spec_file
+    from mechanisms.registry import example_spec_file
+    from trajpub.spec import read_spec_file
 
     data = read_spec_file(spec_file) if spec_file else {}
     if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
-        from tasks.protect import registered
+        from mechanisms.registry import registered
 
         registered(mechanism)  # an unknown name is refused with the available ones
         example = read_spec_file(example_spec_file(mechanism))

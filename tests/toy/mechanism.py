@@ -52,9 +52,15 @@ def guarantee(params: ToyWalksParams) -> Guarantee:
         neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
 
 
-class ToyWalks(Mechanism, name="toy_walks", shape=Shape.SYNTHETIC, params=ToyWalksParams,
-                          guarantee=guarantee):
+class ToyWalks(Mechanism):
     """Random walks on the grid, as many as a noisy count of the records (a synthetic release)."""
+
+    name = "toy_walks"
+    shape = Shape.SYNTHETIC
+    Params = ToyWalksParams
+
+    def guarantee(self, params: ToyWalksParams) -> Guarantee:
+        return guarantee(params)
 
     def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: ToyWalksParams,
                 rng: np.random.Generator) -> CandidateRelease:

@@ -55,7 +55,7 @@ def test_the_migration_that_backfills_old_releases_gives_each_mechanism_its_decl
     import re
     from pathlib import Path
 
-    from tasks.protect import REGISTRY, mechanism
+    from mechanisms.registry import REGISTRY, mechanism
 
     sql = (Path(__file__).parents[2] / "sql" / "023_release_shape.sql").read_text()
     named = dict(re.findall(r"WHEN '(\w+)' THEN '(\w+)'", sql))

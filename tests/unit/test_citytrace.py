@@ -13,6 +13,7 @@ import pytest
 
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import citytrace
+from mechanisms.citytrace.adapter import CityTrace
 from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
 from mechanisms.citytrace.model import NoisyModel
 from mechanisms.citytrace.points import to_points
@@ -25,7 +26,6 @@ from mechanisms.citytrace.synthesis import (
 )
 from mechanisms.objtrace.quadtree import block_index
 from tasks import protect
-from tasks.adapters.citytrace import CityTrace
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec

@@ -11,21 +11,22 @@ import pytest
 import yaml
 
 from flows.cli.release import spec_dict
-from tasks import protect
+from mechanisms import registry
+from mechanisms.registry import example_spec_file
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
-from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, example_spec_file, read_spec_file
+from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, read_spec_file
 
 SPECS = sorted(EXAMPLES_DIR.glob("*.yaml"))
 
 def test_the_demo_publishes_the_per_object_synthesizer():
     spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_demo.yaml"))
     assert spec.mechanism == "objtrace"
-    objtrace = protect.mechanism("objtrace")
+    objtrace = registry.mechanism("objtrace")
     assert objtrace.guarantee(objtrace.parse_params(spec.params)).privacy_unit == "one object"
 
 
-@pytest.mark.parametrize("mechanism", sorted(protect.REGISTRY))
+@pytest.mark.parametrize("mechanism", sorted(registry.REGISTRY))
 def test_every_mechanism_has_an_example_spec_that_names_it(mechanism: str):
     path = example_spec_file(mechanism)
     assert ReleaseSpec.from_dict(read_spec_file(path)).mechanism == mechanism
@@ -41,8 +42,8 @@ def test_a_mechanism_without_an_example_is_named():
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_example_spec_parses(path: Path):
     spec = ReleaseSpec.from_dict(read_spec_file(path))
-    assert spec.mechanism in protect.REGISTRY
-    protect.mechanism(spec.mechanism).parse_params(spec.params)  # pure: a named network or POI set is read later
+    assert spec.mechanism in registry.REGISTRY
+    registry.mechanism(spec.mechanism).parse_params(spec.params)  # pure: a named network or POI set is read later
 
 
 def test_the_mechanism_option_starts_from_that_mechanisms_example(tmp_path: Path):

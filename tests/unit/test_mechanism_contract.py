@@ -14,8 +14,8 @@ import pytest
 from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms.mixzone import MixzoneParams
+from mechanisms.registry import REGISTRY, mechanism
 from tasks import audit, check_output, lineage, protect
-from tasks.protect import REGISTRY, mechanism
 from tests.raw_scan import assert_none_readable
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS

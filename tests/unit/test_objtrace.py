@@ -12,9 +12,9 @@ import pytest
 from audits.utility import trajectory_metrics
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import objtrace
+from mechanisms.objtrace.adapter import ObjTrace
 from mechanisms.objtrace.counting import ObjTraceCounts
 from tasks import check_output, protect
-from tasks.adapters.objtrace import ObjTrace
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.protect import REGISTRY, mechanism, parse_params
+from mechanisms.registry import REGISTRY, mechanism
+from tasks.protect import parse_params
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec

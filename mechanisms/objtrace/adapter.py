@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import objtrace
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 
 
@@ -19,10 +20,16 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objt
     return objtrace.count_points(df, geometry, params, timezone)
 
 
-class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrace.ObjTraceParams,
-                          guarantee=objtrace.guarantee):
+class ObjTrace(Mechanism):
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps in the release's window, ε per
     object."""
+
+    name = "objtrace"
+    shape = Shape.SYNTHETIC
+    Params = objtrace.ObjTraceParams
+
+    def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
+        return objtrace.guarantee(params)
 
     def check_spec(self, spec, params: objtrace.ObjTraceParams) -> None:
         """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
@@ -36,14 +43,14 @@ class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrac
         """None: the pipeline need not drop records; ObjTrace bounds each object's contribution itself."""
         return None
 
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: objtrace.ObjTraceParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: objtrace.ObjTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
         grid, window = inputs.grid, inputs.window
         if window is None:
             raise ParameterError("objtrace places its timestamps in the release's window, and none was given",
                                  "window")
         geometry = objtrace.geometry_of(grid, params)
-        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params,
+        parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
                                          timezone=window.timezone, pure=False))
         counts = parts[0]
         for part in parts[1:]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import citytrace
 from mechanisms.objtrace.geometry import Geometry
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 
 
@@ -20,9 +21,15 @@ def _count_partition(df: pd.DataFrame, geometry: Geometry, params: citytrace.Cit
     return citytrace.count_points(df, geometry, params, timezone)
 
 
-class CityTrace(Mechanism, name="citytrace", shape=Shape.SYNTHETIC, params=citytrace.CityTraceParams,
-                guarantee=citytrace.guarantee):
+class CityTrace(Mechanism):
     """CityTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
+
+    name = "citytrace"
+    shape = Shape.SYNTHETIC
+    Params = citytrace.CityTraceParams
+
+    def guarantee(self, params: citytrace.CityTraceParams) -> Guarantee:
+        return citytrace.guarantee(params)
 
     def check_spec(self, spec, params: citytrace.CityTraceParams) -> None:
         """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
@@ -36,14 +43,14 @@ class CityTrace(Mechanism, name="citytrace", shape=Shape.SYNTHETIC, params=cityt
         """None: the pipeline need not drop records; CityTrace bounds each object's contribution itself."""
         return None
 
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs,
                     params: citytrace.CityTraceParams, rng: np.random.Generator) -> CandidateRelease:
         grid, window = inputs.grid, inputs.window
         if window is None:
             raise ParameterError("citytrace places its timestamps in the release's window, and none was given",
                                  "window")
         geometry = citytrace.geometry_of(grid, params)
-        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params,
+        parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
                                          timezone=window.timezone, pure=False))
         counts = parts[0]
         for part in parts[1:]:
