@@ -26,7 +26,7 @@ road network is available offline, so the intersections are a public lattice: a 
 ~220 m) over the specs' bbox, each at the centre of one of TrjLink's 0.001-degree grid cells, so that every point
 finds a node in the 3 x 3 cells it searches.
 
-Releases: the example specs (``flows/specs/tdrive_{glove,w4m,dummy}.yaml``: one day of the 300-taxi sample,
+Releases: the example specs (``mechanisms/{glove,w4m,dummy}/example.yaml``: one day of the 300-taxi sample,
 prepared as the flow prepares it; :func:`bench.table4.partitions`); mix zones and (k-Psi)-anonymity have Helsinki
 example specs (simulated traces on an OpenStreetMap network); their parameters run on the same T-Drive day, mix zones
 on the synthetic central Beijing network of :func:`bench.table4.central_beijing_network`, (k-Psi) without a network

@@ -90,7 +90,7 @@ def test_the_default_gate_blocks_a_release_that_copies_members(dask_client, clea
 
 
 def test_the_default_gate_passes_objtrace_at_the_demo_epsilon(dask_client, clean, policy):
-    """The negative control: ObjTrace ε 5 per taxi (flows/specs/tdrive_objtrace.yaml) learns the fleet, not its
+    """The negative control: ObjTrace ε 5 per taxi (mechanisms/objtrace/example.yaml) learns the fleet, not its
     members; every attack and utility figure of the default policy, as the flow audits it (the bench's 20 draws
     ask for at least 19 passes)."""
     draw = one_draw(dask_client, Setup.of(candidate("objtrace_e5"), clean), policy, 0)
