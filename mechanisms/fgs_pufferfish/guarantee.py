@@ -14,7 +14,7 @@ from trajpub.guarantee import NOT_DP, EmpiricalBound, Guarantee, PrivacyMap
 _AUDIT_PAIR = ("two simulated objects of 6 days of 32 slots with 300 m series, one jittery (correlation time 1 "
                "slot) and one smooth (8 slots), b_C0 calibrated to epsilon 1; one object's release when it is "
                "either of the two, the claim's secret pair")
-#: The bench's audit (``python -m bench.dp_audit --only fgs_pufferfish``, :func:`audits.dp_scenarios.fgs_scenarios`)
+#: The bench's audit (``python -m bench.dp_audit --only fgs_pufferfish``, :func:`mechanisms.fgs_pufferfish.dp_audit.scenarios`)
 #: with the mean trajectory published in clear: its first value separates the two objects in every run.
 AUDIT_PUBLISHED_MEAN = EmpiricalBound(
     "fgs_pufferfish", "the two objects (secret pair), published-mean statistic",

@@ -15,7 +15,7 @@ from trajpub.guarantee import NOT_DP, EmpiricalBound, Guarantee
 #: (experiments), a network derived from the private trajectories themselves, or none at all.
 ROAD_NETWORK_SOURCES = ("public", "synthetic", "derived_from_private_data", "none")
 
-#: The bench's audit (``python -m bench.dp_audit --only kpsi_anonymity``, :func:`audits.dp_scenarios.kpsi_scenarios`).
+#: The bench's audit (``python -m bench.dp_audit --only kpsi_anonymity``, :func:`mechanisms.kpsi_anonymity.dp_audit.scenarios`).
 AUDIT = EmpiricalBound(
     "kpsi_anonymity", "the real location moved 100 m inside its disc",
     ("k = 4, constant delta 200 m, no road network, the paper's noise scale, per-location epsilon 1; one "
