@@ -42,14 +42,9 @@ class ToyWalksParams:
         return _P.from_mapping(cls, d)
 
 
-def guarantee(params: ToyWalksParams) -> Guarantee:
-    """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
-    return Guarantee(
-        model="epsilon-DP", privacy_unit="one trajectory record", proven=True, epsilon=params.epsilon,
-        statement=(f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
-                   "release reads only the number of records, with Laplace noise; the walks are random."),
-        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-        neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
+def noisy_count(n: int, epsilon: float, rng: np.random.Generator) -> float:
+    """The number of records with Laplace(1/ε) noise: the toy's only DP step (the module docstring)."""
+    return float(n + noise.laplace(1.0 / epsilon, (), rng))
 
 
 class ToyWalks(Mechanism):
@@ -60,12 +55,18 @@ class ToyWalks(Mechanism):
     Params = ToyWalksParams
 
     def guarantee(self, params: ToyWalksParams) -> Guarantee:
-        return guarantee(params)
+        """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
+        return Guarantee(
+            model="epsilon-DP", privacy_unit="one trajectory record", proven=True, epsilon=params.epsilon,
+            statement=(f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
+                       "release reads only the number of records, with Laplace noise; the walks are random."),
+            privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
+            neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
 
     def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: ToyWalksParams,
                 rng: np.random.Generator) -> CandidateRelease:
         grid = inputs.grid
-        noisy = float(trajectories["traj_id"].nunique() + noise.laplace(1.0 / params.epsilon, (), rng))
+        noisy = noisy_count(trajectories["traj_id"].nunique(), params.epsilon, rng)
         n = max(0, round(noisy))
         col = rng.integers(0, grid.n_cols, n)[:, None] + np.cumsum(rng.integers(-1, 2, (n, params.length)), 1)
         row = rng.integers(0, grid.n_rows, n)[:, None] + np.cumsum(rng.integers(-1, 2, (n, params.length)), 1)
