@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from trajpub.errors import ParameterError
@@ -147,6 +148,14 @@ class Guarantee:
     delta: float = 0.0
     caveats: tuple[str, ...] = field(default_factory=tuple)
     empirical_bound: EmpiricalBound | None = None
+
+    @classmethod
+    def heuristic(cls, model: str, privacy_unit: str, statement: str, caveats: Iterable[str] = (), *,
+                  neighbouring: str | None = None, empirical_bound: EmpiricalBound | None = None) -> Guarantee:
+        """A claim that is not DP (syntactic anonymity, unlinkability, a baseline): not proven, no ε, charged
+        nothing (:data:`NOT_DP`)."""
+        return cls(model=model, privacy_unit=privacy_unit, statement=statement, proven=False, privacy_map=NOT_DP,
+                   neighbouring=neighbouring, caveats=tuple(caveats), empirical_bound=empirical_bound)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -107,6 +107,29 @@ class Mechanism:
         return executor.submit(_release_joined, self, inputs, params, rng, *prepared, pure=False).result()
 
 
+class WindowedSynthesizer(Mechanism):
+    """A synthesizer that places its timestamps in the release's window and bounds each object's contribution
+    itself (ObjTrace, CityTrace): a spec must set both ends of its window, and the preparation drops no record."""
+
+    def check_spec(self, spec, params: Any) -> None:
+        """Both ends of the window must be set (a relative window, once resolved, sets them)."""
+        if spec.window_start is None or spec.window_end is None:
+            raise ParameterError(f"{self.name} places its timestamps in the release's window: the spec needs "
+                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
+                                 "window")
+
+    def max_records_per_object(self, params: Any) -> int | None:
+        """None: the pipeline need not drop records; the mechanism bounds each object's contribution itself."""
+        return None
+
+    def window(self, inputs: PublicInputs) -> ReleaseWindow:
+        """The release's window, where the timestamps go."""
+        if inputs.window is None:
+            raise ParameterError(f"{self.name} places its timestamps in the release's window, and none was given",
+                                 "window")
+        return inputs.window
+
+
 @dataclass(frozen=True)
 class OnRoadNetwork:
     """A mechanism's parameters and the road network its spec names (``road_network``; None: none).

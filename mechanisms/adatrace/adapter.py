@@ -69,6 +69,8 @@ class AdaTrace(Mechanism):
     Params = adatrace.AdaTraceParams
 
     def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
+        """ε-DP per trajectory record for the synopsis (Gursoy et al., CCS 2018), and for the trajectories
+        unless the resilience checks read the raw data: :func:`mechanisms.adatrace.guarantee`."""
         return adatrace.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: adatrace.AdaTraceParams,

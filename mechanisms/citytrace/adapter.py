@@ -9,10 +9,9 @@ import pandas as pd
 from mechanisms import citytrace
 from mechanisms.objtrace.geometry import Geometry
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import ParameterError
 from trajpub.executor import Executor
 from trajpub.guarantee import Guarantee
-from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
 
 def _count_partition(df: pd.DataFrame, geometry: Geometry, params: citytrace.CityTraceParams,
@@ -21,7 +20,7 @@ def _count_partition(df: pd.DataFrame, geometry: Geometry, params: citytrace.Cit
     return citytrace.count_points(df, geometry, params, timezone)
 
 
-class CityTrace(Mechanism):
+class CityTrace(WindowedSynthesizer):
     """CityTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
 
     name = "citytrace"
@@ -29,26 +28,13 @@ class CityTrace(Mechanism):
     Params = citytrace.CityTraceParams
 
     def guarantee(self, params: citytrace.CityTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.citytrace.guarantee`."""
         return citytrace.guarantee(params)
-
-    def check_spec(self, spec, params: citytrace.CityTraceParams) -> None:
-        """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
-        resolved, sets them)."""
-        if spec.window_start is None or spec.window_end is None:
-            raise ParameterError("citytrace places its timestamps in the release's window: the spec needs "
-                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
-                                 "window")
-
-    def max_records_per_object(self, params: citytrace.CityTraceParams) -> int | None:
-        """None: the pipeline need not drop records; CityTrace bounds each object's contribution itself."""
-        return None
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs,
                     params: citytrace.CityTraceParams, rng: np.random.Generator) -> CandidateRelease:
-        grid, window = inputs.grid, inputs.window
-        if window is None:
-            raise ParameterError("citytrace places its timestamps in the release's window, and none was given",
-                                 "window")
+        grid, window = inputs.grid, self.window(inputs)
         geometry = citytrace.geometry_of(grid, params)
         parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
                                          timezone=window.timezone, pure=False))

@@ -27,6 +27,8 @@ class Dpt(Mechanism):
     Params = dpt.DptParams
 
     def guarantee(self, params: dpt.DptParams) -> Guarantee:
+        """ε-DP per trajectory record (He et al., PVLDB 2015), by sequential composition of four Laplace
+        releases: :func:`mechanisms.dpt.guarantee`."""
         return dpt.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: dpt.DptParams,

@@ -52,6 +52,8 @@ class Dummy(RoadNetworkMechanism):
     Params = dummy.DummyParams
 
     def network_guarantee(self, params: dummy.DummyParams, network_source: str) -> Guarantee:
+        """Heuristic (k, l) dummy anonymity against an adversary who knows the exposed locations (DTPP,
+        Liu et al. 2019); what the network's source changes: :func:`mechanisms.dummy.guarantee`."""
         return dummy.guarantee(params, network_source)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,

@@ -65,6 +65,8 @@ class FastPub(Mechanism):
     Params = fastpub.FastPubParams
 
     def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
+        """ε-LDP per client trajectory (Wang et al., TMC 2022, Thm 2), or a baseline's weaker claim
+        (TrieHH, SFP): :func:`mechanisms.fastpub.guarantee`."""
         return fastpub.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: fastpub.FastPubParams,

@@ -59,6 +59,8 @@ class FgsPufferfish(Mechanism):
     Params = fgs.FgsParams
 
     def guarantee(self, params: fgs.FgsParams) -> Guarantee:
+        """ε-Pufferfish per object's temporal correlation (Ou et al. 2018), or a heuristic for the
+        CTS and FPA baselines: :func:`mechanisms.fgs_pufferfish.guarantee`."""
         return fgs.guarantee(params)
 
     def parse_params(self, params: dict) -> fgs.FgsParams:

@@ -74,6 +74,8 @@ class Glove(Mechanism):
     Params = glove.GloveParams
 
     def guarantee(self, params: glove.GloveParams) -> Guarantee:
+        """Heuristic k-anonymity by generalisation (Gramaglia and Fiore 2015), per trajectory or per object:
+        :func:`mechanisms.glove.guarantee`."""
         return glove.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: glove.GloveParams,

@@ -41,6 +41,8 @@ class KPsi(RoadNetworkMechanism):
     Params = kpsi.KPsiParams
 
     def network_guarantee(self, params: kpsi.KPsiParams, network_source: str) -> Guarantee:
+        """Heuristic (k-Ψ)-anonymity with a per-axis Laplace perturbation (Chen, Li, Zhang 2020); what the
+        network's source changes: :func:`mechanisms.kpsi_anonymity.guarantee`."""
         return kpsi.guarantee(params, network_source)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,

@@ -41,6 +41,8 @@ class Mixzone(RoadNetworkMechanism):
     network_required = True
 
     def network_guarantee(self, params: mixzone.MixzoneParams, network_source: str) -> Guarantee:
+        """Heuristic unlinkability of fragments (UTMP mix zones, Liu et al. 2012), not DP; what the
+        network's source changes: :func:`mechanisms.mixzone.guarantee`."""
         return mixzone.guarantee(params, network_source)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,

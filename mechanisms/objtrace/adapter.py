@@ -8,10 +8,9 @@ import pandas as pd
 
 from mechanisms import objtrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import ParameterError
 from trajpub.executor import Executor
 from trajpub.guarantee import Guarantee
-from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
 
 def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objtrace.ObjTraceParams,
@@ -20,7 +19,7 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objt
     return objtrace.count_points(df, geometry, params, timezone)
 
 
-class ObjTrace(Mechanism):
+class ObjTrace(WindowedSynthesizer):
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps in the release's window, ε per
     object."""
 
@@ -29,26 +28,13 @@ class ObjTrace(Mechanism):
     Params = objtrace.ObjTraceParams
 
     def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.objtrace.guarantee`."""
         return objtrace.guarantee(params)
-
-    def check_spec(self, spec, params: objtrace.ObjTraceParams) -> None:
-        """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
-        resolved, sets them)."""
-        if spec.window_start is None or spec.window_end is None:
-            raise ParameterError("objtrace places its timestamps in the release's window: the spec needs "
-                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
-                                 "window")
-
-    def max_records_per_object(self, params: objtrace.ObjTraceParams) -> int | None:
-        """None: the pipeline need not drop records; ObjTrace bounds each object's contribution itself."""
-        return None
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: objtrace.ObjTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
-        grid, window = inputs.grid, inputs.window
-        if window is None:
-            raise ParameterError("objtrace places its timestamps in the release's window, and none was given",
-                                 "window")
+        grid, window = inputs.grid, self.window(inputs)
         geometry = objtrace.geometry_of(grid, params)
         parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
                                          timezone=window.timezone, pure=False))

@@ -32,6 +32,8 @@ class PrefixTree(Mechanism):
     Params = prefix_tree.PrefixTreeParams
 
     def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
+        """ε-DP per trajectory record (Chen, Fung, Desai 2012, Thm 4.3), with the caveats that bound its
+        meaning: :func:`mechanisms.prefix_tree.guarantee`."""
         return prefix_tree.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: prefix_tree.PrefixTreeParams,

@@ -69,6 +69,8 @@ class W4M(Mechanism):
     Params = w4m.W4MParams
 
     def guarantee(self, params: w4m.W4MParams) -> Guarantee:
+        """Heuristic (k,δ)-anonymity of co-localised sets (Abul, Bonchi, Nanni 2010), and what it does not
+        cover: :func:`mechanisms.w4m.guarantee`."""
         return w4m.guarantee(params)
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: w4m.W4MParams,

@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pandas as pd
-from mechanisms.w.adapter4m import W4M
 
 from mechanisms.registry import mechanism
 from mechanisms.w4m import W4MParams, anonymize, is_k_delta_anonymous
+from mechanisms.w4m.adapter import W4M
 from tasks import protect
 from trajpub.candidate import Shape
 from trajpub.mechanism import PublicInputs

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from mechanisms.w.adapter4m import W4M
 
 from mechanisms.w4m import W4MParams, guarantee
+from mechanisms.w4m.adapter import W4M
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 
