@@ -9,6 +9,7 @@ named ``executor`` wherever a mechanism receives it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import reduce
 from typing import Any, Protocol
 
 
@@ -25,6 +26,13 @@ class Executor(Protocol):
     def scatter(self, data: list, broadcast: bool = False, hash: bool = True) -> list: ...
 
     def scheduler_info(self) -> dict: ...
+
+
+def summed(executor: Executor, fn: Callable, prepared: list, **kwargs) -> Any:
+    """The sum of ``fn(part, **kwargs)`` over the partitions: computed on the workers, added on the driver with
+    the results' own ``add`` (counts of disjoint sets of objects add up)."""
+    parts = executor.gather(executor.map(fn, prepared, pure=False, **kwargs))
+    return reduce(lambda total, part: total.add(part), parts)
 
 
 class Done:

@@ -5,14 +5,12 @@ questions of the sniffing and outlier checks are answered on the workers (:class
 
 from __future__ import annotations
 
-from functools import reduce
-
 import numpy as np
 import pandas as pd
 
 from mechanisms import adatrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.executor import Executor
+from trajpub.executor import Executor, summed
 from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 
@@ -68,13 +66,10 @@ class AdaTrace(Mechanism):
     shape = Shape.SYNTHETIC
     Params = adatrace.AdaTraceParams
 
-    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
-        """ε-DP per trajectory record for the synopsis (Gursoy et al., CCS 2018), and for the trajectories
-        unless the resilience checks read the raw data: :func:`mechanisms.adatrace.guarantee`."""
-        return adatrace.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: adatrace.AdaTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Trip, length and density counts on the workers, summed on the driver; noise and synthesis on the
+        driver from the noisy synopsis, and the resilience checks' raw-data questions answered on the workers."""
         grid = inputs.grid
         extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
         trajs = executor.map(_trajectories, prepared, pure=False)
@@ -84,9 +79,8 @@ class AdaTrace(Mechanism):
         agrid = adatrace.adaptive_grid(extent, noisy_top, params)
         agrid.edges, agrid.hops  # noqa: B018  (computed once on the driver, shipped with the grid)
         [g] = executor.scatter([agrid], broadcast=True, hash=False)
-        parts = executor.gather(executor.map(adatrace.feature_counts, trajs, grid=g, transition_cap=params.transition_cap,
-                                         max_length=params.max_length, pure=False))
-        counts = reduce(adatrace.FeatureCounts.add, parts)
+        counts = summed(executor, adatrace.feature_counts, trajs, grid=g, transition_cap=params.transition_cap,
+                        max_length=params.max_length)
         syn = adatrace.noisy_synopsis(agrid, noisy_top, counts, params, rng)
         oracle = DaskOracle(executor, trajs) if params.reads_raw_after_synopsis else None
         result = adatrace.release(syn, rng, oracle)
@@ -104,6 +98,11 @@ class AdaTrace(Mechanism):
                 **result.report}
         return CandidateRelease(self.shape, points, _json_safe(meta))
 
+
+    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
+        """ε-DP per trajectory record for the synopsis (Gursoy et al., CCS 2018), and for the trajectories
+        unless the resilience checks read the raw data: :func:`mechanisms.adatrace.guarantee`."""
+        return adatrace.guarantee(params)
 
 def _json_safe(obj):
     if isinstance(obj, dict):

@@ -9,7 +9,7 @@ import pandas as pd
 from mechanisms import citytrace
 from mechanisms.objtrace.geometry import Geometry
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.executor import Executor
+from trajpub.executor import Executor, summed
 from trajpub.guarantee import Guarantee
 from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
@@ -27,20 +27,14 @@ class CityTrace(WindowedSynthesizer):
     shape = Shape.SYNTHETIC
     Params = citytrace.CityTraceParams
 
-    def guarantee(self, params: citytrace.CityTraceParams) -> Guarantee:
-        """ε-DP per object under adding or removing one object with all its records, each object's
-        contribution bounded before any count: :func:`mechanisms.citytrace.guarantee`."""
-        return citytrace.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs,
                     params: citytrace.CityTraceParams, rng: np.random.Generator) -> CandidateRelease:
+        """Each object's bounded counts on the workers (a partition holds whole objects), summed on the
+        driver; noise and synthesis on the driver from the sums only."""
         grid, window = inputs.grid, self.window(inputs)
         geometry = citytrace.geometry_of(grid, params)
-        parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
-                                         timezone=window.timezone, pure=False))
-        counts = parts[0]
-        for part in parts[1:]:
-            counts = counts.add(part)
+        counts = summed(executor, _count_partition, prepared, geometry=geometry, params=params,
+                        timezone=window.timezone)
         result = citytrace.release_from_counts(counts, geometry, grid, params, window, rng)
         metadata = {
             "mechanism": "citytrace",
@@ -54,3 +48,8 @@ class CityTrace(WindowedSynthesizer):
             **result.model.metadata(),
         }
         return CandidateRelease(self.shape, result.points, metadata)
+
+    def guarantee(self, params: citytrace.CityTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.citytrace.guarantee`."""
+        return citytrace.guarantee(params)

@@ -26,13 +26,10 @@ class Dpt(Mechanism):
     shape = Shape.SYNTHETIC
     Params = dpt.DptParams
 
-    def guarantee(self, params: dpt.DptParams) -> Guarantee:
-        """ε-DP per trajectory record (He et al., PVLDB 2015), by sequential composition of four Laplace
-        releases: :func:`mechanisms.dpt.guarantee`."""
-        return dpt.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: dpt.DptParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """True counts on the workers, summed on the driver; the noisy model, its selection and the synthesis
+        read only the sums."""
         grid = inputs.grid
         hierarchy = dpt.hierarchy_of(grid, params)
         dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
@@ -53,3 +50,8 @@ class Dpt(Mechanism):
             **model.metadata(),
         }
         return CandidateRelease(self.shape, points, metadata)
+
+    def guarantee(self, params: dpt.DptParams) -> Guarantee:
+        """ε-DP per trajectory record (He et al., PVLDB 2015), by sequential composition of four Laplace
+        releases: :func:`mechanisms.dpt.guarantee`."""
+        return dpt.guarantee(params)

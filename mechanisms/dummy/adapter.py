@@ -51,13 +51,10 @@ class Dummy(RoadNetworkMechanism):
     shape = Shape.ANONYMITY_SETS
     Params = dummy.DummyParams
 
-    def network_guarantee(self, params: dummy.DummyParams, network_source: str) -> Guarantee:
-        """Heuristic (k, l) dummy anonymity against an adversary who knows the exposed locations (DTPP,
-        Liu et al. 2019); what the network's source changes: :func:`mechanisms.dummy.guarantee`."""
-        return dummy.guarantee(params, network_source)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Candidates built once (road network) or per worker (sub-cell centres); each trajectory's dummies
+        drawn on its worker with its own generator, set ids drawn on the driver."""
         grid = inputs.grid
         params = setup.params
         bbox, size = tuple(grid.bbox), grid.cell_size_m
@@ -104,3 +101,8 @@ class Dummy(RoadNetworkMechanism):
                 **total, "suppressed_by_reason": reasons,
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
         return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owner_table)
+
+    def network_guarantee(self, params: dummy.DummyParams, network_source: str) -> Guarantee:
+        """Heuristic (k, l) dummy anonymity against an adversary who knows the exposed locations (DTPP,
+        Liu et al. 2019); what the network's source changes: :func:`mechanisms.dummy.guarantee`."""
+        return dummy.guarantee(params, network_source)

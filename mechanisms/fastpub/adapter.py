@@ -64,13 +64,10 @@ class FastPub(Mechanism):
     shape = Shape.FRAGMENTS
     Params = fastpub.FastPubParams
 
-    def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
-        """ε-LDP per client trajectory (Wang et al., TMC 2022, Thm 2), or a baseline's weaker claim
-        (TrieHH, SFP): :func:`mechanisms.fastpub.guarantee`."""
-        return fastpub.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: fastpub.FastPubParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """The server loop on the driver; each partition's clients answer its round plans on their worker
+        with coins the server never holds, and only the summed answers come back."""
         grid = inputs.grid
         parts = executor.map(_clients, prepared, pure=False)
         sizes = executor.gather(executor.map(lambda p: len(p[0]) - 1, parts))
@@ -95,3 +92,8 @@ class FastPub(Mechanism):
                 "clients": population.size(), "clients_answered": len(answered)}
         return CandidateRelease(self.shape, pd.DataFrame(), meta, fragments=table,
                          owners=owners[["traj_id", "object_id", "source_traj_id"]])
+
+    def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
+        """ε-LDP per client trajectory (Wang et al., TMC 2022, Thm 2), or a baseline's weaker claim
+        (TrieHH, SFP): :func:`mechanisms.fastpub.guarantee`."""
+        return fastpub.guarantee(params)

@@ -58,11 +58,6 @@ class FgsPufferfish(Mechanism):
     shape = Shape.TRUTHFUL
     Params = fgs.FgsParams
 
-    def guarantee(self, params: fgs.FgsParams) -> Guarantee:
-        """ε-Pufferfish per object's temporal correlation (Ou et al. 2018), or a heuristic for the
-        CTS and FPA baselines: :func:`mechanisms.fgs_pufferfish.guarantee`."""
-        return fgs.guarantee(params)
-
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)
         if parsed.method == "fgs" and parsed.epsilon is None:
@@ -87,6 +82,8 @@ class FgsPufferfish(Mechanism):
 
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: fgs.FgsParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Each object's days prepared, correlated and released on the workers; only the correlations
+        (noise calibration, analytic ε) come to the driver."""
         grid = inputs.grid
         objects = executor.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
         correlations = [c for c in executor.gather(executor.map(_fgs_correlations, objects, params=params,
@@ -112,3 +109,8 @@ class FgsPufferfish(Mechanism):
                           "objects": len(correlations),
                           "released_records": int(points["traj_id"].nunique()),
                           "released_points": len(points)})
+
+    def guarantee(self, params: fgs.FgsParams) -> Guarantee:
+        """ε-Pufferfish per object's temporal correlation (Ou et al. 2018), or a heuristic for the
+        CTS and FPA baselines: :func:`mechanisms.fgs_pufferfish.guarantee`."""
+        return fgs.guarantee(params)

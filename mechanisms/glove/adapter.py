@@ -73,13 +73,10 @@ class Glove(Mechanism):
     shape = Shape.GENERALISED
     Params = glove.GloveParams
 
-    def guarantee(self, params: glove.GloveParams) -> Guarantee:
-        """Heuristic k-anonymity by generalisation (Gramaglia and Fiore 2015), per trajectory or per object:
-        :func:`mechanisms.glove.guarantee`."""
-        return glove.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: glove.GloveParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Fingerprints and the candidate pairs' merge costs on the workers; the greedy merging, which is
+        sequential, on the driver over the costed graph."""
         grid = inputs.grid
         fps = gather_fingerprints(executor, prepared, params)
         result = costed_merge(executor, fps, params)
@@ -89,3 +86,8 @@ class Glove(Mechanism):
         return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))
+
+    def guarantee(self, params: glove.GloveParams) -> Guarantee:
+        """Heuristic k-anonymity by generalisation (Gramaglia and Fiore 2015), per trajectory or per object:
+        :func:`mechanisms.glove.guarantee`."""
+        return glove.guarantee(params)

@@ -103,14 +103,10 @@ class Klt(Mechanism):
             return setup
         return replace(setup, poi_label=f"{inputs.pois_source}; categories {', '.join(CATEGORIES)}")
 
-    def guarantee(self, setup: KltSetup) -> Guarantee:
-        if setup.poi_label is None:
-            raise TrajpubError(f"POI set {setup.poi_value} is not resolved yet (tasks.public_inputs.resolve)",
-                               "klt.pois")
-        return klt.guarantee(setup.params, setup.poi_label)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: KltSetup,
                     rng: np.random.Generator) -> CandidateRelease:
+        """GLOVE's distributed merging (fingerprints and costs on the workers), each region grown on the
+        driver until its POI categories are diverse enough."""
         grid = inputs.grid
         params = setup.params
         poi_rng, release_rng = rng.spawn(2)
@@ -138,3 +134,9 @@ class Klt(Mechanism):
         return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))
+
+    def guarantee(self, setup: KltSetup) -> Guarantee:
+        if setup.poi_label is None:
+            raise TrajpubError(f"POI set {setup.poi_value} is not resolved yet (tasks.public_inputs.resolve)",
+                               "klt.pois")
+        return klt.guarantee(setup.params, setup.poi_label)

@@ -40,13 +40,10 @@ class KPsi(RoadNetworkMechanism):
     shape = Shape.ANONYMITY_SETS
     Params = kpsi.KPsiParams
 
-    def network_guarantee(self, params: kpsi.KPsiParams, network_source: str) -> Guarantee:
-        """Heuristic (k-Ψ)-anonymity with a per-axis Laplace perturbation (Chen, Li, Zhang 2020); what the
-        network's source changes: :func:`mechanisms.kpsi_anonymity.guarantee`."""
-        return kpsi.guarantee(params, network_source)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Phases 1 and 2 for each trajectory on its worker with its own generator; set ids drawn on the
+        driver, the network broadcast once."""
         grid = inputs.grid
         network = None
         if inputs.road_network is not None:
@@ -77,3 +74,8 @@ class KPsi(RoadNetworkMechanism):
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
         return CandidateRelease(self.shape, published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
                          owners=owners)
+
+    def network_guarantee(self, params: kpsi.KPsiParams, network_source: str) -> Guarantee:
+        """Heuristic (k-Ψ)-anonymity with a per-axis Laplace perturbation (Chen, Li, Zhang 2020); what the
+        network's source changes: :func:`mechanisms.kpsi_anonymity.guarantee`."""
+        return kpsi.guarantee(params, network_source)

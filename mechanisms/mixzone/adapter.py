@@ -40,13 +40,10 @@ class Mixzone(RoadNetworkMechanism):
     Params = mixzone.MixzoneParams
     network_required = True
 
-    def network_guarantee(self, params: mixzone.MixzoneParams, network_source: str) -> Guarantee:
-        """Heuristic unlinkability of fragments (UTMP mix zones, Liu et al. 2012), not DP; what the
-        network's source changes: :func:`mechanisms.mixzone.guarantee`."""
-        return mixzone.guarantee(params, network_source)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Zones placed once on a worker from the road network alone; each partition's trajectories cut
+        on its worker; the pseudonyms drawn on the driver as one permutation."""
         [network_f] = executor.scatter([inputs.road_network], hash=False)
         placement = executor.submit(_place, network_f, setup.params.n_zones, pure=False).result()
         [zone_xy] = executor.scatter([placement.zone_xy], broadcast=True, hash=False)
@@ -72,3 +69,8 @@ class Mixzone(RoadNetworkMechanism):
         out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
         owners = points[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
         return CandidateRelease(self.shape, out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+
+    def network_guarantee(self, params: mixzone.MixzoneParams, network_source: str) -> Guarantee:
+        """Heuristic unlinkability of fragments (UTMP mix zones, Liu et al. 2012), not DP; what the
+        network's source changes: :func:`mechanisms.mixzone.guarantee`."""
+        return mixzone.guarantee(params, network_source)

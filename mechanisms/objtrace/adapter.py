@@ -8,7 +8,7 @@ import pandas as pd
 
 from mechanisms import objtrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.executor import Executor
+from trajpub.executor import Executor, summed
 from trajpub.guarantee import Guarantee
 from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
@@ -27,20 +27,14 @@ class ObjTrace(WindowedSynthesizer):
     shape = Shape.SYNTHETIC
     Params = objtrace.ObjTraceParams
 
-    def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
-        """ε-DP per object under adding or removing one object with all its records, each object's
-        contribution bounded before any count: :func:`mechanisms.objtrace.guarantee`."""
-        return objtrace.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: objtrace.ObjTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Each object's bounded counts on the workers (a partition holds whole objects), summed on the
+        driver; the noisy model and the synthesis on the driver from the sums only."""
         grid, window = inputs.grid, self.window(inputs)
         geometry = objtrace.geometry_of(grid, params)
-        parts = executor.gather(executor.map(_count_partition, prepared, geometry=geometry, params=params,
-                                         timezone=window.timezone, pure=False))
-        counts = parts[0]
-        for part in parts[1:]:
-            counts = counts.add(part)
+        counts = summed(executor, _count_partition, prepared, geometry=geometry, params=params,
+                        timezone=window.timezone)
         model = objtrace.fit(counts, geometry, params, rng)
         synthetic = objtrace.synthesize_from_model(model, window, rng)
         points = objtrace.to_points(synthetic, geometry, grid, window, rng)
@@ -56,3 +50,8 @@ class ObjTrace(WindowedSynthesizer):
             **model.metadata(),
         }
         return CandidateRelease(self.shape, points, metadata)
+
+    def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.objtrace.guarantee`."""
+        return objtrace.guarantee(params)

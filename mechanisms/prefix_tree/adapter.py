@@ -31,15 +31,11 @@ class PrefixTree(Mechanism):
     shape = Shape.SYNTHETIC
     Params = prefix_tree.PrefixTreeParams
 
-    def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
-        """ε-DP per trajectory record (Chen, Fung, Desai 2012, Thm 4.3), with the caveats that bound its
-        meaning: :func:`mechanisms.prefix_tree.guarantee`."""
-        return prefix_tree.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: prefix_tree.PrefixTreeParams,
                     rng: np.random.Generator) -> CandidateRelease:
-        grid = inputs.grid
-        n = grid.n_cells
+        """Each level's true prefix counts on the workers, summed on the driver; only the noisy tree
+        lives on the driver."""
+        n = inputs.grid.n_cells
         csr = executor.map(_partition_sequences, prepared, pure=False)
 
         def counter(level: int, transitions: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +53,12 @@ class PrefixTree(Mechanism):
         lengths = np.diff(offsets)
         traj_id = np.repeat(np.arange(1, len(lengths) + 1), lengths)
         seq = np.arange(len(cells)) - np.repeat(offsets[:-1], lengths)
-        lon, lat = grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
+        lon, lat = inputs.grid.cell_centre(cells) if len(cells) else (np.empty(0), np.empty(0))
         points = pd.DataFrame({"traj_id": traj_id, "seq": seq, "cell": cells, "t": pd.NaT, "lon": lon, "lat": lat})
         return CandidateRelease(self.shape, points, {**tree.metadata(), "released_records": len(lengths),
                                   "released_points": len(cells)})
+
+    def guarantee(self, params: prefix_tree.PrefixTreeParams) -> Guarantee:
+        """ε-DP per trajectory record (Chen, Fung, Desai 2012, Thm 4.3), with the caveats that bound its
+        meaning: :func:`mechanisms.prefix_tree.guarantee`."""
+        return prefix_tree.guarantee(params)

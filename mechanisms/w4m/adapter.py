@@ -68,13 +68,10 @@ class W4M(Mechanism):
     shape = Shape.ANONYMITY_SETS
     Params = w4m.W4MParams
 
-    def guarantee(self, params: w4m.W4MParams) -> Guarantee:
-        """Heuristic (k,δ)-anonymity of co-localised sets (Abul, Bonchi, Nanni 2010), and what it does not
-        cover: :func:`mechanisms.w4m.guarantee`."""
-        return w4m.guarantee(params)
-
     def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: w4m.W4MParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Raw points stay on the workers: the driver sees pair indices, EDR values, cluster labels and, at
+        the end, the released points (the module docstring)."""
         grid = inputs.grid
         rng_cluster, rng_ids = rng.spawn(2)  # the same streams as mechanisms.w4m.anonymize
         parts = executor.map(_extract, prepared, pure=False)
@@ -114,3 +111,8 @@ class W4M(Mechanism):
         cols = ["set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
         owners = published[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
         return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+
+    def guarantee(self, params: w4m.W4MParams) -> Guarantee:
+        """Heuristic (k,δ)-anonymity of co-localised sets (Abul, Bonchi, Nanni 2010), and what it does not
+        cover: :func:`mechanisms.w4m.guarantee`."""
+        return w4m.guarantee(params)
