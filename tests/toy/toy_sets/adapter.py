@@ -17,14 +17,16 @@ import pandas as pd
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import NOT_DP, Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("toy_sets")
 
 
 @dataclass(frozen=True)
-class ToySetsParams:
+class ToySetsParams(Params):
     """k, the records per set, and the most cells a copy is shifted by in each direction."""
+
+    scope = _P
 
     k: int = 3
     max_shift_cells: int = 3
@@ -32,10 +34,6 @@ class ToySetsParams:
     def __post_init__(self) -> None:
         _P.require_int(self.k, "k", 2)
         _P.require_int(self.max_shift_cells, "max_shift_cells", 1)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ToySetsParams:
-        return _P.from_mapping(cls, d)
 
 
 class ToySets(Mechanism):

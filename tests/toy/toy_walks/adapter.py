@@ -19,14 +19,16 @@ from trajpub import noise
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import Guarantee, PrivacyMap
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("toy_walks")
 
 
 @dataclass(frozen=True)
-class ToyWalksParams:
+class ToyWalksParams(Params):
     """ε of the noisy count, the points per walk, and the records the preparation keeps per object."""
+
+    scope = _P
 
     epsilon: float = 1.0
     length: int = 5
@@ -36,10 +38,6 @@ class ToyWalksParams:
         _P.require_real(self.epsilon, "epsilon", 0.0)
         _P.require_int(self.length, "length", 1)
         _P.require_optional_int(self.max_records_per_object, "max_records_per_object", 1)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ToyWalksParams:
-        return _P.from_mapping(cls, d)
 
 
 def noisy_count(n: int, epsilon: float, rng: np.random.Generator) -> float:
