@@ -157,6 +157,17 @@ class Guarantee:
         return cls(model=model, privacy_unit=privacy_unit, statement=statement, proven=False, privacy_map=NOT_DP,
                    neighbouring=neighbouring, caveats=tuple(caveats), empirical_bound=empirical_bound)
 
+    @classmethod
+    def per_record(cls, epsilon: float, statement: str, caveats: Iterable[str], records_per_object: int | None, *,
+                   model: str = "epsilon-DP", proven: bool = True,
+                   neighbouring: str = "add/remove one trajectory record") -> Guarantee:
+        """ε-DP per trajectory record, which the ledger maps to the object by group privacy over the at most
+        ``records_per_object`` records the pipeline keeps of it (:class:`PrivacyMap`, Dwork and Roth 2014,
+        Thm 2.2; unbounded without a cap)."""
+        return cls(model=model, privacy_unit="one trajectory record", statement=statement, proven=proven,
+                   privacy_map=PrivacyMap("epsilon-DP", "group_privacy", records_per_object),
+                   neighbouring=neighbouring, epsilon=epsilon, caveats=tuple(caveats))
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["caveats"] = list(self.stated_caveats)

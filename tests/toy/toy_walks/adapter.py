@@ -17,7 +17,7 @@ import pandas as pd
 
 from trajpub import noise
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.guarantee import Guarantee, PrivacyMap
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.params import Params, Scope
 
@@ -54,12 +54,9 @@ class ToyWalks(Mechanism):
 
     def guarantee(self, params: ToyWalksParams) -> Guarantee:
         """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
-        return Guarantee(
-            model="epsilon-DP", privacy_unit="one trajectory record", proven=True, epsilon=params.epsilon,
-            statement=(f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
-                       "release reads only the number of records, with Laplace noise; the walks are random."),
-            privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-            neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
+        statement = (f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
+                     "release reads only the number of records, with Laplace noise; the walks are random.")
+        return Guarantee.per_record(params.epsilon, statement, (noise.CAVEAT,), params.max_records_per_object)
 
     def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: ToyWalksParams,
                 rng: np.random.Generator) -> CandidateRelease:
