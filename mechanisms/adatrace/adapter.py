@@ -43,18 +43,18 @@ class DaskOracle:
     def sniffing_failures(self, grid, synthetic, sniff, zone, shared_threshold):
         [g, s] = self.executor.scatter([grid, synthetic], broadcast=True, hash=False)
         parts = self.executor.gather(self.executor.map(adatrace.sniffing_failures, self.trajs, grid=g, synthetic=s,
-                                                   sniff=sniff, zone=zone, shared_threshold=shared_threshold,
-                                                   pure=False))
+                                                       sniff=sniff, zone=zone, shared_threshold=shared_threshold,
+                                                       pure=False))
         return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def nearest(self, feature, query):
         parts = self.executor.gather(self.executor.map(_nearest, self.features, feature=feature, query=query,
-                                                   pure=False))
+                                                       pure=False))
         return np.min(np.vstack(parts), axis=0) if parts else np.full(len(query), np.inf)
 
     def count_within(self, feature, query, centre, tol):
         parts = self.executor.gather(self.executor.map(_count_within, self.features, feature=feature, query=query,
-                                                   centre=centre, tol=tol, pure=False))
+                                                       centre=centre, tol=tol, pure=False))
         return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
 
 

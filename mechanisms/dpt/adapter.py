@@ -34,7 +34,7 @@ class Dpt(Mechanism):
         hierarchy = dpt.hierarchy_of(grid, params)
         dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
         parts = executor.gather(executor.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
-                                         pure=False))
+                                             pure=False))
         result = dpt.synthesize(dpt.merge_counts(parts), hierarchy, grid, params, rng)
         model, synthetic, points = result.model, result.synthetic, result.points
         metadata = {

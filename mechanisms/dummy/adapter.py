@@ -70,7 +70,7 @@ class Dummy(RoadNetworkMechanism):
         rngs = rng.spawn(sum(counts))
         bounds = np.r_[0, np.cumsum(counts)]
         futures = [executor.submit(_generate, part, candidates, params, rngs[a:b], set_ids[a:b], bbox, size,
-                                 pure=False)
+                                   pure=False)
                    for part, a, b in zip(prepared, bounds[:-1], bounds[1:], strict=True) if b > a]
         results = executor.gather(futures)
         k = params.k

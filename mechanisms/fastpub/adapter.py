@@ -53,7 +53,7 @@ class DaskPopulation:
     def respond(self, plan):
         plans = fastpub.split_plan(plan, self.bounds)
         answers = self.executor.gather(self.executor.map(_respond, self.parts, plans, self.coins.spawn(len(plans)),
-                                                     pure=False))
+                                                         pure=False))
         return fastpub.combine_answers(answers)
 
 

@@ -87,7 +87,7 @@ class FgsPufferfish(Mechanism):
         grid = inputs.grid
         objects = executor.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
         correlations = [c for c in executor.gather(executor.map(_fgs_correlations, objects, params=params,
-                                                            pure=False)) if len(c)]
+                                                                pure=False)) if len(c)]
         if not correlations:  # data-dependent: the budget reserved at plan is spent (check_spec refuses windows)
             raise InputError(f"no object has {params.min_days} local days of at least {params.min_fixes_per_day} "
                              f"fixes without a gap over {params.max_gap_minutes:g} min: FGS-Pufferfish has nothing "
@@ -95,13 +95,13 @@ class FgsPufferfish(Mechanism):
         correlations = np.concatenate(correlations)
         b_c0 = fgs.noise_calibration(params, correlations)
         frames = executor.gather(executor.map(_fgs_release, objects, rng.spawn(len(objects)), params=params,
-                                          b_c0=b_c0, grid=grid, pure=False))
+                                              b_c0=b_c0, grid=grid, pure=False))
         points = pd.concat([f for f in frames if len(f)], ignore_index=True)
         points["traj_id"] = points.groupby(["object_id", "traj_id"], sort=False).ngroup() + 1
         points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
         analytic = fgs.analytic_epsilon(correlations, params, b_c0)
         stats = executor.gather(executor.map(_fgs_correlation_stats, objects, rng.spawn(len(objects)), params=params,
-                                         b_c0=b_c0, pure=False))
+                                             b_c0=b_c0, pure=False))
         empirical = fgs.empirical_epsilon([s for part in stats for s in part])
         return CandidateRelease(self.shape, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
                          {"mechanism": "fgs_pufferfish", "params": params.to_dict(),

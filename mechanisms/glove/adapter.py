@@ -53,7 +53,7 @@ def costed_merge(executor: Executor, fps: glove.Fingerprints, params: glove.Glov
         [shared] = executor.scatter([fps.samples], broadcast=True, hash=False)
         blocks = [pairs[a:a + PAIR_BLOCK] for a in range(0, len(pairs), PAIR_BLOCK)]
         costs = np.concatenate(executor.gather(executor.map(_costs, [shared] * len(blocks), blocks, params=params,
-                                                        pure=False)))
+                                                            pure=False)))
     else:
         costs = np.empty(0)
     return glove.greedy_merge(fps, params, pairs, costs, refine)

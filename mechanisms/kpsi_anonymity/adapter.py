@@ -54,7 +54,7 @@ class KPsi(RoadNetworkMechanism):
         rngs = rng.spawn(sum(counts))
         bounds = np.r_[0, np.cumsum(counts)]
         futures = [executor.submit(_anonymize, part, network, setup.params, rngs[a:b], set_ids[a:b], grid.crs,
-                                 pure=False)
+                                   pure=False)
                    for part, a, b in zip(prepared, bounds[:-1], bounds[1:], strict=True) if b > a]
         results = executor.gather(futures)
         published = pd.concat([r[0] for r in results], ignore_index=True)

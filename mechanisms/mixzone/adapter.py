@@ -48,7 +48,7 @@ class Mixzone(RoadNetworkMechanism):
         placement = executor.submit(_place, network_f, setup.params.n_zones, pure=False).result()
         [zone_xy] = executor.scatter([placement.zone_xy], broadcast=True, hash=False)
         results = executor.gather([executor.submit(_split, part, zone_xy, setup.params, pure=False)
-                                 for part in prepared])
+                                   for part in prepared])
         counts = [s["released_fragments"] for _, s in results]
         pseudonyms = mixzone.assign_pseudonyms(sum(counts), rng)
         bounds = np.r_[0, np.cumsum(counts)]

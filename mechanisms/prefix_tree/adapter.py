@@ -41,7 +41,7 @@ class PrefixTree(Mechanism):
         def counter(level: int, transitions: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
             [shared] = executor.scatter([transitions], broadcast=True, hash=False)  # one object, on every worker
             parts = executor.gather(executor.map(_count_partition, csr, n_locations=n, level=level,
-                                             transitions=shared, pure=False))
+                                                 transitions=shared, pure=False))
             keys = np.concatenate([k for k, _ in parts]) if parts else np.empty(0, np.int64)
             counts = np.concatenate([c for _, c in parts]) if parts else np.empty(0, np.int64)
             unique, inverse = np.unique(keys, return_inverse=True)

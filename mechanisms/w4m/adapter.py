@@ -78,7 +78,7 @@ class W4M(Mechanism):
         table = executor.submit(_join, *parts, pure=False)
         lengths, dropped = executor.submit(_lengths_and_dropped, table, *parts, pure=False).result()
         pairs = executor.submit(w4m.candidate_pairs, table, params.match_m, params.time_tolerance_s,
-                              pure=False).result()
+                                pure=False).result()
         n_workers = max(1, len(executor.scheduler_info()["workers"]))
         blocks = _cost_blocks(lengths[pairs[:, 0]] * lengths[pairs[:, 1]], EDR_BLOCKS_PER_WORKER * n_workers)
         edr_futures = [executor.submit(_edr_block, table, pairs[b], params, pure=False) for b in blocks]
@@ -87,12 +87,12 @@ class W4M(Mechanism):
             edr[b] = values
         dist = w4m.normalised(edr, lengths[pairs[:, 0]], lengths[pairs[:, 1]])
         clustering_future = executor.submit(w4m.greedy_clusters, table, pairs, dist, params, rng_cluster,
-                                          pure=False)
+                                            pure=False)
         clustering = clustering_future.result()
         ids = np.arange(clustering.n_clusters)
         chunks = [ids[a:a + CLUSTERS_PER_BLOCK] for a in range(0, len(ids), CLUSTERS_PER_BLOCK)]
         results = executor.gather([executor.submit(_translate_block, table, clustering_future, params, c, pure=False)
-                                 for c in chunks])
+                                   for c in chunks])
         frames = [r[0] for r in results]
         deleted = sum(r[1] for r in results)
         points = (pd.concat(frames, ignore_index=True) if frames
