@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.params import Params, Scope
 
@@ -45,11 +45,10 @@ class ToySets(Mechanism):
 
     def guarantee(self, params: ToySetsParams) -> Guarantee:
         """A heuristic: one record among k look-alikes, no bound on what the shifts reveal."""
-        return Guarantee(
-            model="k-anonymity (toy, heuristic)", privacy_unit="one trajectory", proven=False, privacy_map=NOT_DP,
-            statement=(f"Each published trajectory is one of {params.k} in its set, the real one and copies shifted "
-                       f"by up to {params.max_shift_cells} cells; not differential privacy."),
-            caveats=("A copy keeps the real record's times and moves: knowing a few points finds the real one.",))
+        statement = (f"Each published trajectory is one of {params.k} in its set, the real one and copies shifted "
+                     f"by up to {params.max_shift_cells} cells; not differential privacy.")
+        caveat = "A copy keeps the real record's times and moves: knowing a few points finds the real one."
+        return Guarantee.heuristic("k-anonymity (toy, heuristic)", "one trajectory", statement, (caveat,))
 
     def max_records_per_object(self, params: ToySetsParams) -> int | None:
         return None
