@@ -16,11 +16,13 @@ import uuid
 
 import sqlalchemy as sa
 
-from tasks import compare, protect
+from mechanisms import registry
+from mechanisms.registry import example_spec_file
+from tasks import compare
 from tasks.db import engine, owner_engine
 from trajpub import config
 from trajpub.errors import ReleaseBlocked
-from trajpub.spec import example_spec_file, read_spec_file
+from trajpub.spec import read_spec_file
 
 NEEDS_PUBLIC_INPUTS = {"mixzone", "klt"}  # their examples read Helsinki's roads and POIs, not loaded for Beijing
 #: (k, Psi)-anonymity without its Helsinki road network: constant Psi of 500 m (the (k-delta) ablation)
@@ -34,7 +36,7 @@ GRID = [{"mechanism": "objtrace", "grid_key": "epsilon", "values": [1.0, 2.0]},
 def candidates(skip: set[str]) -> list[dict]:
     """Each mechanism at its example spec's parameters, then the grid's variations of some of them."""
     out = []
-    for name in sorted(protect.REGISTRY):
+    for name in sorted(registry.REGISTRY):
         if name in NEEDS_PUBLIC_INPUTS | skip:
             continue
         params = {**read_spec_file(example_spec_file(name)).get("params", {}), **OVERRIDES.get(name, {})}

@@ -20,6 +20,7 @@ from distributed import Client
 
 from audits.trajectory_utility import TRAJECTORY_METRICS, trajectory_metrics
 from bench.references import DATASETS, WINDOWS
+from mechanisms import registry
 from tasks import protect
 from tasks.dask_cluster import local_cluster
 from trajpub.grid import GridSpec
@@ -36,7 +37,7 @@ def measure(client: Client, frame: pd.DataFrame, grid: GridSpec, window: Release
     and its runtime (s)."""
     codes = pd.factorize(frame["object_id"])[0] % N_PARTITIONS  # whole objects per partition
     futures = client.scatter([frame[codes == p].reset_index(drop=True) for p in range(N_PARTITIONS)])
-    mech = protect.mechanism(mechanism)
+    mech = registry.mechanism(mechanism)
     parsed = mech.parse_params(params)
     raw = frame[["object_id", "traj_id", "seq", "t", "lon", "lat"]]
     rows = []

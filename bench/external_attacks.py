@@ -26,7 +26,7 @@ road network is available offline, so the intersections are a public lattice: a 
 ~220 m) over the specs' bbox, each at the centre of one of TrjLink's 0.001-degree grid cells, so that every point
 finds a node in the 3 x 3 cells it searches.
 
-Releases: the example specs (``flows/specs/tdrive_{glove,w4m,dummy}.yaml``: one day of the 300-taxi sample,
+Releases: the example specs (``mechanisms/{glove,w4m,dummy}/example.yaml``: one day of the 300-taxi sample,
 prepared as the flow prepares it; :func:`bench.table4.partitions`); mix zones and (k-Psi)-anonymity have Helsinki
 example specs (simulated traces on an OpenStreetMap network); their parameters run on the same T-Drive day, mix zones
 on the synthetic central Beijing network of :func:`bench.table4.central_beijing_network`, (k-Psi) without a network
@@ -66,11 +66,11 @@ from bench.fgs_pufferfish import machine
 from bench.table4 import Model, partitions, protect
 from bench.tdrive import TZ, load_clean
 from mechanisms.mixzone import MixzoneParams
+from mechanisms.registry import example_spec_file, mechanism
 from tasks.audit import attack_frames, run_at_resolutions
 from tasks.dask_cluster import local_cluster
-from tasks.protect import mechanism
 from trajpub.mechanism import OnRoadNetwork
-from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, read_spec_file
+from trajpub.spec import ReleaseSpec, read_spec_file
 
 ROOT = Path(__file__).resolve().parent
 REF = ROOT / "ref"
@@ -82,9 +82,8 @@ RESULTS = ROOT / "external_attacks" / "results.json"
 RESULTS_MD = ROOT / "EXTERNAL_ATTACKS_RESULTS.md"
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 
-SPECS = {"glove": "tdrive_glove.yaml", "w4m": "tdrive_w4m.yaml", "mixzone": "helsinki_mixzone.yaml",
-         "dummy": "tdrive_dummy.yaml", "kpsi_anonymity": "helsinki_kpsi_anonymity.yaml"}
-TDRIVE_SPEC = "tdrive_glove.yaml"  # the window, bbox and preparation of every release (all T-Drive specs agree)
+SPECS = {name: example_spec_file(name) for name in ("glove", "w4m", "mixzone", "dummy", "kpsi_anonymity")}
+TDRIVE_SPEC = example_spec_file("glove")  # the window, bbox and preparation of every release (all T-Drive specs agree)
 NO_NETWORK = {"road_network": None}
 TDRIVE_OVERRIDES = {"mixzone": NO_NETWORK,
                     "kpsi_anonymity": {**NO_NETWORK, "road_aware": False, "psi_mode": "constant", "delta_m": 500.0}}
@@ -104,12 +103,12 @@ JAVA_HEAP = "-Xmx3g"
 
 
 def tdrive_spec() -> ReleaseSpec:
-    return ReleaseSpec.from_dict(read_spec_file(EXAMPLES_DIR / TDRIVE_SPEC))
+    return ReleaseSpec.from_dict(read_spec_file(TDRIVE_SPEC))
 
 
 def model(name: str) -> Model:
     """The mechanism with its example spec's parameters (and the T-Drive overrides of a Helsinki spec)."""
-    params = {**read_spec_file(EXAMPLES_DIR / SPECS[name])["params"], **TDRIVE_OVERRIDES.get(name, {})}
+    params = {**read_spec_file(SPECS[name])["params"], **TDRIVE_OVERRIDES.get(name, {})}
     grid = tdrive_spec().grid
     if name == "mixzone":
         zones = MixzoneParams(**{k: v for k, v in params.items() if k != "road_network"})
@@ -284,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
             entry["a1_params"] = gate_policy().attack_params.get("signature_linkage", {})
             entry["run"] = {"command": results["command"], "commit": ours_commit, "date": results["machine"]["date"]}
             entry.update({
-                "spec": SPECS[name], "params": model(name).params, "shape": candidate.shape.name,
+                "spec": f"{name}/example.yaml", "params": model(name).params, "shape": candidate.shape.name,
                 "protect_s": protect_s, "objects": int(background["object_id"].nunique()),
                 "released_records": int(candidate.points["traj_id"].nunique()),
                 "target_records": int(frame["traj_id"].nunique())})

@@ -1,5 +1,5 @@
 """Members against controls on the shipped T-Drive sample: the synthetic attacks of the default policy on ObjTrace
-eps 5 per taxi (the demo's spec, ``flows/specs/tdrive_objtrace.yaml``) and on a copying release (the raw
+eps 5 per taxi (the demo's spec, ``mechanisms/objtrace/example.yaml``) and on a copying release (the raw
 trajectories of a share of the members inserted into the same synthetic release), over several random hold-outs.
 
 ``python -m bench.gate_controls [--half A|B|all] [--draws N] [--copy 0.1]``, or ``--unrelated --draws 10`` for the
@@ -24,14 +24,14 @@ from audits.registry import GRID_ATTACKS, build_attack
 from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, load_clean, prepare
 from bench.utility_data import TDRIVE_WINDOW
+from mechanisms.registry import example_spec_file, mechanism
 from tasks.audit import at_resolution
-from tasks.protect import mechanism
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs, run_local
 from trajpub.yamlfile import read_yaml
 
 ROOT = Path(__file__).resolve().parent
-SPEC = ROOT.parent / "flows" / "specs" / "tdrive_objtrace.yaml"
+SPEC = example_spec_file("objtrace")
 HALVES_SEED = 20260125  # the fixed split of the taxis into halves A and B
 
 
@@ -81,7 +81,7 @@ def measure(raw: pd.DataFrame, release: pd.DataFrame, policy: GatePolicy) -> lis
 
 INTRO = """\
 The synthetic attacks of the default policy, members against held-out controls (docs/design.md, "Control
-objects"), on ObjTrace at eps 5 per taxi (`flows/specs/tdrive_objtrace.yaml`, the demo's) made from the members,
+objects"), on ObjTrace at eps 5 per taxi (`mechanisms/objtrace/example.yaml`, the demo's) made from the members,
 and on a copying release: the same release with every raw trajectory of 10% of the members added. Each draw is
 a fresh hold-out of 30% of the taxis (seeds 1-4) and a fresh ObjTrace run. "members"/"controls": the share of
 members/controls the attack succeeds on (mean over the draws); risk = (members - controls) / (1 - controls) with

@@ -3,7 +3,7 @@ candidate over repeated draws, on the T-Drive sample (or the taxis it leaves out
 that it must block.
 
 Candidates: ObjTrace ε 1, 2, 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
-of their example specs (``flows/specs/*.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
+of their example specs (``mechanisms/*/example.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
 ``tests/controls`` (ObjTrace ε 5 with 2, 5, 10, 20 % of the input's trajectory records copied in, and every
 record replayed as synthetic). Mixzone's example reads Helsinki's roads: here it runs with the same parameters on
 the synthetic central-Beijing street grid of :func:`bench.table4.central_beijing_network`, with the bbox and
@@ -51,21 +51,20 @@ from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
 from bench.tdrive_unseen import UNSEEN
 from bench.utility_data import TDRIVE_WINDOW
+from mechanisms.registry import example_spec_file, mechanism
 from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
 from tasks.prepare import prepare_partition
-from tasks.protect import mechanism
 from tasks.protect import run as run_mechanism
 from tests.controls.mechanism import CopyControl, Replay
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.spec import ReleaseSpec, example_spec_file, read_spec_file
+from trajpub.spec import ReleaseSpec, read_spec_file
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "gate_validity"
 RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
-SPECS = ROOT.parent / "flows" / "specs"
 NETWORK_NAME = "synthetic central Beijing"
 FLEETS = {"sample": (TDRIVE_SAMPLE, "the bundled sample (odd taxi ids)"),
           "unseen": (UNSEEN, "the taxis the project has never seen (even taxi ids)")}

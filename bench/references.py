@@ -218,9 +218,9 @@ def run_mechanisms(dataset: str, only: set[str], seeds: list[int]) -> None:
     from distributed import Client
 
     from bench.table4 import protect
+    from mechanisms.registry import mechanism
     from tasks.audit import fragment_utility
     from tasks.dask_cluster import local_cluster
-    from tasks.protect import mechanism
     from trajpub.candidate import Shape
 
     load, bbox = DATASETS[dataset]

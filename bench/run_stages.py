@@ -20,7 +20,7 @@ Stages (``--only``, comma-separated; default: all):
     random walks on the grid, start cells Zipf-like), expansion policy ``parent_bound`` with the library's
     default ``min_expand_count: auto``, Full release (``consistency: projected``). Measured in-process
     (``mechanisms.prefix_tree.sanitize``) and on the Dask path of the flow
-    (``tasks.adapters.prefix_tree.PrefixTree.run`` on partitions held by a ``LocalCluster``). Also records what
+    (``mechanisms.prefix_tree.adapter.PrefixTree.run`` on partitions held by a ``LocalCluster``). Also records what
     ``parent_bound`` alone (``min_expand_count: None``) does at the largest size. Target ≤ 30 s at 1.2 M
     records (the paper's Java: 24 s).
 ``scaleup``
@@ -617,7 +617,7 @@ def square_grid(side: int = 32):
 
 def stage_prefix_tree(args: argparse.Namespace, tag: str) -> dict:
     from mechanisms.prefix_tree import sanitize
-    from tasks.adapters.prefix_tree import PrefixTree
+    from mechanisms.prefix_tree.adapter import PrefixTree
     from tasks.dask_cluster import dask_client, n_workers
     from trajpub.errors import ParameterError
 

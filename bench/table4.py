@@ -39,9 +39,9 @@ from bench.fgs_pufferfish import machine
 from bench.tdrive import BBOX, GRID, GRID_FASTPUB, TZ, load_clean, prepare
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms.mixzone import MixzoneParams
+from mechanisms.registry import mechanism
 from tasks.audit import attack_frames, measure_utility, run_attacks
 from tasks.dask_cluster import local_cluster
-from tasks.protect import mechanism
 from tasks.protect import run as run_mechanism
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec

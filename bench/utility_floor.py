@@ -25,9 +25,9 @@ from audits.gate import GatePolicy, evaluate_gate
 from bench.references import objtrace_models
 from bench.table4 import MODELS, Model, partitions, protect
 from bench.tdrive import BBOX, load_clean
+from mechanisms.registry import mechanism
 from tasks.audit import attack_frames, measure_utility
 from tasks.dask_cluster import local_cluster
-from tasks.protect import mechanism
 from trajpub.grid import GridSpec
 
 RELEASES = [

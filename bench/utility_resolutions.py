@@ -83,8 +83,8 @@ def run_mechanisms(only: set[str], seeds: list[int]) -> None:
     from distributed import Client
 
     from bench.table4 import protect
+    from mechanisms.registry import mechanism
     from tasks.dask_cluster import local_cluster
-    from tasks.protect import mechanism
     from trajpub.grid import GridSpec
     from trajpub.segment import keep_trajectories, to_grid
 

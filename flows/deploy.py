@@ -21,7 +21,8 @@ from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
 
 from flows.release import release_flow
-from tasks import compare, db, governance, policies, protect, public_inputs, windows
+from mechanisms import registry
+from tasks import compare, db, governance, policies, public_inputs, windows
 from tasks.forecast import forecast
 from trajpub.errors import ParameterError, TrajpubError
 from trajpub.spec import ReleaseSpec, read_spec_file
@@ -132,7 +133,7 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
                                  f"window {window[0].isoformat()} to {window[1].isoformat()}; make --every at least "
                                  f"the window's {first.window['last']}", "backfill --every")
         seen[window] = at
-        mech = protect.mechanism(resolved.mechanism)
+        mech = registry.mechanism(resolved.mechanism)
         params, inputs = public_inputs.resolve(eng, mech, params, resolved.grid, resolved)
         label = " to ".join(t.astimezone(zone(timezone)).isoformat() for t in window)  # the dataset's local times
         runs.append((at, compare.Planned(label, resolved, mech, params, inputs)))

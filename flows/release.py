@@ -20,7 +20,8 @@ from prefect.runtime import flow_run
 from prefect.states import Failed, State
 
 from flows.review import StewardDecision, review_markdown, wait_for_answer
-from tasks import governance, lineage, policies, protect, public_inputs, publish, windows
+from mechanisms import registry
+from tasks import governance, lineage, policies, public_inputs, publish, windows
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
@@ -91,7 +92,7 @@ def release_flow(spec: ReleaseSpec) -> dict:
     :func:`refused` or :func:`blocked` when the release is (module docstring)."""
     try:
         spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time())
-        mech = protect.mechanism(spec.mechanism)
+        mech = registry.mechanism(spec.mechanism)
         params, inputs = public_inputs.resolve(db_engine(), mech, params, spec.grid, spec)
     except TrajpubError as exc:
         return refused(exc)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import sqlalchemy as sa
 
+from mechanisms import registry
 from tasks import governance, protect, public_inputs
 from tasks.forecast import Replay
 from trajpub.comparison import Comparison, parse_comparison
@@ -52,7 +53,7 @@ def parse(data: dict | Comparison) -> tuple[Comparison, list[Planned]]:
         except ParameterError as exc:
             raise ParameterError(exc.message, f"candidate {candidate.label}"
                                  + (f", {exc.where}" if exc.where else "")) from None
-        planned.append(Planned(candidate.label, spec, protect.mechanism(spec.mechanism), params))
+        planned.append(Planned(candidate.label, spec, registry.mechanism(spec.mechanism), params))
     return comparison, planned
 
 

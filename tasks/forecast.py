@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
+from mechanisms.registry import mechanism
 from tasks import governance
-from tasks.protect import mechanism, parse_params
+from tasks.protect import parse_params
 from trajpub.errors import ParameterError
 from trajpub.periods import STEP, Spend, Unit, period_start, periods_between, touched, worst_run
 from trajpub.spec import ReleaseSpec

@@ -1,14 +1,38 @@
-"""The executor a partitioned mechanism runs on: a Dask ``distributed.Client`` in the release flow, or
-:class:`LocalExecutor` in this process (the local runner, tests, notebooks).
+"""The executor a partitioned mechanism runs on (:class:`Executor`): a Dask ``distributed.Client`` in the
+release flow, or :class:`LocalExecutor` in this process (the local runner, tests, notebooks).
 
 A mechanism that distributes its work (:meth:`trajpub.mechanism.Mechanism.partitioned`) uses only ``submit``,
-``map``, ``gather``, ``scatter`` and ``scheduler_info`` of the client, so the same code runs on both.
+``map``, ``gather``, ``scatter`` and ``scheduler_info`` of its executor, so the same code runs on both; it is
+named ``executor`` wherever a mechanism receives it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import reduce
+from typing import Any, Protocol
+
+
+class Executor(Protocol):
+    """The part of Dask's client interface a mechanism may use; ``distributed.Client`` and :class:`LocalExecutor`
+    both have it."""
+
+    def submit(self, fn: Callable, *args, pure: bool = True, key: str | None = None, **kwargs) -> Any: ...
+
+    def map(self, fn: Callable, *iterables: Iterable, pure: bool = True, **kwargs) -> list: ...
+
+    def gather(self, futures: Any) -> Any: ...
+
+    def scatter(self, data: list, broadcast: bool = False, hash: bool = True) -> list: ...
+
+    def scheduler_info(self) -> dict: ...
+
+
+def summed(executor: Executor, fn: Callable, prepared: list, **kwargs) -> Any:
+    """The sum of ``fn(part, **kwargs)`` over the partitions: computed on the workers, added on the driver with
+    the results' own ``add`` (counts of disjoint sets of objects add up)."""
+    parts = executor.gather(executor.map(fn, prepared, pure=False, **kwargs))
+    return reduce(lambda total, part: total.add(part), parts)
 
 
 class Done:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from trajpub.errors import ParameterError
@@ -147,6 +148,25 @@ class Guarantee:
     delta: float = 0.0
     caveats: tuple[str, ...] = field(default_factory=tuple)
     empirical_bound: EmpiricalBound | None = None
+
+    @classmethod
+    def heuristic(cls, model: str, privacy_unit: str, statement: str, caveats: Iterable[str] = (), *,
+                  neighbouring: str | None = None, empirical_bound: EmpiricalBound | None = None) -> Guarantee:
+        """A claim that is not DP (syntactic anonymity, unlinkability, a baseline): not proven, no ε, charged
+        nothing (:data:`NOT_DP`)."""
+        return cls(model=model, privacy_unit=privacy_unit, statement=statement, proven=False, privacy_map=NOT_DP,
+                   neighbouring=neighbouring, caveats=tuple(caveats), empirical_bound=empirical_bound)
+
+    @classmethod
+    def per_record(cls, epsilon: float, statement: str, caveats: Iterable[str], records_per_object: int | None, *,
+                   model: str = "epsilon-DP", proven: bool = True,
+                   neighbouring: str = "add/remove one trajectory record") -> Guarantee:
+        """ε-DP per trajectory record, which the ledger maps to the object by group privacy over the at most
+        ``records_per_object`` records the pipeline keeps of it (:class:`PrivacyMap`, Dwork and Roth 2014,
+        Thm 2.2; unbounded without a cap)."""
+        return cls(model=model, privacy_unit="one trajectory record", statement=statement, proven=proven,
+                   privacy_map=PrivacyMap("epsilon-DP", "group_privacy", records_per_object),
+                   neighbouring=neighbouring, epsilon=epsilon, caveats=tuple(caveats))
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -2,27 +2,27 @@
 
 A mechanism is pure: it reads trajectories (the prepared frame of :mod:`trajpub.frame`: ``object_id, traj_id,
 seq, t, lon, lat, x, y, cell``; every object's trajectories together) and its public inputs, never a database
-or a cluster, and returns a :class:`~trajpub.candidate.CandidateRelease` of its declared shape. It declares:
+or a cluster, and returns a :class:`~trajpub.candidate.CandidateRelease` of its declared shape. It declares, as
+plain class attributes and methods (so that go-to-definition leads from a spec's ε to the guarantee's text):
 
 - ``name`` and ``shape``;
-- ``params_type``: a frozen parameters class with ``from_dict`` (refusing unknown or out-of-range values with a
+- ``Params``: a frozen parameters class with ``from_dict`` (refusing unknown or out-of-range values with a
   :class:`~trajpub.errors.ParameterError`) and ``to_dict``;
-- ``guarantee(params)``: what a release protects (:class:`~trajpub.guarantee.Guarantee`), from the parameters
-  and the public inputs' description only;
+- ``guarantee(self, params)``: what a release protects (:class:`~trajpub.guarantee.Guarantee`), from the
+  parameters and the public inputs' description only;
 - ``release(trajectories, inputs, params, rng)``: the release on one in-memory frame; or, for a mechanism that
-  distributes its work, ``partitioned(executor, parts, inputs, params, rng)`` on the partitions (each holding
-  whole objects) through an executor (:mod:`trajpub.executor`), whose in-process form then gives ``release``.
+  distributes its work, ``partitioned(executor, prepared, inputs, params, rng)`` on the partitions (each holding
+  whole objects) through an :class:`~trajpub.executor.Executor`, whose in-process form then gives ``release``.
 
 Optional: ``public_inputs(params)`` names the road network or POI set it reads (resolved before it runs, by
 :mod:`tasks.public_inputs`), ``check_spec(spec, params)`` refuses a release the spec's public inputs cannot hold,
 and ``max_records_per_object(params)`` caps the records the preparation keeps per object.
 
-A mechanism is registered by one line in :data:`tasks.protect.REGISTRY` (docs/extending.md).
+A mechanism is one package and one line of :data:`mechanisms.registry.REGISTRY` (docs/extending.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -31,7 +31,7 @@ import pandas as pd
 
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError, TrajpubError
-from trajpub.executor import LocalExecutor
+from trajpub.executor import Executor, LocalExecutor
 from trajpub.grid import GridSpec
 from trajpub.guarantee import Guarantee
 from trajpub.window import ReleaseWindow
@@ -55,27 +55,28 @@ class PublicInputs:
 
 
 class Mechanism:
-    """Base class: a subclass declares itself in its class line, ``class Toy(Mechanism, name="toy",
-    shape=Shape.SYNTHETIC, params=ToyParams, guarantee=guarantee)``, and implements ``release`` or
-    ``partitioned``."""
+    """Base class. A subclass declares itself with plain class attributes and methods::
+
+        class Toy(Mechanism):
+            name = "toy"
+            shape = Shape.SYNTHETIC
+            Params = ToyParams
+
+            def guarantee(self, params: ToyParams) -> Guarantee: ...
+
+    and implements ``release`` or ``partitioned``."""
 
     name: ClassVar[str]
     shape: ClassVar[Shape]
-    params_type: ClassVar[type]
-    guarantee: ClassVar[Callable[[Any], Guarantee]]
+    Params: ClassVar[type]
 
-    def __init_subclass__(cls, *, name: str | None = None, shape: Shape | None = None, params: type | None = None,
-                          guarantee: Callable | None = None, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        for attribute, value in (("name", name), ("shape", shape), ("params_type", params)):
-            if value is not None:
-                setattr(cls, attribute, value)
-        if guarantee is not None:
-            cls.guarantee = staticmethod(guarantee)
+    def guarantee(self, params: Any) -> Guarantee:
+        """What a release with ``params`` protects: the model, the unit, the statement, the privacy map."""
+        raise NotImplementedError(f"{type(self).__name__} declares no guarantee")
 
     def parse_params(self, params: dict) -> Any:
         """The parameters, validated; pure (no database, no file beyond the spec)."""
-        return self.params_type.from_dict(dict(params))
+        return self.Params.from_dict(dict(params))
 
     def public_inputs(self, params: Any) -> dict[str, Any]:
         """The named public inputs the release reads: ``{"road_network": name}``, ``{"pois": source}``."""
@@ -99,11 +100,34 @@ class Mechanism:
             raise TypeError(f"{type(self).__name__} implements neither release nor partitioned")
         return self.partitioned(LocalExecutor(), [trajectories], inputs, params, rng)
 
-    def partitioned(self, executor, parts: list, inputs: PublicInputs, params: Any,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: Any,
                     rng: np.random.Generator) -> CandidateRelease:
-        """The release of partitions (``executor`` futures); by default the partitions are joined on one worker
-        and released there (the raw data never reaches the driver)."""
-        return executor.submit(_release_joined, self, inputs, params, rng, *parts, pure=False).result()
+        """The release of the prepared partitions (``executor`` futures); by default the partitions are joined on
+        one worker and released there (the raw data never reaches the driver)."""
+        return executor.submit(_release_joined, self, inputs, params, rng, *prepared, pure=False).result()
+
+
+class WindowedSynthesizer(Mechanism):
+    """A synthesizer that places its timestamps in the release's window and bounds each object's contribution
+    itself (ObjTrace, CityTrace): a spec must set both ends of its window, and the preparation drops no record."""
+
+    def check_spec(self, spec, params: Any) -> None:
+        """Both ends of the window must be set (a relative window, once resolved, sets them)."""
+        if spec.window_start is None or spec.window_end is None:
+            raise ParameterError(f"{self.name} places its timestamps in the release's window: the spec needs "
+                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
+                                 "window")
+
+    def max_records_per_object(self, params: Any) -> int | None:
+        """None: the pipeline need not drop records; the mechanism bounds each object's contribution itself."""
+        return None
+
+    def window(self, inputs: PublicInputs) -> ReleaseWindow:
+        """The release's window, where the timestamps go."""
+        if inputs.window is None:
+            raise ParameterError(f"{self.name} places its timestamps in the release's window, and none was given",
+                                 "window")
+        return inputs.window
 
 
 @dataclass(frozen=True)
@@ -119,22 +143,18 @@ class OnRoadNetwork:
 
 class RoadNetworkMechanism(Mechanism):
     """A mechanism whose spec may name a public road network (``road_network``, a network of ``roads.networks``):
-    its parameters are :class:`OnRoadNetwork`; it declares ``network_guarantee(params, network_source)``, which
-    states the guarantee, and ``network_required=True`` to refuse a spec without a network."""
+    its parameters are :class:`OnRoadNetwork`; it states its guarantee in ``network_guarantee(params,
+    network_source)``, and sets ``network_required = True`` to refuse a spec without a network."""
 
     network_required: ClassVar[bool] = False
-    network_guarantee: ClassVar[Callable[[Any, str], Guarantee]]
 
-    def __init_subclass__(cls, *, network_guarantee: Callable | None = None, network_required: bool = False,
-                          **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.network_required = network_required
-        if network_guarantee is not None:
-            cls.network_guarantee = staticmethod(network_guarantee)
+    def network_guarantee(self, params: Any, network_source: str) -> Guarantee:
+        """The guarantee of ``params`` on a network from ``network_source`` ("none" without one)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no network guarantee")
 
     def parse_params(self, params: dict) -> OnRoadNetwork:
         name = params.get("road_network")
-        parsed = self.params_type.from_dict(dict(params))
+        parsed = self.Params.from_dict(dict(params))
         if name is not None and (not isinstance(name, str) or not name) or name is None and self.network_required:
             needs = (f"{self.name} releases need a road network: road_network must name a network in roads.networks"
                      if self.network_required else "road_network must be a network name or null")
@@ -155,7 +175,7 @@ class RoadNetworkMechanism(Mechanism):
         if setup.network_source is None:
             raise TrajpubError(f"road network {setup.road_network} is not resolved yet: its source decides the "
                                "guarantee (tasks.public_inputs.resolve)", f"{self.name}.road_network")
-        return type(self).network_guarantee(setup.params, setup.network_source)
+        return self.network_guarantee(setup.params, setup.network_source)
 
 
 def _release_joined(mechanism: Mechanism, inputs: PublicInputs, params: Any, rng: np.random.Generator,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from numbers import Integral, Real
-from typing import TypeVar
+from typing import ClassVar, Self, TypeVar
 
 from trajpub.errors import ParameterError
 
@@ -46,6 +46,10 @@ class Scope:
             bound = f"{'>' if open_low else '>='} {low:g}" + (f" and <= {high:g}" if math.isfinite(high) else "")
             raise ParameterError(f"{field} must be a finite number {bound}, got {value!r}", self.where(field))
 
+    def require_bool(self, value: object, field: str) -> None:
+        if not isinstance(value, bool):
+            raise ParameterError(f"{field} must be true or false, got {value!r}", self.where(field))
+
     def require_choice(self, value: object, field: str, allowed: tuple[str, ...]) -> None:
         if value not in allowed:
             raise ParameterError(f"{field} must be one of {', '.join(allowed)}; got {value!r}", self.where(field))
@@ -66,3 +70,21 @@ class Scope:
             raise ParameterError(f"missing required parameter(s) {', '.join(missing)}; {listing}",
                                  self.where(missing[0]))
         return parsed
+
+
+class Params:
+    """Base of a mechanism's frozen parameters dataclass (``@dataclass(frozen=True) class ToyParams(Params)``),
+    whose ``scope`` names it in errors and lists its required and resolved keys: ``from_dict`` refuses unknown and
+    missing keys (its ``__post_init__`` the out-of-range values), ``to_dict`` is the JSON-safe mapping that
+    round-trips through it (a tuple field is a list there)."""
+
+    scope: ClassVar[Scope]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Self:
+        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
+        return cls.scope.from_mapping(cls, {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    def to_dict(self) -> dict:
+        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}

@@ -314,14 +314,3 @@ def read_spec_file(path: str | Path) -> dict:
     if not isinstance(data, dict):
         raise ParameterError("a release spec must be a mapping of keys to values", f"file {path}")
     return data
-
-
-def example_spec_file(mechanism: str) -> Path:
-    """The example release spec of ``mechanism``: the one ``flows/specs/<data>_<mechanism>.yaml`` that names it
-    (``tests/unit/test_example_specs.py`` checks that every registered mechanism has one)."""
-    found = [path for path in sorted(EXAMPLES_DIR.glob(f"*_{mechanism}.yaml"))
-             if read_spec_file(path).get("mechanism") == mechanism]
-    if len(found) != 1:
-        raise ParameterError(f"mechanism '{mechanism}' has {'no' if not found else 'more than one'} example spec "
-                             f"in {EXAMPLES_DIR} (named <data>_{mechanism}.yaml)", "mechanism")
-    return found[0]

@@ -30,13 +30,14 @@ def release() -> None:
 
 def spec_dict(spec_file: Path | None, mechanism: str | None, overrides: dict) -> dict:
     """The spec file's mapping with the options' overrides. ``--mechanism`` naming another mechanism than the
-    spec's starts from that mechanism's example spec (``flows/specs/<data>_<mechanism>.yaml``): its parameters
+    spec's starts from that mechanism's example spec (``example.yaml`` of its package): its parameters
     replace the spec's (which belong to the other mechanism); without ``--spec`` the whole example is the start."""
-    from trajpub.spec import example_spec_file, read_spec_file
+    from mechanisms.registry import example_spec_file
+    from trajpub.spec import read_spec_file
 
     data = read_spec_file(spec_file) if spec_file else {}
     if mechanism is not None and (mechanism != data.get("mechanism") or not spec_file):
-        from tasks.protect import registered
+        from mechanisms.registry import registered
 
         registered(mechanism)  # an unknown name is refused with the available ones
         example = read_spec_file(example_spec_file(mechanism))
@@ -100,7 +101,7 @@ def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: 
 @click.option("--spec", "spec_file", type=click.Path(path_type=Path), help="Release spec YAML.")
 @click.option("--dataset", callback=valid_dataset)
 @click.option("--mechanism", help="Release with this mechanism, starting from its example parameters "
-                                  "(flows/specs/<data>_<mechanism>.yaml) instead of the spec's.")
+                                  "(mechanisms/<mechanism>/example.yaml) instead of the spec's.")
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Mechanism parameter (repeatable).")
 @click.option("--bbox", metavar="MIN_LON,MIN_LAT,MAX_LON,MAX_LAT",
               help="The public bounding box (degrees), instead of the spec's; points outside it are quarantined.")

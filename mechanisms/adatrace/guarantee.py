@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mechanisms.adatrace.params import AdaTraceParams
 from trajpub import noise
-from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -74,14 +74,6 @@ def guarantee(params: AdaTraceParams) -> Guarantee:
             "Without attack resilience, a synthetic trajectory may by chance resemble a real one in a sparse area "
             "(AdaTrace's outlier-leakage threat); differential privacy bounds what that reveals about any one "
             "record but does not prevent the resemblance.")
-    return Guarantee(
-        model=("epsilon-DP synopsis + heuristic filters on raw data" if params.reads_raw_after_synopsis
-               else "epsilon-DP"),
-        privacy_unit="one trajectory record",
-        statement=statement,
-        proven=proven,
-        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-        neighbouring=_NEIGHBOURING[params.neighbouring],
-        epsilon=eps,
-        caveats=tuple(caveats),
-    )
+    model = "epsilon-DP synopsis + heuristic filters on raw data" if params.reads_raw_after_synopsis else "epsilon-DP"
+    return Guarantee.per_record(eps, statement, caveats, params.max_records_per_object, model=model, proven=proven,
+                                neighbouring=_NEIGHBOURING[params.neighbouring])

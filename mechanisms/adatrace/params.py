@@ -8,10 +8,10 @@ traces", ACM CCS 2018; the defaults marked [Ada-code] come from the authors' Jav
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 NEIGHBOURING_RELATIONS = ("add_remove", "replace")
 LENGTH_MODELS = ("median", "detour_histogram")
@@ -21,7 +21,7 @@ _P = Scope("adatrace")
 
 
 @dataclass(frozen=True)
-class AdaTraceParams:
+class AdaTraceParams(Params):
     """Public parameters of one AdaTrace release; none of them may be derived from the data.
 
     epsilon: total budget ε (survey default 5.0; the Java default is 1.0).
@@ -72,6 +72,8 @@ class AdaTraceParams:
     max_records_per_object: the caller's cap on trajectory records per object; recorded for the object-level
         statement of the guarantee (group privacy), not enforced here.
     """
+
+    scope = _P
 
     epsilon: float = 5.0
     budget_split: tuple[float, float, float, float] = (0.05, 0.35, 0.50, 0.10)
@@ -131,12 +133,8 @@ class AdaTraceParams:
         _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
         if self.trip_threshold not in (None, "auto"):
             _P.require_real(self.trip_threshold, "trip_threshold", 0, open_low=False)
-        if not isinstance(self.attack_resilience, bool):
-            raise ParameterError(f"attack_resilience must be true or false, got {self.attack_resilience!r}",
-                                 _P.where("attack_resilience"))
-        if not isinstance(self.resilience_reads_raw, bool):
-            raise ParameterError(f"resilience_reads_raw must be true or false, got {self.resilience_reads_raw!r}",
-                                 _P.where("resilience_reads_raw"))
+        _P.require_bool(self.attack_resilience, "attack_resilience")
+        _P.require_bool(self.resilience_reads_raw, "resilience_reads_raw")
         _P.require_real(self.bayes_threshold, "bayes_threshold", 0, math.log(2))
         _P.require_int(self.sensitive_zone_rank, "sensitive_zone_rank", 1)
         _P.require_int(self.sniff_region_rank, "sniff_region_rank", 1)
@@ -151,16 +149,6 @@ class AdaTraceParams:
         _P.require_choice(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
         _P.require_optional_int(self.max_records_per_object, "max_records_per_object", 1)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> AdaTraceParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["budget_split"] = list(self.budget_split)
-        return d
 
     # --- the budget ------------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """CityTrace end to end on in-memory points (for the bench and tests). The flow's adapter
-(``tasks/adapters/citytrace.py``) runs :func:`~.counting.count_points` on the workers and the rest on the driver."""
+(``mechanisms/citytrace/adapter.py``) runs :func:`~.counting.count_points` on the workers and the rest on the driver."""
 
 from __future__ import annotations
 

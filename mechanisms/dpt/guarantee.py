@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mechanisms.dpt.params import DptParams
 from trajpub import noise
-from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 
 def guarantee(params: DptParams) -> Guarantee:
@@ -44,13 +44,4 @@ def guarantee(params: DptParams) -> Guarantee:
             "objects: INF 0.995, DE 0.559, FFP 0.591) and no frequent patterns for small datasets."
         ),
     )
-    return Guarantee(
-        model="epsilon-DP",
-        privacy_unit="one trajectory record",
-        statement=statement,
-        proven=True,
-        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-        neighbouring="add/remove one trajectory record",
-        epsilon=eps,
-        caveats=caveats,
-    )
+    return Guarantee.per_record(eps, statement, caveats, params.max_records_per_object)

@@ -7,10 +7,10 @@ the package docstring (:mod:`mechanisms.dpt`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("dpt")
 
@@ -21,7 +21,7 @@ N_DIRECTIONS = len(DIRECTIONS)
 
 
 @dataclass(frozen=True)
-class DptParams:
+class DptParams(Params):
     """Public parameters of one DPT release; none of them may be derived from the data.
 
     epsilon: total budget ε (survey default 5.0). It is split into four parts that sum to ε exactly
@@ -55,6 +55,8 @@ class DptParams:
     max_records_per_object: the caller's cap on trajectory records per object (person, vehicle); only recorded
         here and used for the object-level statement of the guarantee (group privacy), as in prefix_tree.
     """
+
+    scope = _P
 
     epsilon: float = 5.0
     n_levels: int = 3
@@ -93,21 +95,12 @@ class DptParams:
                 _P.where("start_fraction"))
         _P.require_real(self.snr, "snr", 0, open_low=False)
         _P.require_real(self.direction_decay, "direction_decay", 0, 1)
-        if not isinstance(self.weight_order1_only, bool):
-            raise ParameterError(f"weight_order1_only must be true or false, got {self.weight_order1_only!r}",
-                                 _P.where("weight_order1_only"))
+        _P.require_bool(self.weight_order1_only, "weight_order1_only")
         _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
         _P.require_int(self.max_nodes, "max_nodes", 1)
         _P.require_optional_int(self.max_records_per_object, "max_records_per_object", 1)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> DptParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
 
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     # --- the budget and the sensitivities ------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mechanisms.dummy.params import DummyParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 
 #: Where the candidate locations come from: a public road network, a synthetic one (experiments), a network
 #: derived from the private trajectories, or no network (sub-cell centres).
@@ -65,13 +65,5 @@ def guarantee(params: DummyParams, road_network_source: str = "none") -> Guarant
     elif road_network_source == "derived_from_private_data":
         caveats.append("The road network was derived from the private trajectories themselves: the candidate "
                        "locations may leak information about them.")
-    return Guarantee(
-        model="dummy trajectories, (k, l) against exposed locations (heuristic)",
-        privacy_unit="one trajectory",
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=None,
-        epsilon=None,
-        caveats=tuple(caveats),
-    )
+    return Guarantee.heuristic("dummy trajectories, (k, l) against exposed locations (heuristic)", "one trajectory",
+                               statement, caveats)

@@ -6,10 +6,10 @@ Every field is public and fixed before the data is read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 EXPOSURE_RULES = ("random", "spaced")
 
@@ -17,7 +17,7 @@ _P = Scope("dummy", resolved=("road_network",))
 
 
 @dataclass(frozen=True)
-class DummyParams:
+class DummyParams(Params):
     """k: members per published set (the real trajectory and k−1 dummies); survey 5.
     l: location diversity: at every unexposed timestamp the k locations hold the real one and at least l−1
         distinct alternatives in its grid cell (the survey's "each unexposed location needs >= l−1
@@ -34,6 +34,8 @@ class DummyParams:
         this many metres along its edges (default 20 m).
     min_separation_m: a candidate closer than this to the real location is not an alternative (1 m).
     """
+
+    scope = _P
 
     k: int = 5
     l: int = 3
@@ -59,12 +61,3 @@ class DummyParams:
         _P.require_int(self.subcells, "subcells", 2)
         _P.require_real(self.candidate_spacing_m, "candidate_spacing_m", 0.0)
         _P.require_real(self.min_separation_m, "min_separation_m", 0.0)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> DummyParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -7,7 +7,7 @@ heuristic: its proof assumes independent failures; docs/design.md, FASTPub).
 from __future__ import annotations
 
 from mechanisms.fastpub.params import FastPubParams, noise_factor, theorem4_bound
-from trajpub.guarantee import NOT_DP, Guarantee, PrivacyMap
+from trajpub.guarantee import Guarantee, PrivacyMap
 
 _UNIT = "one client = one trajectory"
 
@@ -94,8 +94,8 @@ def _triehh(params: FastPubParams) -> Guarantee:
         "it is not computed here, and this version samples each round independently, so one client can vote "
         "in several rounds."
     )
-    return Guarantee(model="none (baseline)", privacy_unit=_UNIT, statement=statement, proven=False,
-                     privacy_map=NOT_DP, caveats=(_PER_TRAJECTORY, "Not suitable for a release: raw prefixes reach the server."))
+    return Guarantee.heuristic("none (baseline)", _UNIT, statement,
+                               (_PER_TRAJECTORY, "Not suitable for a release: raw prefixes reach the server."))
 
 
 def _sfp(params: FastPubParams) -> Guarantee:

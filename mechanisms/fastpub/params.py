@@ -10,10 +10,10 @@ the data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 METHODS = ("fastpub", "triehh", "sfp")
 
@@ -22,7 +22,7 @@ _RHO_SLACK = 1e-9  # ρ·l_max ≤ 1 up to floating-point rounding (0.2·5 is ex
 
 
 @dataclass(frozen=True)
-class FastPubParams:
+class FastPubParams(Params):
     """Public parameters of one run of FASTPub (default) or of a baseline of the paper's §6.
 
     method: "fastpub" (the paper's mechanism, Alg. 1–2), or one of the paper's two *baselines*, rebuilt from
@@ -62,6 +62,8 @@ class FastPubParams:
     max_records_per_object: the pipeline's cap on trajectories (clients) per object, kept before the
         mechanism; an object then spends at most that many times epsilon (None: unbounded).
     """
+
+    scope = _P
 
     k: int | None = None
     method: str = "fastpub"
@@ -118,14 +120,7 @@ class FastPubParams:
                                  _P.where("sfp_word_share"))
         _P.require_int(self.sfp_hash_seed, "sfp_hash_seed", 0)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> FastPubParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
 
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     # ---- derived constants ------------------------------------------------------------------------------
 

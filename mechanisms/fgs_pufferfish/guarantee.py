@@ -9,12 +9,12 @@ from __future__ import annotations
 from mechanisms.fgs_pufferfish.params import FgsParams
 from mechanisms.fgs_pufferfish.privacy import AnalyticEpsilon, EmpiricalEpsilon
 from mechanisms.fgs_pufferfish.scales import b_c0_for_location_std, noise_scales
-from trajpub.guarantee import NOT_DP, EmpiricalBound, Guarantee, PrivacyMap
+from trajpub.guarantee import EmpiricalBound, Guarantee, PrivacyMap
 
 _AUDIT_PAIR = ("two simulated objects of 6 days of 32 slots with 300 m series, one jittery (correlation time 1 "
                "slot) and one smooth (8 slots), b_C0 calibrated to epsilon 1; one object's release when it is "
                "either of the two, the claim's secret pair")
-#: The bench's audit (``python -m bench.dp_audit --only fgs_pufferfish``, :func:`audits.dp_scenarios.fgs_scenarios`)
+#: The bench's audit (``python -m bench.dp_audit --only fgs_pufferfish``, :func:`mechanisms.fgs_pufferfish.dp_audit.scenarios`)
 #: with the mean trajectory published in clear: its first value separates the two objects in every run.
 AUDIT_PUBLISHED_MEAN = EmpiricalBound(
     "fgs_pufferfish", "the two objects (secret pair), published-mean statistic",
@@ -138,19 +138,13 @@ def _baseline(params: FgsParams, empirical: EmpiricalEpsilon | None) -> Guarante
         statement += (" The empirical Pufferfish epsilon of the temporal correlations (a plug-in of Ou et al.'s "
                       f"Thm 4) is {empirical.epsilon_x:.4g} for x and {empirical.epsilon_y:.4g} for y, a "
                       "data-dependent estimate, not a bound.")
-    return Guarantee(
-        model="heuristic",
-        privacy_unit="the temporal correlation of one object",
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=_SECRETS,
-        epsilon=None,
-        caveats=(_mean_caveat(params),
-                 ("The dates of each object's released days, their number, and the grouping of days by object are "
-                 "published in clear.")),
-        empirical_bound=audited_bound(params),
-    )
+    return Guarantee.heuristic(
+        "heuristic", "the temporal correlation of one object", statement,
+        (_mean_caveat(params), _DATES_CAVEAT), neighbouring=_SECRETS, empirical_bound=audited_bound(params))
+
+
+_DATES_CAVEAT = ("The dates of each object's released days, their number, and the grouping of days by object are "
+                 "published in clear.")
 
 
 def _mean_caveat(params: FgsParams) -> str:

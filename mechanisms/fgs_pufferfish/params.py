@@ -7,13 +7,13 @@ docs/design.md (FGS-Pufferfish). Every field is public: none may be chosen by lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 METHODS = ("fgs", "cts", "fpa")
 ALLOCATIONS = ("paper", "uniform")
@@ -27,7 +27,7 @@ _P = Scope("fgs_pufferfish")
 
 
 @dataclass(frozen=True)
-class FgsParams:
+class FgsParams(Params):
     """Public parameters of one release by FGS-Pufferfish (Alg. 1) or by a baseline.
 
     method: "fgs" (the paper's mechanism, default), "cts" (correlated Laplace noise, the paper's experimental
@@ -72,6 +72,8 @@ class FgsParams:
         FGS only.
     fpa_k: number of kept coefficients of FPA_k (1 ≤ k ≤ K_max); FPA only.
     """
+
+    scope = _P
 
     method: str = "fgs"
     n_slots: int = 48
@@ -120,8 +122,7 @@ class FgsParams:
         _P.require_choice(self.allocation, "allocation", ALLOCATIONS)
         _P.require_choice(self.reconstruction, "reconstruction", RECONSTRUCTIONS)
         for flag in ("share_k", "centre"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ParameterError(f"{flag} must be true or false, got {getattr(self, flag)!r}", _P.where(flag))
+            _P.require_bool(getattr(self, flag), flag)
         _P.require_choice(self.mean_trajectory, "mean_trajectory", MEAN_TRAJECTORY)
         if self.mean_trajectory == "perturb":
             if self.mean_noise_m is None:
@@ -172,15 +173,6 @@ class FgsParams:
                 f"I = {self.lags}: Eq. 11 needs all W'_k > 0; raise w or use allocation 'uniform'",
                 _P.where("w"),
             )
-
-    @classmethod
-    def from_dict(cls, d: dict) -> FgsParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def k_max(self) -> int:

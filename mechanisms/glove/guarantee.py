@@ -4,7 +4,7 @@ Sec. 3.1.1 and 6.1: what k-anonymity does and does not give)."""
 from __future__ import annotations
 
 from mechanisms.glove.params import GloveParams
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 
 
 def privacy_unit(params: GloveParams) -> str:
@@ -57,13 +57,5 @@ def guarantee(params: GloveParams) -> Guarantee:
     if params.on_leftover == "suppress":
         caveats.append("Suppressed fingerprints are left out of the release; whether one was left out depends on "
                        "where and when it moved.")
-    return Guarantee(
-        model="k-anonymity by generalisation (GLOVE, heuristic)",
-        privacy_unit=privacy_unit(params),
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=None,
-        epsilon=None,
-        caveats=tuple(caveats),
-    )
+    return Guarantee.heuristic("k-anonymity by generalisation (GLOVE, heuristic)", privacy_unit(params), statement,
+                               caveats)

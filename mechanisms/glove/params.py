@@ -6,10 +6,10 @@ Every field is public and fixed before the data is read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 UNITS = ("trajectory", "object")
 ON_LEFTOVER = ("merge_nearest", "suppress")
@@ -18,7 +18,7 @@ _P = Scope("glove")
 
 
 @dataclass(frozen=True)
-class GloveParams:
+class GloveParams(Params):
     """k: anonymity level: every published group holds the fingerprints of at least k distinct objects (survey 5).
     unit: what one fingerprint is: "trajectory" (default; the survey's trajectory-wise GLOVE, one fingerprint per
         prepared trajectory, two trajectories of one object are never put in the same group) or "object" (the
@@ -32,6 +32,8 @@ class GloveParams:
     on_leftover: groups still below k when no candidate pair is left: "merge_nearest" (default; each joins the
         finished group of least merge cost that shares no object with it) or "suppress" (left out).
     """
+
+    scope = _P
 
     k: int = 5
     unit: str = "trajectory"
@@ -52,12 +54,3 @@ class GloveParams:
         if self.candidates is not None and self.candidates < self.k - 1:
             raise ParameterError(f"candidates ({self.candidates}) must be >= k - 1 ({self.k - 1}) or null",
                                  _P.where("candidates"))
-
-    @classmethod
-    def from_dict(cls, d: dict) -> GloveParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}

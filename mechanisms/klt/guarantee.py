@@ -5,7 +5,7 @@ from __future__ import annotations
 from mechanisms.glove.guarantee import guarantee as glove_guarantee
 from mechanisms.glove.guarantee import k_statement
 from mechanisms.klt.params import KltParams
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 
 
 def guarantee(params: KltParams, poi_source: str) -> Guarantee:
@@ -34,13 +34,6 @@ def guarantee(params: KltParams, poi_source: str) -> Guarantee:
     if synthetic:
         caveats.insert(0, "SYNTHETIC POIs (uniform): not a real publication; the semantic protection is not "
                           "measured by this release.")
-    return Guarantee(
-        model="k-anonymity by generalisation with l-diversity and t-closeness of POI categories (KLT, heuristic)",
-        privacy_unit=base.privacy_unit,
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=None,
-        epsilon=None,
-        caveats=tuple(caveats),
-    )
+    return Guarantee.heuristic(
+        "k-anonymity by generalisation with l-diversity and t-closeness of POI categories (KLT, heuristic)",
+        base.privacy_unit, statement, caveats)

@@ -3,11 +3,11 @@ et al., TKDE 2023, Sec. 3.1.2; [S-code] ``models/klt``): GLOVE's parameters for 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from mechanisms.glove.params import GloveParams
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 GROW_REGIONS = ("every_merge", "final")
 
@@ -15,7 +15,7 @@ _P = Scope("klt", required=("pois",), resolved=("pois",))
 
 
 @dataclass(frozen=True)
-class KltParams:
+class KltParams(Params):
     """k, unit, space_scale_m, time_scale_s, space_weight, candidates, on_leftover: as :class:`GloveParams`.
     l: distinct POI categories every published region must hold (distinct l-diversity; survey 3).
     t: the largest KL divergence (natural log) of a region's POI-category distribution from the city-wide one
@@ -28,6 +28,8 @@ class KltParams:
         only the published regions are grown; faster, smaller regions). Published regions satisfy l and t either
         way.
     """
+
+    scope = _P
 
     k: int = 5
     l: int = 3
@@ -52,14 +54,6 @@ class KltParams:
         _P.require_real(self.poi_cell_deg, "poi_cell_deg", 0.0, 1.0)
         _P.require_int(self.max_expand_cells, "max_expand_cells", 0)
         _P.require_choice(self.grow_regions, "grow_regions", GROW_REGIONS)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> KltParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def glove(self) -> GloveParams:
         """The GLOVE parameters of the k-anonymity phase."""

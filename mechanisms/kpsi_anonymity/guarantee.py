@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from mechanisms.kpsi_anonymity.params import KPsiParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import NOT_DP, EmpiricalBound, Guarantee
+from trajpub.guarantee import EmpiricalBound, Guarantee
 
 #: Where the road network comes from: a public map (OSM, a national road database), a synthetic network
 #: (experiments), a network derived from the private trajectories themselves, or none at all.
 ROAD_NETWORK_SOURCES = ("public", "synthetic", "derived_from_private_data", "none")
 
-#: The bench's audit (``python -m bench.dp_audit --only kpsi_anonymity``, :func:`audits.dp_scenarios.kpsi_scenarios`).
+#: The bench's audit (``python -m bench.dp_audit --only kpsi_anonymity``, :func:`mechanisms.kpsi_anonymity.dp_audit.scenarios`).
 AUDIT = EmpiricalBound(
     "kpsi_anonymity", "the real location moved 100 m inside its disc",
     ("k = 4, constant delta 200 m, no road network, the paper's noise scale, per-location epsilon 1; one "
@@ -112,18 +112,10 @@ def guarantee(params: KPsiParams, road_network_source: str = "public") -> Guaran
             "trajectory was left out depends on where it went.")
     caveats.append("Laplace noise is sampled in floating point, not hardened against Mironov's attack "
                    "(2012).")
-    return Guarantee(
-        model="(k-Psi)-anonymity with per-axis Laplace perturbation (heuristic)",
-        privacy_unit="one trajectory",
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=("any two locations of the same anonymity set at one timestamp, per axis (not "
-                      "neighbouring datasets)"),
-        epsilon=None,
-        caveats=tuple(caveats),
-        empirical_bound=AUDIT,
-    )
+    return Guarantee.heuristic(
+        "(k-Psi)-anonymity with per-axis Laplace perturbation (heuristic)", "one trajectory", statement, caveats,
+        neighbouring="any two locations of the same anonymity set at one timestamp, per axis (not neighbouring "
+        "datasets)", empirical_bound=AUDIT)
 
 
 def _cap_words(params: KPsiParams) -> str:

@@ -7,10 +7,10 @@ one (k = 8, ε = 1, the range-based noise scale, ε per axis); the rest are our 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 PSI_MODES = ("segment", "point", "constant")
 NOISE_SCALES = ("paper", "diameter", "data_independent")
@@ -22,7 +22,7 @@ _P = Scope("kpsi_anonymity", resolved=("road_network",))
 
 
 @dataclass(frozen=True)
-class KPsiParams:
+class KPsiParams(Params):
     """Public parameters of the two phases (Alg. 1 and 2).
 
     Anonymity (Phase 1, §4.2, Alg. 1):
@@ -62,6 +62,8 @@ class KPsiParams:
         "data_independent" (2·δ_cap with δ_cap = δ_max, or δ in "constant" mode; leaks nothing).
     noise_floor_m: r_floor, the least Δ (A8), so that b > 0 (1 m).
     """
+
+    scope = _P
 
     k: int = 8
     epsilon: float = 1.0
@@ -114,20 +116,9 @@ class KPsiParams:
         _P.require_real(self.v_floor_mps, "v_floor_mps", 0.0, open_low=False)
         _P.require_real(self.max_link_budget_m, "max_link_budget_m", 0.0)
         for flag in ("road_aware", "snap_real"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ParameterError(f"{flag} must be true or false, got {getattr(self, flag)!r}",
-                                     _P.where(flag))
+            _P.require_bool(getattr(self, flag), flag)
         if self.snap_real and not self.road_aware:
             raise ParameterError("snap_real needs a road network (road_aware true)", _P.where("snap_real"))
-
-    @classmethod
-    def from_dict(cls, d: dict) -> KPsiParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def epsilon_per_axis(self, n_points):
         """ε used for each axis of each location (§5.2, A7); ``n_points`` is the trajectory length

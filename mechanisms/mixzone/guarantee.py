@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mechanisms.mixzone.params import MixzoneParams
 from trajpub.errors import ParameterError
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 
 #: Where the road network that carries the zones comes from (as in the (k-Psi) mechanism).
 ROAD_NETWORK_SOURCES = ("public", "synthetic", "derived_from_private_data")
@@ -60,13 +60,5 @@ def guarantee(params: MixzoneParams, road_network_source: str = "public") -> Gua
     elif road_network_source == "derived_from_private_data":
         caveats.append("The road network was derived from the private trajectories themselves: the zone "
                        "positions may leak information about them.")
-    return Guarantee(
-        model="mix-zone pseudonym change (heuristic unlinkability)",
-        privacy_unit="one trajectory (its fragments)",
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=None,
-        epsilon=None,
-        caveats=tuple(caveats),
-    )
+    return Guarantee.heuristic("mix-zone pseudonym change (heuristic unlinkability)", "one trajectory (its fragments)",
+                               statement, caveats)

@@ -6,16 +6,15 @@ Every field is public and fixed before the data is read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("mixzone", required=("road_network",), resolved=("road_network",))
 
 
 @dataclass(frozen=True)
-class MixzoneParams:
+class MixzoneParams(Params):
     """radius_m: a point is covered by a mix zone when it lies within this distance (metres, inclusive) of
     the zone's road vertex (survey r = 500 m).
     n_zones: K, the most mix zones the UTMP placement keeps (survey 1,000).
@@ -28,6 +27,8 @@ class MixzoneParams:
     one-point fragment has no movement; it is counted in the metadata).
     """
 
+    scope = _P
+
     radius_m: float = 500.0
     n_zones: int = 1000
     min_length: int = 10
@@ -38,16 +39,5 @@ class MixzoneParams:
         _P.require_real(self.radius_m, "radius_m", 0.0)
         _P.require_int(self.n_zones, "n_zones", 1)
         _P.require_int(self.min_length, "min_length", 1)
-        if not isinstance(self.suppress_in_zone, bool):
-            raise ParameterError(f"suppress_in_zone must be true or false, got {self.suppress_in_zone!r}",
-                                 _P.where("suppress_in_zone"))
+        _P.require_bool(self.suppress_in_zone, "suppress_in_zone")
         _P.require_int(self.min_fragment_points, "min_fragment_points", 1)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> MixzoneParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}

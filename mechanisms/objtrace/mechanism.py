@@ -2,7 +2,7 @@
 
 A distributed pipeline runs :func:`~.counting.count_points` on each partition (whole objects), sums with
 :meth:`~.counting.ObjTraceCounts.add`, and calls :func:`~.model.fit`, :func:`~.synthesis.synthesize_from_model`
-and :func:`~.points.to_points` on the driver (``tasks/adapters/objtrace.py``).
+and :func:`~.points.to_points` on the driver (``mechanisms/objtrace/adapter.py``).
 """
 
 from __future__ import annotations

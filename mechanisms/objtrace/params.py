@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("objtrace")
 
@@ -38,7 +38,7 @@ def histogram_edges(values: object, field: str, integers: bool, scope: Scope = _
 
 
 @dataclass(frozen=True)
-class ObjTraceParams:
+class ObjTraceParams(Params):
     """Public parameters of one ObjTrace release; none of them may be derived from the data.
 
     epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
@@ -67,6 +67,8 @@ class ObjTraceParams:
     their local day of week and hour of day drawn from the noisy ``weekday`` and ``hour`` histograms, in the
     dataset's time zone (:mod:`.synthesis`).
     """
+
+    scope = _P
 
     epsilon: float = 5.0
     cell_size_m: float = 4000.0
@@ -100,16 +102,6 @@ class ObjTraceParams:
                                  f"to 1, got {self.shares}", _P.where("shares"))
         object.__setattr__(self, "shares", shares)
         _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> ObjTraceParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        d = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
 
     @property
     def max_moves(self) -> int:

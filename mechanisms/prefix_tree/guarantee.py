@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mechanisms.prefix_tree.params import PrefixTreeParams
 from trajpub import noise
-from trajpub.guarantee import Guarantee, PrivacyMap, object_level_caveat
+from trajpub.guarantee import Guarantee, object_level_caveat
 
 _NEIGHBOURING = {
     "add_remove": "add/remove one trajectory record",
@@ -40,16 +40,8 @@ def guarantee(params: PrefixTreeParams) -> Guarantee:
     ]
     if params.expansion_policy != "literal":
         caveats.append(_policy_deviation(params))
-    return Guarantee(
-        model="epsilon-DP",
-        privacy_unit="one trajectory record",
-        statement=statement,
-        proven=True,
-        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-        neighbouring=_NEIGHBOURING[params.neighbouring],
-        epsilon=eps,
-        caveats=tuple(caveats),
-    )
+    return Guarantee.per_record(eps, statement, caveats, params.max_records_per_object,
+                                neighbouring=_NEIGHBOURING[params.neighbouring])
 
 
 def _policy_deviation(params: PrefixTreeParams) -> str:

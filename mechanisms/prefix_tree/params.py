@@ -7,10 +7,10 @@ the choices G1, G3, G7, G9 of docs/design.md, Prefix tree.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 EXPANSION_POLICIES = ("parent_bound", "literal", "min_expand_count")
 CONSISTENCY_MODES = ("projected", "paper", "none")
@@ -22,7 +22,7 @@ _P = Scope("prefix_tree")
 
 
 @dataclass(frozen=True)
-class PrefixTreeParams:
+class PrefixTreeParams(Params):
     """Public parameters of one prefix-tree release; none of them may be derived from the data.
 
     epsilon: total budget ε, split uniformly over the levels, ε̄ = ε/h (Sec. IV-A; no adaptive split, G2).
@@ -53,6 +53,8 @@ class PrefixTreeParams:
     max_records_per_object: the caller's cap on records per object (person, vehicle); it is not enforced
         here, only recorded and used for the object-level statement of the guarantee (group privacy).
     """
+
+    scope = _P
 
     epsilon: float = 1.0
     height: int = 3
@@ -91,11 +93,6 @@ class PrefixTreeParams:
         _P.require_choice(self.neighbouring, "neighbouring", NEIGHBOURING_RELATIONS)
         if self.max_records_per_object is not None:
             _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> PrefixTreeParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
 
     @property
     def sensitivity(self) -> int:
@@ -137,7 +134,3 @@ class PrefixTreeParams:
         if self.min_expand_count == "auto":
             return self.subcritical_expand_count(n_locations) if self.expansion_policy == "parent_bound" else None
         return self.min_expand_count
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -13,7 +13,7 @@ Public surface, in pipeline order:
   spatio-temporal pruning) → :func:`edr_batch` (vectorised EDR of many pairs) → :func:`normalised`;
   :func:`greedy_clusters` → :class:`Clustering`; :func:`translate_clusters` (editing + translation) →
   :func:`publish` (random set and trajectory ids) and :func:`summarise`. :func:`anonymize` runs all of it on one
-  frame; the Dask adapter (``tasks/adapters/w4m.py``) runs the same steps in blocks.
+  frame; the Dask adapter (``mechanisms/w4m/adapter.py``) runs the same steps in blocks.
 - Checks: :func:`is_k_delta_anonymous`, :func:`set_diameters`; single-pair :func:`edr`, :func:`edr_matrix`,
   :func:`alignment`.
 

@@ -8,7 +8,7 @@ holds, the protection it suggests does not.
 from __future__ import annotations
 
 from mechanisms.w4m.params import W4MParams
-from trajpub.guarantee import NOT_DP, Guarantee
+from trajpub.guarantee import Guarantee
 
 
 def guarantee(params: W4MParams) -> Guarantee:
@@ -59,14 +59,5 @@ def guarantee(params: W4MParams) -> Guarantee:
          "clustering is not optimal, and its random choices come from the run's generator, which is never "
          "published."),
     ]
-    return Guarantee(
-        model="(k,delta)-anonymity (W4M, heuristic)",
-        privacy_unit="one trajectory" + (" (each set holds k distinct objects)" if params.distinct_objects
-                                         else ""),
-        statement=statement,
-        proven=False,
-        privacy_map=NOT_DP,
-        neighbouring=None,
-        epsilon=None,
-        caveats=tuple(caveats),
-    )
+    unit = "one trajectory" + (" (each set holds k distinct objects)" if params.distinct_objects else "")
+    return Guarantee.heuristic("(k,delta)-anonymity (W4M, heuristic)", unit, statement, caveats)

@@ -5,10 +5,10 @@ Every field is public and fixed before the data is read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from trajpub.errors import ParameterError
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 CENTRES = ("pivot", "mean")
 
@@ -16,7 +16,7 @@ _P = Scope("w4m")
 
 
 @dataclass(frozen=True)
-class W4MParams:
+class W4MParams(Params):
     """Public parameters of W4M (package docstring for the decisions behind each).
 
     k: anonymity degree: trajectories per published set (≥ 2; survey 5).
@@ -35,6 +35,8 @@ class W4MParams:
     distinct_objects: a set must hold k distinct objects, not only k trajectories (default true: an object
         with several trajectories cannot fill a set alone).
     """
+
+    scope = _P
 
     k: int = 5
     delta_m: float = 500.0
@@ -55,20 +57,9 @@ class W4MParams:
             raise ParameterError(f"trash_max must be < 1, got {self.trash_max!r}", _P.where("trash_max"))
         _P.require_real(self.outlier_edr, "outlier_edr", 0.0, 1.0)
         _P.require_choice(self.centre, "centre", CENTRES)
-        if not isinstance(self.distinct_objects, bool):
-            raise ParameterError(f"distinct_objects must be true or false, got {self.distinct_objects!r}",
-                                 _P.where("distinct_objects"))
+        _P.require_bool(self.distinct_objects, "distinct_objects")
 
     @property
     def radius_m(self) -> float:
         """The cylinder's radius δ/2."""
         return self.delta_m / 2.0
-
-    @classmethod
-    def from_dict(cls, d: dict) -> W4MParams:
-        """Parameters from a release spec's mapping; an unknown key is an error, not ignored."""
-        return _P.from_mapping(cls, d)
-
-    def to_dict(self) -> dict:
-        """The parameters as a JSON-serialisable mapping (round-trips through :meth:`from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.objtrace import ObjTraceParams
-from tasks.adapters.objtrace import ObjTrace
+from mechanisms.objtrace.adapter import ObjTrace
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.guarantee import NOT_DP, Guarantee
@@ -79,9 +79,15 @@ def copied(trajectories: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.D
     return out.sort_values(["traj_id", "seq"], kind="stable")[RELEASED_COLUMNS].reset_index(drop=True)
 
 
-class CopyControl(Mechanism, name="copy_control", shape=Shape.SYNTHETIC, params=CopyControlParams,
-                  guarantee=copy_guarantee):
+class CopyControl(Mechanism):
     """ObjTrace's release with ``copy_percent`` % of the input records copied into it (the module docstring)."""
+
+    name = "copy_control"
+    shape = Shape.SYNTHETIC
+    Params = CopyControlParams
+
+    def guarantee(self, params: CopyControlParams) -> Guarantee:
+        return copy_guarantee(params)
 
     def max_records_per_object(self, params: CopyControlParams) -> int | None:
         return None
@@ -117,9 +123,15 @@ class ReplayParams:
         return _REPLAY.from_mapping(cls, d)
 
 
-class Replay(Mechanism, name="replay_control", shape=Shape.SYNTHETIC, params=ReplayParams,
-             guarantee=replay_guarantee):
+class Replay(Mechanism):
     """Every input record released unchanged, without owners."""
+
+    name = "replay_control"
+    shape = Shape.SYNTHETIC
+    Params = ReplayParams
+
+    def guarantee(self, params: ReplayParams) -> Guarantee:
+        return replay_guarantee(params)
 
     def max_records_per_object(self, params: ReplayParams) -> int | None:
         return None

@@ -15,9 +15,9 @@ from audits.controls import hold_out
 from audits.gate import GatePolicy
 from flows.review import review_markdown
 from mechanisms import prefix_tree
+from mechanisms.registry import mechanism
 from tasks import audit, protect
 from tasks.dask_cluster import local_cluster
-from tasks.protect import mechanism
 from tasks.review import read_review
 from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
 from tests.integration.staged import new_dataset

@@ -70,8 +70,8 @@ def test_glove_release_publishes_regions_and_time_spans_shared_by_k(engine, load
 
 
 def test_klt_reads_its_points_of_interest_from_postgis(engine):
+    from mechanisms.registry import mechanism
     from tasks import public_inputs
-    from tasks.protect import mechanism
     from trajpub.errors import InputError
     from trajpub.osm import pois_from_pbf
 

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
+from mechanisms.adatrace.adapter import AdaTrace
+from mechanisms.registry import mechanism
 from tasks import protect
-from tasks.adapters.adatrace import AdaTrace
-from tasks.protect import mechanism
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.mechanism import PublicInputs

@@ -13,6 +13,7 @@ import pytest
 
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import citytrace
+from mechanisms.citytrace.adapter import CityTrace
 from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
 from mechanisms.citytrace.model import NoisyModel
 from mechanisms.citytrace.points import to_points
@@ -24,9 +25,8 @@ from mechanisms.citytrace.synthesis import (
     synthesize_from_model,
 )
 from mechanisms.objtrace.quadtree import block_index
+from mechanisms.registry import example_spec_file
 from tasks import protect
-from tasks.adapters.citytrace import CityTrace
-from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
@@ -180,7 +180,7 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() 
 
 
 def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
-    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_citytrace.yaml"))
+    spec = ReleaseSpec.from_dict(read_spec_file(example_spec_file("citytrace")))
     mech = CityTrace()
     mech.check_spec(spec, mech.parse_params(spec.params))  # the example's week: its timestamps go there
     with pytest.raises(ParameterError, match="window") as err:

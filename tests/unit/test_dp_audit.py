@@ -70,13 +70,13 @@ def test_one_laplace_count_is_tight_and_a_halved_scale_is_caught():
 
 SCENARIOS = {
     # name: (scenario, selection runs, fresh runs)
-    "prefix_tree": (dp_scenarios.prefix_tree_scenarios()[0], 1000, 6000),
-    "dpt": (dp_scenarios.dpt_scenarios()[0], 500, 4000),
-    "adatrace": (dp_scenarios.adatrace_scenarios()[0], 320, 1920),
-    "fastpub": (dp_scenarios.fastpub_scenarios()[0], 2000, 10_000),
+    "prefix_tree": (dp_scenarios.scenarios_of("prefix_tree")[0], 1000, 6000),
+    "dpt": (dp_scenarios.scenarios_of("dpt")[0], 500, 4000),
+    "adatrace": (dp_scenarios.scenarios_of("adatrace")[0], 320, 1920),
+    "fastpub": (dp_scenarios.scenarios_of("fastpub")[0], 2000, 10_000),
     # ε per object: an object with 3x the record cap moves the noisy record count by the cap only, so it stays
     # within ε (a broken cap would move it 3x and be caught like the 2x lie)
-    "objtrace": (dp_scenarios.objtrace_scenarios()[2], 1000, 6000),
+    "objtrace": (dp_scenarios.scenarios_of("objtrace")[2], 1000, 6000),
 }
 
 
@@ -97,7 +97,7 @@ def test_the_mechanism_meets_its_claim_and_a_2x_lie_is_caught(name):
 def test_an_object_with_three_records_is_protected_at_three_epsilon_not_epsilon():
     # Record-level DP: an object holding 3 records on one path moves that count by 3, so its privacy loss is
     # 3ε by group privacy (Dwork & Roth 2014, Thm 2.2), which the audit sees above ε and never above 3ε.
-    scenario = dp_scenarios.prefix_tree_scenarios()[2]
+    scenario = dp_scenarios.scenarios_of("prefix_tree")[2]
     assert scenario.object_factor == 3 and not scenario.tight
     out = audit_pair(lambda which, n, rng: scenario.run(which, n, EPS, rng), 1000, 6000, np.random.default_rng(13))
     assert EPS < out.lower_bound <= 3 * EPS, out

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from mechanisms.dpt import DptParams, discretise, hierarchy_of
+from mechanisms.dpt.adapter import Dpt
 from tasks import protect
-from tasks.adapters.dpt import Dpt
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.mechanism import PublicInputs

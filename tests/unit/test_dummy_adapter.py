@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.dummy import DummyParams, cell_keys
+from mechanisms.dummy.adapter import Dummy
 from tasks import protect
-from tasks.adapters.dummy import Dummy
 from trajpub.mechanism import OnRoadNetwork, PublicInputs
 
 

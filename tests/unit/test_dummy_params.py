@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.dummy import DummyParams, guarantee
-from tasks.adapters.dummy import Dummy
+from mechanisms.dummy.adapter import Dummy
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 

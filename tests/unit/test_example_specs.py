@@ -1,5 +1,5 @@
-"""Every registered mechanism has an example spec in flows/specs/ (``<data>_<mechanism>.yaml``), every example is a
-valid release spec whose mechanism's parameters parse without a database (the road networks and points of
+"""Every registered mechanism has an example spec in its package (``mechanisms/<name>/example.yaml``), every example
+(and the demo's, ``flows/specs/tdrive_demo.yaml``) is a valid release spec whose mechanism's parameters parse without a database (the road networks and points of
 interest they name are read later, by tasks.public_inputs, in the integration tests), and ``trajpub release run --mechanism X`` starts from X's
 example parameters."""
 
@@ -11,38 +11,40 @@ import pytest
 import yaml
 
 from flows.cli.release import spec_dict
-from tasks import protect
-from trajpub.config import PROJECT_ROOT
+from mechanisms.registry import REGISTRY, example_spec_file, mechanism
 from trajpub.errors import ParameterError
-from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, example_spec_file, read_spec_file
+from trajpub.spec import EXAMPLES_DIR, ReleaseSpec, read_spec_file
 
-SPECS = sorted(EXAMPLES_DIR.glob("*.yaml"))
+#: every example release spec: the demo's, and each registered mechanism's
+SPECS = [EXAMPLES_DIR / "tdrive_demo.yaml", *(example_spec_file(name) for name in sorted(REGISTRY))]
+
 
 def test_the_demo_publishes_the_per_object_synthesizer():
-    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_demo.yaml"))
+    spec = ReleaseSpec.from_dict(read_spec_file(EXAMPLES_DIR / "tdrive_demo.yaml"))
     assert spec.mechanism == "objtrace"
-    objtrace = protect.mechanism("objtrace")
+    objtrace = mechanism("objtrace")
     assert objtrace.guarantee(objtrace.parse_params(spec.params)).privacy_unit == "one object"
 
 
-@pytest.mark.parametrize("mechanism", sorted(protect.REGISTRY))
-def test_every_mechanism_has_an_example_spec_that_names_it(mechanism: str):
-    path = example_spec_file(mechanism)
-    assert ReleaseSpec.from_dict(read_spec_file(path)).mechanism == mechanism
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_mechanism_has_an_example_spec_that_names_it(name: str):
+    path = example_spec_file(name)
+    assert ReleaseSpec.from_dict(read_spec_file(path)).mechanism == name
 
 
-def test_a_mechanism_without_an_example_is_named():
-    with pytest.raises(ParameterError, match="'no_such' has no example spec"):
+def test_a_mechanism_without_an_example_is_named(monkeypatch):
+    with pytest.raises(ParameterError, match="unknown mechanism 'no_such'"):
         example_spec_file("no_such")
-    with pytest.raises(ParameterError, match="'tree' has no example spec"):  # tdrive_prefix_tree.yaml is not its
-        example_spec_file("tree")
+    monkeypatch.setitem(REGISTRY, "replay_control", "tests.controls.mechanism:Replay")  # a package without one
+    with pytest.raises(ParameterError, match="'replay_control' has no example spec: .*tests/controls/example.yaml"):
+        example_spec_file("replay_control")
 
 
-@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+@pytest.mark.parametrize("path", SPECS, ids=[p.parent.name if p.stem == "example" else p.stem for p in SPECS])
 def test_example_spec_parses(path: Path):
     spec = ReleaseSpec.from_dict(read_spec_file(path))
-    assert spec.mechanism in protect.REGISTRY
-    protect.mechanism(spec.mechanism).parse_params(spec.params)  # pure: a named network or POI set is read later
+    assert spec.mechanism in REGISTRY
+    mechanism(spec.mechanism).parse_params(spec.params)  # pure: a named network or POI set is read later
 
 
 def test_the_mechanism_option_starts_from_that_mechanisms_example(tmp_path: Path):

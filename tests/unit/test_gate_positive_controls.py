@@ -13,11 +13,13 @@ import pytest
 from audits.gate import evaluate_gate
 from bench.gate_validity import Setup, candidate, default_policy, one_draw, release
 from bench.tdrive import load_clean
+from mechanisms import registry
+from mechanisms.registry import example_spec_file
 from tasks import audit, protect
 from tests.controls.mechanism import CopyControl
 from trajpub.errors import ParameterError
 from trajpub.mechanism import run_local
-from trajpub.spec import example_spec_file, read_spec_file
+from trajpub.spec import read_spec_file
 
 MEMBERSHIP = ("membership_dcr", "membership_shadow")
 
@@ -53,7 +55,7 @@ def test_the_copy_control_publishes_x_percent_of_its_input_verbatim_among_objtra
     frame = pd.concat(setup.parts, ignore_index=True)
     n_input = frame["traj_id"].nunique()
     copy = run_local(CopyControl(), frame, setup.inputs, setup.params, np.random.default_rng(7))
-    plain = run_local(protect.mechanism("objtrace"), frame, setup.inputs, setup.params.synthesizer,
+    plain = run_local(registry.mechanism("objtrace"), frame, setup.inputs, setup.params.synthesizer,
                       np.random.default_rng(7))
     assert copy.metadata["copied_records"] == round(0.05 * n_input)
     assert copy.metadata["released_records"] == plain.metadata["released_records"]
@@ -88,7 +90,7 @@ def test_the_default_gate_blocks_a_release_that_copies_members(dask_client, clea
 
 
 def test_the_default_gate_passes_objtrace_at_the_demo_epsilon(dask_client, clean, policy):
-    """The negative control: ObjTrace ε 5 per taxi (flows/specs/tdrive_objtrace.yaml) learns the fleet, not its
+    """The negative control: ObjTrace ε 5 per taxi (mechanisms/objtrace/example.yaml) learns the fleet, not its
     members; every attack and utility figure of the default policy, as the flow audits it (the bench's 20 draws
     ask for at least 19 passes)."""
     draw = one_draw(dask_client, Setup.of(candidate("objtrace_e5"), clean), policy, 0)

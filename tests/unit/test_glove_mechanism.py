@@ -163,7 +163,7 @@ def test_trajectories_of_one_object_never_share_a_group():
 
 
 def test_adapter_on_tdrive(dask_client, tdrive_prepared):
-    from tasks.adapters.glove import Glove
+    from mechanisms.glove.adapter import Glove
 
     futures, grid, frame = tdrive_prepared(12, max_points=80)
     adapter = Glove()

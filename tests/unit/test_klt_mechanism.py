@@ -100,7 +100,7 @@ def tdrive12(tdrive_prepared):
 
 
 def test_adapter_on_tdrive_with_synthetic_pois(dask_client, tdrive12):
-    from tasks.adapters.klt import Klt
+    from mechanisms.klt.adapter import Klt
 
     futures, grid, frame = tdrive12
     adapter = Klt()
@@ -121,7 +121,7 @@ def test_adapter_on_tdrive_with_synthetic_pois(dask_client, tdrive12):
 
 
 def test_adapter_refuses_pois_outside_the_data(dask_client, tdrive12):
-    from tasks.adapters.klt import Klt
+    from mechanisms.klt.adapter import Klt
 
     futures, grid, _ = tdrive12
     adapter = Klt()

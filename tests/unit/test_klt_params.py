@@ -6,7 +6,7 @@ import pytest
 
 from mechanisms.glove import GloveParams
 from mechanisms.klt import KltParams, guarantee
-from tasks.adapters.klt import Klt
+from mechanisms.klt.adapter import Klt
 from trajpub.errors import ParameterError
 
 

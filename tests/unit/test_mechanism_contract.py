@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -13,49 +14,38 @@ import pytest
 
 from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
 from bench.utility_data import TDRIVE_WINDOW
-from mechanisms.mixzone import MixzoneParams
+from mechanisms.registry import REGISTRY, mechanism, package_module
 from tasks import audit, check_output, lineage, protect
-from tasks.protect import REGISTRY, mechanism
 from tests.raw_scan import assert_none_readable
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.guarantee import ACCOUNTS
-from trajpub.mechanism import Mechanism, OnRoadNetwork, PublicInputs
-from trajpub.road_synthetic import synthetic_grid
+from trajpub.mechanism import Mechanism, PublicInputs
 
 SEED = 20261126
 N_TAXIS, MAX_POINTS = 10, 150
-#: (taxis, fixes per taxi) where a mechanism needs more than the first fixes: FGS correlates whole days of at
-#: least two objects with two valid days
-SAMPLES = {"fgs_pufferfish": (16, None)}
-PARAMS = {
-    "prefix_tree": {"epsilon": 1.0, "height": 4, "max_records_per_object": 7},
-    "dpt": {"epsilon": 5.0, "max_records_per_object": 7},
-    "adatrace": {"epsilon": 5.0, "max_records_per_object": 7},
-    "fgs_pufferfish": {"epsilon": 2.0, "n_slots": 48, "day_timezone": "Asia/Shanghai"},
-    "fastpub": {"k": 2, "epsilon": 10.0, "l_max": 2, "max_records_per_object": 7},
-    "kpsi_anonymity": {"k": 3, "road_aware": False, "psi_mode": "constant", "delta_m": 500.0},
-    "glove": {"k": 3},
-    "klt": {"k": 3, "pois": {"synthetic": {"n": 40_000, "categories": 6}}},
-    "w4m": {"k": 3, "delta_m": 500.0},
-    "dummy": {},
-    "objtrace": {"epsilon": 5.0, "cell_size_m": 4000},
-    "citytrace": {"epsilon": 5.0, "n_synthetic": 60},  # the noisy count of so few records (scale 120) may be 0
-}
 
 
-def test_every_registered_mechanism_has_a_contract_case():
-    assert set(PARAMS) | {"mixzone"} == set(REGISTRY)
+def case(name: str) -> ModuleType:
+    """The contract case of the mechanism ``name``: ``contract.py`` of its package (docs/extending.md), with its
+    ``PARAMS`` (or ``setup(grid)`` for a mechanism whose public inputs the contract builds) and optionally the
+    ``SAMPLE`` (taxis, fixes per taxi) it needs beyond the first fixes of 10 taxis."""
+    found = package_module(name, "contract")
+    assert found is not None, f"mechanism {name} has no contract.py in its package"
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_mechanism_has_a_contract_case(name):
+    found = case(name)
+    assert hasattr(found, "PARAMS") != hasattr(found, "setup"), f"{name}: contract.py gives PARAMS or setup(grid)"
 
 
 def setup_of(name: str, grid) -> tuple:
     """(parameters, public inputs) of the contract's release of ``name``."""
-    if name == "mixzone":  # a road network from the database in a release; a synthetic grid here
-        x0, y0 = grid.project(116.25, 39.80)
-        net = synthetic_grid(25, 25, 800.0, rng=np.random.default_rng(1), origin=(float(x0), float(y0)),
-                             crs=grid.crs)
-        return (OnRoadNetwork(MixzoneParams(radius_m=300.0, n_zones=60), "synthetic-beijing", "synthetic"),
-                PublicInputs(grid, road_network=net, road_network_source="synthetic"))
-    return mechanism(name).parse_params(PARAMS[name]), PublicInputs(grid, window=TDRIVE_WINDOW)
+    found = case(name)
+    if hasattr(found, "setup"):
+        return found.setup(grid)
+    return mechanism(name).parse_params(found.PARAMS), PublicInputs(grid, window=TDRIVE_WINDOW)
 
 
 def raw_statistics(prepared: pd.DataFrame) -> dict[str, float]:
@@ -102,7 +92,7 @@ def control_decision(kind: str, client, frames) -> tuple[bool, dict]:
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_mechanism_contract(name, dask_client, sample_frames):
-    frames = sample_frames(SAMPLES.get(name, (N_TAXIS, MAX_POINTS)))
+    frames = sample_frames(getattr(case(name), "SAMPLE", (N_TAXIS, MAX_POINTS)))
     setup, inputs = setup_of(name, frames[1])
     assert_contract(mechanism(name), setup, inputs, dask_client, frames, sample_frames)
 

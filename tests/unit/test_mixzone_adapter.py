@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from mechanisms.mixzone import MixzoneParams, place_mix_zones
+from mechanisms.mixzone.adapter import Mixzone
 from tasks import protect
-from tasks.adapters.mixzone import Mixzone
 from trajpub.mechanism import OnRoadNetwork, PublicInputs
 from trajpub.road_synthetic import synthetic_grid
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.mixzone import MixzoneParams, guarantee
-from tasks.adapters.mixzone import Mixzone
+from mechanisms.mixzone.adapter import Mixzone
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 

@@ -12,11 +12,11 @@ import pytest
 from audits.trajectory_utility import trajectory_metrics
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import objtrace
+from mechanisms.objtrace.adapter import ObjTrace
 from mechanisms.objtrace.counting import ObjTraceCounts
+from mechanisms.registry import example_spec_file
 from tasks import check_output, protect
-from tasks.adapters.objtrace import ObjTrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
@@ -146,7 +146,7 @@ def test_adapter_on_dask_matches_the_in_memory_counts_and_leaks_no_true_count(da
 
 
 def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
-    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
+    spec = ReleaseSpec.from_dict(read_spec_file(example_spec_file("objtrace")))
     mech = ObjTrace()
     g = mech.guarantee(mech.parse_params(spec.params))
     assert spec.mechanism == "objtrace" and g.privacy_unit == "one object" and g.epsilon == 5.0
@@ -155,7 +155,7 @@ def test_the_objtrace_spec_parses_and_states_a_per_taxi_epsilon() -> None:
 
 def test_a_spec_without_a_bounded_window_is_refused_before_the_release() -> None:
     """The timestamps go in the release's window: an open end (or none) is refused before anything is charged."""
-    spec = ReleaseSpec.from_dict(read_spec_file(PROJECT_ROOT / "flows" / "specs" / "tdrive_objtrace.yaml"))
+    spec = ReleaseSpec.from_dict(read_spec_file(example_spec_file("objtrace")))
     mech = ObjTrace()
     for open_end in ({"window_start": None}, {"window_end": None}):
         with pytest.raises(ParameterError, match="needs window_start and window_end") as err:

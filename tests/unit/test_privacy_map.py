@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tasks.protect import mechanism
+from mechanisms.registry import mechanism
 from trajpub.errors import ParameterError
 from trajpub.guarantee import ACCOUNTS, NOT_DP, PrivacyMap
 

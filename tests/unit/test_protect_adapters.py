@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.protect import REGISTRY, mechanism, parse_params
+from mechanisms.registry import REGISTRY, mechanism, package_module
+from tasks.protect import parse_params
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 from trajpub.spec import ReleaseSpec
@@ -50,22 +51,23 @@ def test_prefix_tree_is_synthetic_and_charges_its_epsilon():
         pt.parse_params({"epsilon": 0.5, "hieght": 3})
 
 
-#: what a spec must give, per mechanism (the others run on their defaults)
-REQUIRED = {"fgs_pufferfish": "epsilon", "fastpub": "k", "kpsi_anonymity": "road_network", "klt": "pois",
-            "mixzone": "road_network"}
+def required(name: str) -> str | None:
+    """What a spec must give for the mechanism ``name``, as its package's contract case says (None: nothing, it
+    runs on its defaults)."""
+    return getattr(package_module(name, "contract"), "REQUIRED", None)
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_an_empty_parameter_mapping_runs_on_defaults_or_names_what_is_missing(name):
-    if name not in REQUIRED:
+    if required(name) is None:
         mechanism(name).parse_params({})
         return
-    with pytest.raises(ParameterError, match=REQUIRED[name]) as err:
+    with pytest.raises(ParameterError, match=required(name)) as err:
         mechanism(name).parse_params({})
-    assert REQUIRED[name] in err.value.where or name == "fgs_pufferfish"  # FGS: epsilon is one of three levels
+    assert required(name) in err.value.where or name == "fgs_pufferfish"  # FGS: epsilon is one of three levels
 
 
 @pytest.mark.parametrize("name", ["mixzone", "klt", "fastpub"])
 def test_an_unknown_parameter_error_also_names_the_required_ones(name):
-    with pytest.raises(ParameterError, match=f"unknown parameter.*required: {REQUIRED[name]}; optional: "):
+    with pytest.raises(ParameterError, match=f"unknown parameter.*required: {required(name)}; optional: "):
         mechanism(name).parse_params({"colour": 1})

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pandas as pd
 
+from mechanisms.registry import mechanism
 from mechanisms.w4m import W4MParams, anonymize, is_k_delta_anonymous
+from mechanisms.w4m.adapter import W4M
 from tasks import protect
-from tasks.adapters.w4m import W4M
-from tasks.protect import mechanism
 from trajpub.candidate import Shape
 from trajpub.mechanism import PublicInputs
 

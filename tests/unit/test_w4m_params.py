@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mechanisms.w4m import W4MParams, guarantee
-from tasks.adapters.w4m import W4M
+from mechanisms.w4m.adapter import W4M
 from trajpub.candidate import Shape
 from trajpub.errors import ParameterError
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import kpsi_anonymity as kpsi
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 
@@ -31,26 +32,31 @@ def _anonymize(df: pd.DataFrame, network, params: kpsi.KPsiParams, rngs: list, s
     return out.published, out.private, out.summary()
 
 
-class KPsi(RoadNetworkMechanism, name="kpsi_anonymity", shape=Shape.ANONYMITY_SETS,
-           params=kpsi.KPsiParams, network_guarantee=kpsi.guarantee):
+class KPsi(RoadNetworkMechanism):
     """(k-Ψ)-anonymity as a release mechanism: k trajectories per real one (k−1 dummies), Laplace-perturbed,
     published as anonymity sets (``set_id``); which member is real goes to the private owner table."""
 
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+    name = "kpsi_anonymity"
+    shape = Shape.ANONYMITY_SETS
+    Params = kpsi.KPsiParams
+
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Phases 1 and 2 for each trajectory on its worker with its own generator; set ids drawn on the
+        driver, the network broadcast once."""
         grid = inputs.grid
         network = None
         if inputs.road_network is not None:
-            [network] = client.scatter([inputs.road_network], broadcast=True, hash=False)
-        keys = client.gather(client.map(_trajectories, prepared, pure=False))
+            [network] = executor.scatter([inputs.road_network], broadcast=True, hash=False)
+        keys = executor.gather(executor.map(_trajectories, prepared, pure=False))
         counts = [len(k) for k in keys]
         set_ids = rng.permutation(sum(counts)).astype(np.int64)  # random: reveals nothing of the input order
         rngs = rng.spawn(sum(counts))
         bounds = np.r_[0, np.cumsum(counts)]
-        futures = [client.submit(_anonymize, part, network, setup.params, rngs[a:b], set_ids[a:b], grid.crs,
-                                 pure=False)
+        futures = [executor.submit(_anonymize, part, network, setup.params, rngs[a:b], set_ids[a:b], grid.crs,
+                                   pure=False)
                    for part, a, b in zip(prepared, bounds[:-1], bounds[1:], strict=True) if b > a]
-        results = client.gather(futures)
+        results = executor.gather(futures)
         published = pd.concat([r[0] for r in results], ignore_index=True)
         private = pd.concat([r[1] for r in results], ignore_index=True)
         k = setup.params.k
@@ -68,3 +74,8 @@ class KPsi(RoadNetworkMechanism, name="kpsi_anonymity", shape=Shape.ANONYMITY_SE
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
         return CandidateRelease(self.shape, published[["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]], meta,
                          owners=owners)
+
+    def network_guarantee(self, params: kpsi.KPsiParams, network_source: str) -> Guarantee:
+        """Heuristic (k-Ψ)-anonymity with a per-axis Laplace perturbation (Chen, Li, Zhang 2020); what the
+        network's source changes: :func:`mechanisms.kpsi_anonymity.guarantee`."""
+        return kpsi.guarantee(params, network_source)

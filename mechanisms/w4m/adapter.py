@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import w4m
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.trajectories import Trajectories
 
@@ -59,36 +60,39 @@ def _cost_blocks(cost: np.ndarray, n_blocks: int) -> list[np.ndarray]:
     return [b for b in np.split(order, np.unique(cut)) if len(b)]
 
 
-class W4M(Mechanism, name="w4m", shape=Shape.ANONYMITY_SETS, params=w4m.W4MParams, guarantee=w4m.guarantee):
+class W4M(Mechanism):
     """W4M as a release mechanism: truthful, edited trajectories published in sets (``set_id``) of at least k,
     co-localised within δ at every published timestamp; outliers suppressed."""
 
+    name = "w4m"
+    shape = Shape.ANONYMITY_SETS
+    Params = w4m.W4MParams
 
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: w4m.W4MParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: w4m.W4MParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Raw points stay on the workers: the driver sees pair indices, EDR values, cluster labels and, at
+        the end, the released points (the module docstring)."""
         grid = inputs.grid
         rng_cluster, rng_ids = rng.spawn(2)  # the same streams as mechanisms.w4m.anonymize
-        parts = client.map(_extract, prepared, pure=False)
-        table = client.submit(_join, *parts, pure=False)
-        lengths, dropped = client.submit(_lengths_and_dropped, table, *parts, pure=False).result()
-        pairs = client.submit(w4m.candidate_pairs, table, params.match_m, params.time_tolerance_s,
-                              pure=False).result()
-        n_workers = max(1, len(client.scheduler_info()["workers"]))
+        parts = executor.map(_extract, prepared, pure=False)
+        table = executor.submit(_join, *parts, pure=False)
+        lengths, dropped = executor.submit(_lengths_and_dropped, table, *parts, pure=False).result()
+        pairs = executor.submit(w4m.candidate_pairs, table, params.match_m, params.time_tolerance_s,
+                                pure=False).result()
+        n_workers = max(1, len(executor.scheduler_info()["workers"]))
         blocks = _cost_blocks(lengths[pairs[:, 0]] * lengths[pairs[:, 1]], EDR_BLOCKS_PER_WORKER * n_workers)
-        edr_futures = [client.submit(_edr_block, table, pairs[b], params, pure=False) for b in blocks]
+        edr_futures = [executor.submit(_edr_block, table, pairs[b], params, pure=False) for b in blocks]
         edr = np.empty(len(pairs), dtype=np.int64)
-        for b, values in zip(blocks, client.gather(edr_futures), strict=True):
+        for b, values in zip(blocks, executor.gather(edr_futures), strict=True):
             edr[b] = values
         dist = w4m.normalised(edr, lengths[pairs[:, 0]], lengths[pairs[:, 1]])
-        clustering_future = client.submit(w4m.greedy_clusters, table, pairs, dist, params, rng_cluster,
-                                          pure=False)
+        clustering_future = executor.submit(w4m.greedy_clusters, table, pairs, dist, params, rng_cluster,
+                                            pure=False)
         clustering = clustering_future.result()
         ids = np.arange(clustering.n_clusters)
         chunks = [ids[a:a + CLUSTERS_PER_BLOCK] for a in range(0, len(ids), CLUSTERS_PER_BLOCK)]
-        results = client.gather([client.submit(_translate_block, table, clustering_future, params, c, pure=False)
-                                 for c in chunks])
+        results = executor.gather([executor.submit(_translate_block, table, clustering_future, params, c, pure=False)
+                                   for c in chunks])
         frames = [r[0] for r in results]
         deleted = sum(r[1] for r in results)
         points = (pd.concat(frames, ignore_index=True) if frames
@@ -107,3 +111,8 @@ class W4M(Mechanism, name="w4m", shape=Shape.ANONYMITY_SETS, params=w4m.W4MParam
         cols = ["set_id", "traj_id", "object_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
         owners = published[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
         return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+
+    def guarantee(self, params: w4m.W4MParams) -> Guarantee:
+        """Heuristic (k,δ)-anonymity of co-localised sets (Abul, Bonchi, Nanni 2010), and what it does not
+        cover: :func:`mechanisms.w4m.guarantee`."""
+        return w4m.guarantee(params)

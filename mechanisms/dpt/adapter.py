@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import dpt
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 
 
@@ -17,20 +18,23 @@ def _count_partition(df: pd.DataFrame, hierarchy: dpt.Hierarchy, params: dpt.Dpt
     return dpt.count_points(df, hierarchy, params)
 
 
-class Dpt(Mechanism, name="dpt", shape=Shape.SYNTHETIC, params=dpt.DptParams, guarantee=dpt.guarantee):
+class Dpt(Mechanism):
     """DPT as a release mechanism: synthetic trajectories from noisy Markov prefix trees over hierarchical
     reference systems (grids of cell sizes s, 2s, 4s, ...)."""
 
+    name = "dpt"
+    shape = Shape.SYNTHETIC
+    Params = dpt.DptParams
 
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: dpt.DptParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: dpt.DptParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """True counts on the workers, summed on the driver; the noisy model, its selection and the synthesis
+        read only the sums."""
         grid = inputs.grid
         hierarchy = dpt.hierarchy_of(grid, params)
         dpt.check_model_size(hierarchy, params)  # public inputs only: refuse before any data is read
-        parts = client.gather(client.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
-                                         pure=False))
+        parts = executor.gather(executor.map(_count_partition, prepared, hierarchy=hierarchy, params=params,
+                                             pure=False))
         result = dpt.synthesize(dpt.merge_counts(parts), hierarchy, grid, params, rng)
         model, synthetic, points = result.model, result.synthetic, result.points
         metadata = {
@@ -46,3 +50,8 @@ class Dpt(Mechanism, name="dpt", shape=Shape.SYNTHETIC, params=dpt.DptParams, gu
             **model.metadata(),
         }
         return CandidateRelease(self.shape, points, metadata)
+
+    def guarantee(self, params: dpt.DptParams) -> Guarantee:
+        """ε-DP per trajectory record (He et al., PVLDB 2015), by sequential composition of four Laplace
+        releases: :func:`mechanisms.dpt.guarantee`."""
+        return dpt.guarantee(params)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import fastpub
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.segment import cell_sequences
 
 
 def _clients(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """On a worker: the partition's clients as CSR cell sequences (off-grid points dropped), and which raw
-    trajectory (object, traj) each client is; trajectories left empty are not clients."""
+    trajectory (object, traj) each executor is; trajectories left empty are not clients."""
     keys, offsets, cells = cell_sequences(df)  # every trajectory has at least one point
     inside = cells >= 0
     kept = np.add.reduceat(inside.astype(np.int64), offsets[:-1]) if len(cells) else np.zeros(0, np.int64)
@@ -41,8 +42,8 @@ class DaskPopulation:
     """The clients of the prepared partitions; ``respond`` sends each partition its slice of the plan and
     returns only the sum of their randomised answers (:class:`mechanisms.fastpub.ClientPopulation`)."""
 
-    def __init__(self, client: Client, parts: list[Future], sizes: list[int], coins: np.random.Generator):
-        self.client, self.parts = client, parts
+    def __init__(self, executor: Executor, parts: list, sizes: list[int], coins: np.random.Generator):
+        self.executor, self.parts = executor, parts
         self.bounds = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         self.coins = coins  # the clients' randomness: the server loop never holds it
 
@@ -51,25 +52,27 @@ class DaskPopulation:
 
     def respond(self, plan):
         plans = fastpub.split_plan(plan, self.bounds)
-        answers = self.client.gather(self.client.map(_respond, self.parts, plans, self.coins.spawn(len(plans)),
-                                                     pure=False))
+        answers = self.executor.gather(self.executor.map(_respond, self.parts, plans, self.coins.spawn(len(plans)),
+                                                         pure=False))
         return fastpub.combine_answers(answers)
 
 
-class FastPub(Mechanism, name="fastpub", shape=Shape.FRAGMENTS, params=fastpub.FastPubParams,
-                         guarantee=fastpub.guarantee):
+class FastPub(Mechanism):
     """FASTPub or a baseline (``method``: triehh, sfp) as a release mechanism; the product is fragments."""
 
+    name = "fastpub"
+    shape = Shape.FRAGMENTS
+    Params = fastpub.FastPubParams
 
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fastpub.FastPubParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: fastpub.FastPubParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """The server loop on the driver; each partition's clients answer its round plans on their worker
+        with coins the server never holds, and only the summed answers come back."""
         grid = inputs.grid
-        parts = client.map(_clients, prepared, pure=False)
-        sizes = client.gather(client.map(lambda p: len(p[0]) - 1, parts))
+        parts = executor.map(_clients, prepared, pure=False)
+        sizes = executor.gather(executor.map(lambda p: len(p[0]) - 1, parts))
         server_rng, coins = rng.spawn(2)
-        population = DaskPopulation(client, parts, sizes, coins)
+        population = DaskPopulation(executor, parts, sizes, coins)
         result = fastpub.run_server(params, population, grid.n_cells, server_rng, record_participants=True)
         fragments = [(f.cells, f.estimated_count, f.round) for f in result.published]
         table = pd.DataFrame({"fragment_id": np.arange(1, len(fragments) + 1, dtype=np.int64),
@@ -80,7 +83,7 @@ class FastPub(Mechanism, name="fastpub", shape=Shape.FRAGMENTS, params=fastpub.F
         table["lon"] = [list(lon) for lon, _ in centres]
         table["lat"] = [list(lat) for _, lat in centres]
         # the private key of the audit: which clients answered (members) and which never did (the control)
-        who = client.gather(client.map(lambda p: pd.DataFrame({"source_traj_id": p[2], "object_id": p[3]}), parts))
+        who = executor.gather(executor.map(lambda p: pd.DataFrame({"source_traj_id": p[2], "object_id": p[3]}), parts))
         clients = pd.concat(who, ignore_index=True)
         answered = np.unique(np.concatenate([log.participants for log in result.rounds
                                              if log.participants is not None] or [np.zeros(0, np.int64)]))
@@ -89,3 +92,8 @@ class FastPub(Mechanism, name="fastpub", shape=Shape.FRAGMENTS, params=fastpub.F
                 "clients": population.size(), "clients_answered": len(answered)}
         return CandidateRelease(self.shape, pd.DataFrame(), meta, fragments=table,
                          owners=owners[["traj_id", "object_id", "source_traj_id"]])
+
+    def guarantee(self, params: fastpub.FastPubParams) -> Guarantee:
+        """ε-LDP per client trajectory (Wang et al., TMC 2022, Thm 2), or a baseline's weaker claim
+        (TrieHH, SFP): :func:`mechanisms.fastpub.guarantee`."""
+        return fastpub.guarantee(params)

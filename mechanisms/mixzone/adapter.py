@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import mixzone
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 _COLUMNS = ["object_id", "traj_id", "seq", "t", "lon", "lat", "x", "y", "cell"]
@@ -31,17 +32,23 @@ def _split(df: pd.DataFrame, zone_xy: np.ndarray, params: mixzone.MixzoneParams)
     return out.drop(columns=["zone"]), stats
 
 
-class Mixzone(RoadNetworkMechanism, name="mixzone", shape=Shape.TRUTHFUL, params=mixzone.MixzoneParams,
-                                    network_guarantee=mixzone.guarantee, network_required=True):
+class Mixzone(RoadNetworkMechanism):
     """Mix-zone pseudonym change: truthful fragments, each one person's, under fresh random identifiers."""
 
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+    name = "mixzone"
+    shape = Shape.TRUTHFUL
+    Params = mixzone.MixzoneParams
+    network_required = True
+
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
-        [network_f] = client.scatter([inputs.road_network], hash=False)
-        placement = client.submit(_place, network_f, setup.params.n_zones, pure=False).result()
-        [zone_xy] = client.scatter([placement.zone_xy], broadcast=True, hash=False)
-        results = client.gather([client.submit(_split, part, zone_xy, setup.params, pure=False)
-                                 for part in prepared])
+        """Zones placed once on a worker from the road network alone; each partition's trajectories cut
+        on its worker; the pseudonyms drawn on the driver as one permutation."""
+        [network_f] = executor.scatter([inputs.road_network], hash=False)
+        placement = executor.submit(_place, network_f, setup.params.n_zones, pure=False).result()
+        [zone_xy] = executor.scatter([placement.zone_xy], broadcast=True, hash=False)
+        results = executor.gather([executor.submit(_split, part, zone_xy, setup.params, pure=False)
+                                   for part in prepared])
         counts = [s["released_fragments"] for _, s in results]
         pseudonyms = mixzone.assign_pseudonyms(sum(counts), rng)
         bounds = np.r_[0, np.cumsum(counts)]
@@ -62,3 +69,8 @@ class Mixzone(RoadNetworkMechanism, name="mixzone", shape=Shape.TRUTHFUL, params
         out = points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]]
         owners = points[["traj_id", "object_id", "source_traj_id"]].drop_duplicates("traj_id")
         return CandidateRelease(self.shape, out.reset_index(drop=True), meta, owners=owners.reset_index(drop=True))
+
+    def network_guarantee(self, params: mixzone.MixzoneParams, network_source: str) -> Guarantee:
+        """Heuristic unlinkability of fragments (UTMP mix zones, Liu et al. 2012), not DP; what the
+        network's source changes: :func:`mechanisms.mixzone.guarantee`."""
+        return mixzone.guarantee(params, network_source)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import objtrace
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import ParameterError
-from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.executor import Executor, summed
+from trajpub.guarantee import Guarantee
+from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
 
 def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objtrace.ObjTraceParams,
@@ -19,35 +19,22 @@ def _count_partition(df: pd.DataFrame, geometry: objtrace.Geometry, params: objt
     return objtrace.count_points(df, geometry, params, timezone)
 
 
-class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrace.ObjTraceParams,
-                          guarantee=objtrace.guarantee):
+class ObjTrace(WindowedSynthesizer):
     """ObjTrace as a release mechanism: synthetic trajectories with timestamps in the release's window, ε per
     object."""
 
-    def check_spec(self, spec, params: objtrace.ObjTraceParams) -> None:
-        """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
-        resolved, sets them)."""
-        if spec.window_start is None or spec.window_end is None:
-            raise ParameterError("objtrace places its timestamps in the release's window: the spec needs "
-                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
-                                 "window")
+    name = "objtrace"
+    shape = Shape.SYNTHETIC
+    Params = objtrace.ObjTraceParams
 
-    def max_records_per_object(self, params: objtrace.ObjTraceParams) -> int | None:
-        """None: the pipeline need not drop records; ObjTrace bounds each object's contribution itself."""
-        return None
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: objtrace.ObjTraceParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: objtrace.ObjTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
-        grid, window = inputs.grid, inputs.window
-        if window is None:
-            raise ParameterError("objtrace places its timestamps in the release's window, and none was given",
-                                 "window")
+        """Each object's bounded counts on the workers (a partition holds whole objects), summed on the
+        driver; the noisy model and the synthesis on the driver from the sums only."""
+        grid, window = inputs.grid, self.window(inputs)
         geometry = objtrace.geometry_of(grid, params)
-        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params,
-                                         timezone=window.timezone, pure=False))
-        counts = parts[0]
-        for part in parts[1:]:
-            counts = counts.add(part)
+        counts = summed(executor, _count_partition, prepared, geometry=geometry, params=params,
+                        timezone=window.timezone)
         model = objtrace.fit(counts, geometry, params, rng)
         synthetic = objtrace.synthesize_from_model(model, window, rng)
         points = objtrace.to_points(synthetic, geometry, grid, window, rng)
@@ -63,3 +50,8 @@ class ObjTrace(Mechanism, name="objtrace", shape=Shape.SYNTHETIC, params=objtrac
             **model.metadata(),
         }
         return CandidateRelease(self.shape, points, metadata)
+
+    def guarantee(self, params: objtrace.ObjTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.objtrace.guarantee`."""
+        return objtrace.guarantee(params)

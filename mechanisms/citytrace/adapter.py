@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import citytrace
 from mechanisms.objtrace.geometry import Geometry
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.errors import ParameterError
-from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.executor import Executor, summed
+from trajpub.guarantee import Guarantee
+from trajpub.mechanism import PublicInputs, WindowedSynthesizer
 
 
 def _count_partition(df: pd.DataFrame, geometry: Geometry, params: citytrace.CityTraceParams,
@@ -20,34 +20,21 @@ def _count_partition(df: pd.DataFrame, geometry: Geometry, params: citytrace.Cit
     return citytrace.count_points(df, geometry, params, timezone)
 
 
-class CityTrace(Mechanism, name="citytrace", shape=Shape.SYNTHETIC, params=citytrace.CityTraceParams,
-                guarantee=citytrace.guarantee):
+class CityTrace(WindowedSynthesizer):
     """CityTrace as a release mechanism: synthetic trajectories with timestamps, ε per object."""
 
-    def check_spec(self, spec, params: citytrace.CityTraceParams) -> None:
-        """The timestamps are placed in the release's window: both its ends must be set (a relative window, once
-        resolved, sets them)."""
-        if spec.window_start is None or spec.window_end is None:
-            raise ParameterError("citytrace places its timestamps in the release's window: the spec needs "
-                                 "window_start and window_end, or a relative window {last: 7d, align: local_week}",
-                                 "window")
+    name = "citytrace"
+    shape = Shape.SYNTHETIC
+    Params = citytrace.CityTraceParams
 
-    def max_records_per_object(self, params: citytrace.CityTraceParams) -> int | None:
-        """None: the pipeline need not drop records; CityTrace bounds each object's contribution itself."""
-        return None
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs,
                     params: citytrace.CityTraceParams, rng: np.random.Generator) -> CandidateRelease:
-        grid, window = inputs.grid, inputs.window
-        if window is None:
-            raise ParameterError("citytrace places its timestamps in the release's window, and none was given",
-                                 "window")
+        """Each object's bounded counts on the workers (a partition holds whole objects), summed on the
+        driver; noise and synthesis on the driver from the sums only."""
+        grid, window = inputs.grid, self.window(inputs)
         geometry = citytrace.geometry_of(grid, params)
-        parts = client.gather(client.map(_count_partition, prepared, geometry=geometry, params=params,
-                                         timezone=window.timezone, pure=False))
-        counts = parts[0]
-        for part in parts[1:]:
-            counts = counts.add(part)
+        counts = summed(executor, _count_partition, prepared, geometry=geometry, params=params,
+                        timezone=window.timezone)
         result = citytrace.release_from_counts(counts, geometry, grid, params, window, rng)
         metadata = {
             "mechanism": "citytrace",
@@ -61,3 +48,8 @@ class CityTrace(Mechanism, name="citytrace", shape=Shape.SYNTHETIC, params=cityt
             **result.model.metadata(),
         }
         return CandidateRelease(self.shape, result.points, metadata)
+
+    def guarantee(self, params: citytrace.CityTraceParams) -> Guarantee:
+        """ε-DP per object under adding or removing one object with all its records, each object's
+        contribution bounded before any count: :func:`mechanisms.citytrace.guarantee`."""
+        return citytrace.guarantee(params)

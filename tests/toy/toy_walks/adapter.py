@@ -17,16 +17,18 @@ import pandas as pd
 
 from trajpub import noise
 from trajpub.candidate import CandidateRelease, Shape
-from trajpub.guarantee import Guarantee, PrivacyMap
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _P = Scope("toy_walks")
 
 
 @dataclass(frozen=True)
-class ToyWalksParams:
+class ToyWalksParams(Params):
     """ε of the noisy count, the points per walk, and the records the preparation keeps per object."""
+
+    scope = _P
 
     epsilon: float = 1.0
     length: int = 5
@@ -37,29 +39,29 @@ class ToyWalksParams:
         _P.require_int(self.length, "length", 1)
         _P.require_optional_int(self.max_records_per_object, "max_records_per_object", 1)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> ToyWalksParams:
-        return _P.from_mapping(cls, d)
+
+def noisy_count(n: int, epsilon: float, rng: np.random.Generator) -> float:
+    """The number of records with Laplace(1/ε) noise: the toy's only DP step (the module docstring)."""
+    return float(n + noise.laplace(1.0 / epsilon, (), rng))
 
 
-def guarantee(params: ToyWalksParams) -> Guarantee:
-    """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
-    return Guarantee(
-        model="epsilon-DP", privacy_unit="one trajectory record", proven=True, epsilon=params.epsilon,
-        statement=(f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
-                   "release reads only the number of records, with Laplace noise; the walks are random."),
-        privacy_map=PrivacyMap("epsilon-DP", "group_privacy", params.max_records_per_object),
-        neighbouring="add/remove one trajectory record", caveats=(noise.CAVEAT,))
-
-
-class ToyWalks(Mechanism, name="toy_walks", shape=Shape.SYNTHETIC, params=ToyWalksParams,
-                          guarantee=guarantee):
+class ToyWalks(Mechanism):
     """Random walks on the grid, as many as a noisy count of the records (a synthetic release)."""
+
+    name = "toy_walks"
+    shape = Shape.SYNTHETIC
+    Params = ToyWalksParams
+
+    def guarantee(self, params: ToyWalksParams) -> Guarantee:
+        """ε-DP per trajectory record (the module docstring's proof), mapped to objects by group privacy."""
+        statement = (f"epsilon-differential privacy with epsilon = {params.epsilon:g} per trajectory record: the "
+                     "release reads only the number of records, with Laplace noise; the walks are random.")
+        return Guarantee.per_record(params.epsilon, statement, (noise.CAVEAT,), params.max_records_per_object)
 
     def release(self, trajectories: pd.DataFrame, inputs: PublicInputs, params: ToyWalksParams,
                 rng: np.random.Generator) -> CandidateRelease:
         grid = inputs.grid
-        noisy = float(trajectories["traj_id"].nunique() + noise.laplace(1.0 / params.epsilon, (), rng))
+        noisy = noisy_count(trajectories["traj_id"].nunique(), params.epsilon, rng)
         n = max(0, round(noisy))
         col = rng.integers(0, grid.n_cols, n)[:, None] + np.cumsum(rng.integers(-1, 2, (n, params.length)), 1)
         row = rng.integers(0, grid.n_rows, n)[:, None] + np.cumsum(rng.integers(-1, 2, (n, params.length)), 1)

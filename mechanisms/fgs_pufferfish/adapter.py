@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import fgs_pufferfish as fgs
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import InputError, ParameterError
+from trajpub.executor import Executor
 from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
@@ -48,11 +49,14 @@ def _fgs_correlation_stats(objects: list[tuple], rng: np.random.Generator, param
 FGS_EMPIRICAL_RUNS = 50  # simulated releases per object for the empirical ε (the bench goes to 20,000)
 
 
-class FgsPufferfish(Mechanism, name="fgs_pufferfish", shape=Shape.TRUTHFUL, params=fgs.FgsParams,
-                               guarantee=fgs.guarantee):
+class FgsPufferfish(Mechanism):
     """Ou et al. (2018), Fourier-coefficient Laplace noise per object (or the CTS / FPA baselines). Each object's
     days are prepared, correlated and released on the workers; only the correlations (for the noise calibration
     and the analytic ε) come to the driver. A truthful release: each released day is one object's own."""
+
+    name = "fgs_pufferfish"
+    shape = Shape.TRUTHFUL
+    Params = fgs.FgsParams
 
     def parse_params(self, params: dict) -> fgs.FgsParams:
         parsed = fgs.FgsParams.from_dict(params)
@@ -76,28 +80,28 @@ class FgsPufferfish(Mechanism, name="fgs_pufferfish", shape=Shape.TRUTHFUL, para
                 f"the window {spec.window_start:%Y-%m-%d %H:%M} to {spec.window_end:%Y-%m-%d %H:%M} UTC can hold "
                 f"{n}; widen the window (or lower min_days)", "fgs_pufferfish.window")
 
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: fgs.FgsParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: fgs.FgsParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Each object's days prepared, correlated and released on the workers; only the correlations
+        (noise calibration, analytic ε) come to the driver."""
         grid = inputs.grid
-        objects = client.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
-        correlations = [c for c in client.gather(client.map(_fgs_correlations, objects, params=params,
-                                                            pure=False)) if len(c)]
+        objects = executor.map(_fgs_prepare, prepared, grid=grid, params=params, pure=False)
+        correlations = [c for c in executor.gather(executor.map(_fgs_correlations, objects, params=params,
+                                                                pure=False)) if len(c)]
         if not correlations:  # data-dependent: the budget reserved at plan is spent (check_spec refuses windows)
             raise InputError(f"no object has {params.min_days} local days of at least {params.min_fixes_per_day} "
                              f"fixes without a gap over {params.max_gap_minutes:g} min: FGS-Pufferfish has nothing "
                              "to release", "fgs_pufferfish.min_days")
         correlations = np.concatenate(correlations)
         b_c0 = fgs.noise_calibration(params, correlations)
-        frames = client.gather(client.map(_fgs_release, objects, rng.spawn(len(objects)), params=params,
-                                          b_c0=b_c0, grid=grid, pure=False))
+        frames = executor.gather(executor.map(_fgs_release, objects, rng.spawn(len(objects)), params=params,
+                                              b_c0=b_c0, grid=grid, pure=False))
         points = pd.concat([f for f in frames if len(f)], ignore_index=True)
         points["traj_id"] = points.groupby(["object_id", "traj_id"], sort=False).ngroup() + 1
         points["cell"] = grid.cell_of(points["x"].to_numpy(), points["y"].to_numpy())
         analytic = fgs.analytic_epsilon(correlations, params, b_c0)
-        stats = client.gather(client.map(_fgs_correlation_stats, objects, rng.spawn(len(objects)), params=params,
-                                         b_c0=b_c0, pure=False))
+        stats = executor.gather(executor.map(_fgs_correlation_stats, objects, rng.spawn(len(objects)), params=params,
+                                             b_c0=b_c0, pure=False))
         empirical = fgs.empirical_epsilon([s for part in stats for s in part])
         return CandidateRelease(self.shape, points[["object_id", "traj_id", "seq", "cell", "t", "lon", "lat"]],
                          {"mechanism": "fgs_pufferfish", "params": params.to_dict(),
@@ -105,3 +109,8 @@ class FgsPufferfish(Mechanism, name="fgs_pufferfish", shape=Shape.TRUTHFUL, para
                           "objects": len(correlations),
                           "released_records": int(points["traj_id"].nunique()),
                           "released_points": len(points)})
+
+    def guarantee(self, params: fgs.FgsParams) -> Guarantee:
+        """ε-Pufferfish per object's temporal correlation (Ou et al. 2018), or a heuristic for the
+        CTS and FPA baselines: :func:`mechanisms.fgs_pufferfish.guarantee`."""
+        return fgs.guarantee(params)

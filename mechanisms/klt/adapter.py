@@ -1,5 +1,5 @@
 """KLT (Tu et al. 2019; Jin et al., TKDE 2023, Sec. 3.1.2) on the Dask partitions: GLOVE's k phase as in
-:mod:`tasks.adapters.glove` (fingerprints and candidate costs on the workers, merging on the driver), then the
+:mod:`mechanisms.glove.adapter` (fingerprints and candidate costs on the workers, merging on the driver), then the
 published regions are grown over the POI grid on the driver (vectorised; O(regions x rings x categories)).
 
 Release parameters are :class:`mechanisms.klt.KltParams` plus ``pois``, the source of the points of interest, a
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from distributed import Client, Future
 
 from mechanisms import glove, klt
-from tasks.adapters.glove import costed_merge, gather_fingerprints, single_sources
+from mechanisms.glove.adapter import costed_merge, gather_fingerprints, single_sources
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError, TrajpubError
+from trajpub.executor import Executor
 from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.osm import CATEGORIES, pbf_path
@@ -78,13 +78,17 @@ def _data_bbox(fps: glove.Fingerprints) -> tuple[float, float, float, float]:
     return (float(s[:, 6].min()), float(s[:, 8].min()), float(s[:, 7].max()), float(s[:, 9].max()))
 
 
-class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
+class Klt(Mechanism):
     """KLT as a release mechanism: GLOVE's truthful generalised records, every region grown until it holds >= l
     POI categories with KL <= t from the city-wide distribution (or suppressed)."""
 
+    name = "klt"
+    shape = Shape.GENERALISED
+    Params = klt.KltParams
+
     def parse_params(self, params: dict) -> KltSetup:
         pois = params.get("pois")
-        parsed = klt.KltParams.from_dict(params)
+        parsed = self.Params.from_dict(params)
         if not isinstance(pois, dict) or len(pois) != 1 or next(iter(pois)) not in POI_KINDS:
             raise ParameterError(f"pois must be a mapping with one key among {', '.join(POI_KINDS)}; got "
                                  f"{pois!r}", "klt.pois")
@@ -99,14 +103,10 @@ class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
             return setup
         return replace(setup, poi_label=f"{inputs.pois_source}; categories {', '.join(CATEGORIES)}")
 
-    def guarantee(self, setup: KltSetup) -> Guarantee:
-        if setup.poi_label is None:
-            raise TrajpubError(f"POI set {setup.poi_value} is not resolved yet (tasks.public_inputs.resolve)",
-                               "klt.pois")
-        return klt.guarantee(setup.params, setup.poi_label)
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: KltSetup,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: KltSetup,
                     rng: np.random.Generator) -> CandidateRelease:
+        """GLOVE's distributed merging (fingerprints and costs on the workers), each region grown on the
+        driver until its POI categories are diverse enough."""
         grid = inputs.grid
         params = setup.params
         poi_rng, release_rng = rng.spawn(2)
@@ -116,14 +116,14 @@ class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
             pois = inputs.pois
         pois.attrs["poi_source"] = setup.poi_label
         poi_grid = klt.PoiGrid.build(pois, grid.bbox, params.poi_cell_deg)
-        fps = gather_fingerprints(client, prepared, params.glove())
+        fps = gather_fingerprints(executor, prepared, params.glove())
         if len(fps):
             lon0, lat0, lon1, lat1 = _data_bbox(fps)
             if not (pois["lon"].between(lon0, lon1) & pois["lat"].between(lat0, lat1)).any():
                 raise ParameterError(f"none of the {len(pois)} POIs ({setup.poi_label}) falls in the data's "
                                      "bounding box: KLT needs POIs where the trajectories are", "klt.pois")
         refine = klt.region_refiner(poi_grid, params) if params.grow_regions == "every_merge" else None
-        result = costed_merge(client, fps, params.glove(), refine)
+        result = costed_merge(executor, fps, params.glove(), refine)
         released, sources = glove.release(fps, result, release_rng)
         points, stats = klt.diversify_release(released, poi_grid, params)
         x, y = grid.project(points["lon"].to_numpy(), points["lat"].to_numpy())
@@ -134,3 +134,9 @@ class Klt(Mechanism, name="klt", shape=Shape.GENERALISED):
         return CandidateRelease(self.shape, points[["set_id", "traj_id", "seq", "cell", "t", "t_end", "lon", "lat", "lon_min",
                                  "lat_min", "lon_max", "lat_max", "x", "y", "object_id"]], meta,
                          owners=single_sources(sources))
+
+    def guarantee(self, setup: KltSetup) -> Guarantee:
+        if setup.poi_label is None:
+            raise TrajpubError(f"POI set {setup.poi_value} is not resolved yet (tasks.public_inputs.resolve)",
+                               "klt.pois")
+        return klt.guarantee(setup.params, setup.poi_label)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import dummy
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor
 from trajpub.grid import GridSpec
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import OnRoadNetwork, PublicInputs, RoadNetworkMechanism
 
 
@@ -42,31 +43,36 @@ def _road_candidates(network, params: dummy.DummyParams, bbox: tuple, cell_size_
     return dummy.road_candidates(network, grid.unproject, params.cell_deg, params.candidate_spacing_m)
 
 
-class Dummy(RoadNetworkMechanism, name="dummy", shape=Shape.ANONYMITY_SETS, params=dummy.DummyParams,
-                                  network_guarantee=dummy.guarantee):
+class Dummy(RoadNetworkMechanism):
     """DTPP dummies: k trajectories per real one (k−1 dummies sharing its exposed locations), published as
     anonymity sets; which member is real goes to the private owner table."""
 
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, setup: OnRoadNetwork,
+    name = "dummy"
+    shape = Shape.ANONYMITY_SETS
+    Params = dummy.DummyParams
+
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, setup: OnRoadNetwork,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Candidates built once (road network) or per worker (sub-cell centres); each trajectory's dummies
+        drawn on its worker with its own generator, set ids drawn on the driver."""
         grid = inputs.grid
         params = setup.params
         bbox, size = tuple(grid.bbox), grid.cell_size_m
         candidates = None
         network = inputs.road_network
         if network is not None:
-            [network_f] = client.scatter([network], hash=False)
-            built = client.submit(_road_candidates, network_f, params, bbox, size, pure=False)
-            [candidates] = client.scatter([built.result()], broadcast=True, hash=False)
-        keys = client.gather(client.map(_keys, prepared, pure=False))
+            [network_f] = executor.scatter([network], hash=False)
+            built = executor.submit(_road_candidates, network_f, params, bbox, size, pure=False)
+            [candidates] = executor.scatter([built.result()], broadcast=True, hash=False)
+        keys = executor.gather(executor.map(_keys, prepared, pure=False))
         counts = [len(k) for k in keys]
         set_ids = rng.permutation(sum(counts)).astype(np.int64)  # random: reveals nothing of the input order
         rngs = rng.spawn(sum(counts))
         bounds = np.r_[0, np.cumsum(counts)]
-        futures = [client.submit(_generate, part, candidates, params, rngs[a:b], set_ids[a:b], bbox, size,
-                                 pure=False)
+        futures = [executor.submit(_generate, part, candidates, params, rngs[a:b], set_ids[a:b], bbox, size,
+                                   pure=False)
                    for part, a, b in zip(prepared, bounds[:-1], bounds[1:], strict=True) if b > a]
-        results = client.gather(futures)
+        results = executor.gather(futures)
         k = params.k
         cols = ["set_id", "traj_id", "seq", "cell", "t", "lon", "lat", "x", "y"]
         published = pd.concat([r[0] for r in results], ignore_index=True) if results else pd.DataFrame()
@@ -95,3 +101,8 @@ class Dummy(RoadNetworkMechanism, name="dummy", shape=Shape.ANONYMITY_SETS, para
                 **total, "suppressed_by_reason": reasons,
                 "released_records": int(published["traj_id"].nunique()), "released_points": len(published)}
         return CandidateRelease(self.shape, published[cols].reset_index(drop=True), meta, owners=owner_table)
+
+    def network_guarantee(self, params: dummy.DummyParams, network_source: str) -> Guarantee:
+        """Heuristic (k, l) dummy anonymity against an adversary who knows the exposed locations (DTPP,
+        Liu et al. 2019); what the network's source changes: :func:`mechanisms.dummy.guarantee`."""
+        return dummy.guarantee(params, network_source)

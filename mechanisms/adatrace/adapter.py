@@ -5,14 +5,13 @@ questions of the sniffing and outlier checks are answered on the workers (:class
 
 from __future__ import annotations
 
-from functools import reduce
-
 import numpy as np
 import pandas as pd
-from distributed import Client, Future
 
 from mechanisms import adatrace
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.executor import Executor, summed
+from trajpub.guarantee import Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
 
 
@@ -36,53 +35,54 @@ class DaskOracle:
     """:class:`mechanisms.adatrace.RawOracle` whose answers are computed next to the raw partitions; only the
     answers (indices, minima, counts) come back to the driver."""
 
-    def __init__(self, client: Client, trajs: list[Future]):
-        self.client = client
+    def __init__(self, executor: Executor, trajs: list):
+        self.executor = executor
         self.trajs = trajs
-        self.features = client.map(_features, trajs, pure=False)
+        self.features = executor.map(_features, trajs, pure=False)
 
     def sniffing_failures(self, grid, synthetic, sniff, zone, shared_threshold):
-        [g, s] = self.client.scatter([grid, synthetic], broadcast=True, hash=False)
-        parts = self.client.gather(self.client.map(adatrace.sniffing_failures, self.trajs, grid=g, synthetic=s,
-                                                   sniff=sniff, zone=zone, shared_threshold=shared_threshold,
-                                                   pure=False))
+        [g, s] = self.executor.scatter([grid, synthetic], broadcast=True, hash=False)
+        parts = self.executor.gather(self.executor.map(adatrace.sniffing_failures, self.trajs, grid=g, synthetic=s,
+                                                       sniff=sniff, zone=zone, shared_threshold=shared_threshold,
+                                                       pure=False))
         return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def nearest(self, feature, query):
-        parts = self.client.gather(self.client.map(_nearest, self.features, feature=feature, query=query,
-                                                   pure=False))
+        parts = self.executor.gather(self.executor.map(_nearest, self.features, feature=feature, query=query,
+                                                       pure=False))
         return np.min(np.vstack(parts), axis=0) if parts else np.full(len(query), np.inf)
 
     def count_within(self, feature, query, centre, tol):
-        parts = self.client.gather(self.client.map(_count_within, self.features, feature=feature, query=query,
-                                                   centre=centre, tol=tol, pure=False))
+        parts = self.executor.gather(self.executor.map(_count_within, self.features, feature=feature, query=query,
+                                                       centre=centre, tol=tol, pure=False))
         return np.sum(np.vstack(parts), axis=0) if parts else np.zeros(len(query), np.int64)
 
 
-class AdaTrace(Mechanism, name="adatrace", shape=Shape.SYNTHETIC, params=adatrace.AdaTraceParams,
-                          guarantee=adatrace.guarantee):
+class AdaTrace(Mechanism):
     """AdaTrace as a release mechanism: synthetic trajectories, one point per visited adaptive-grid cell, no
     timestamps."""
 
+    name = "adatrace"
+    shape = Shape.SYNTHETIC
+    Params = adatrace.AdaTraceParams
 
-
-
-    def partitioned(self, client: Client, prepared: list[Future], inputs: PublicInputs, params: adatrace.AdaTraceParams,
+    def partitioned(self, executor: Executor, prepared: list, inputs: PublicInputs, params: adatrace.AdaTraceParams,
                     rng: np.random.Generator) -> CandidateRelease:
+        """Trip, length and density counts on the workers, summed on the driver; noise and synthesis on the
+        driver from the noisy synopsis, and the resilience checks' raw-data questions answered on the workers."""
         grid = inputs.grid
         extent = grid.extent  # the flow grid's projected bbox: a public parameter of the release
-        trajs = client.map(_trajectories, prepared, pure=False)
+        trajs = executor.map(_trajectories, prepared, pure=False)
         top = adatrace.top_grid(extent, params)
-        true_top = np.sum(client.gather(client.map(adatrace.top_density, trajs, grid=top, pure=False)), axis=0)
+        true_top = np.sum(executor.gather(executor.map(adatrace.top_density, trajs, grid=top, pure=False)), axis=0)
         noisy_top = adatrace.noisy_top_density(true_top, params, rng)
         agrid = adatrace.adaptive_grid(extent, noisy_top, params)
         agrid.edges, agrid.hops  # noqa: B018  (computed once on the driver, shipped with the grid)
-        [g] = client.scatter([agrid], broadcast=True, hash=False)
-        parts = client.gather(client.map(adatrace.feature_counts, trajs, grid=g, transition_cap=params.transition_cap,
-                                         max_length=params.max_length, pure=False))
-        counts = reduce(adatrace.FeatureCounts.add, parts)
+        [g] = executor.scatter([agrid], broadcast=True, hash=False)
+        counts = summed(executor, adatrace.feature_counts, trajs, grid=g, transition_cap=params.transition_cap,
+                        max_length=params.max_length)
         syn = adatrace.noisy_synopsis(agrid, noisy_top, counts, params, rng)
-        oracle = DaskOracle(client, trajs) if params.reads_raw_after_synopsis else None
+        oracle = DaskOracle(executor, trajs) if params.reads_raw_after_synopsis else None
         result = adatrace.release(syn, rng, oracle)
         pts = result.points
         x, y = pts["x"].to_numpy(), pts["y"].to_numpy()
@@ -98,6 +98,11 @@ class AdaTrace(Mechanism, name="adatrace", shape=Shape.SYNTHETIC, params=adatrac
                 **result.report}
         return CandidateRelease(self.shape, points, _json_safe(meta))
 
+
+    def guarantee(self, params: adatrace.AdaTraceParams) -> Guarantee:
+        """ε-DP per trajectory record for the synopsis (Gursoy et al., CCS 2018), and for the trajectories
+        unless the resilience checks read the raw data: :func:`mechanisms.adatrace.guarantee`."""
+        return adatrace.guarantee(params)
 
 def _json_safe(obj):
     if isinstance(obj, dict):

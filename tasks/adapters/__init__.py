@@ -1,1 +1,0 @@
-"""One adapter per mechanism: parameters, guarantee, and the run on Dask partitions."""

@@ -1,0 +1,4 @@
+"""The mechanism contract's case for toy_walks (tests/unit/test_mechanism_contract.py, docs/extending.md)."""
+
+#: the parameters of its release on the contract's T-Drive sample
+PARAMS = {"epsilon": 1.0}
