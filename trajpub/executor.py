@@ -9,6 +9,7 @@ named ``executor`` wherever a mechanism receives it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import fields
 from functools import reduce
 from typing import Any, Protocol
 
@@ -33,6 +34,14 @@ def summed(executor: Executor, fn: Callable, prepared: list, **kwargs) -> Any:
     the results' own ``add`` (counts of disjoint sets of objects add up)."""
     parts = executor.gather(executor.map(fn, prepared, pure=False, **kwargs))
     return reduce(lambda total, part: total.add(part), parts)
+
+
+class Counts:
+    """Base of a dataclass of counts over disjoint sets of objects: ``add`` sums them field by field, as
+    :func:`summed` adds the partitions' counts."""
+
+    def add(self, other):
+        return type(self)(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 class Done:

@@ -111,6 +111,13 @@ class EmpiricalBound:
                 "A lower bound: a stronger attack may find more.")
 
 
+OBJECT_IDENTIFIER_CAVEAT = (
+    "The unit is the object identifier of the input: one person or vehicle that appears under two identifiers is "
+    "protected as two objects (epsilon twice). Each partition of the pipeline must hold whole objects (the flow "
+    "reads partitions as lists of objects).")
+POPULATION_FACTS_CAVEAT = (
+    "Differential privacy bounds what the release reveals about one object, not population-level facts: hot "
+    "spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive for a group.")
 GATE_DECISION_CAVEAT = (
     "Whether this release was published is itself computed from the raw data, outside the epsilon above: the "
     "audit gate attacks the candidate with the raw data and publishes it only if every attack's risk, the upper "
@@ -156,6 +163,22 @@ class Guarantee:
         nothing (:data:`NOT_DP`)."""
         return cls(model=model, privacy_unit=privacy_unit, statement=statement, proven=False, privacy_map=NOT_DP,
                    neighbouring=neighbouring, caveats=tuple(caveats), empirical_bound=empirical_bound)
+
+    @classmethod
+    def per_object(cls, epsilon: float, how: str, caveats: Iterable[str]) -> Guarantee:
+        """ε-DP per object of a synthetic release: neighbouring inputs differ by one object with all its
+        trajectory records, the unit the ledger charges as it is (:class:`PrivacyMap` ``per_object``). The
+        statement is that definition followed by ``how`` the mechanism meets it; the caveats are framed by the two
+        every per-object synthesizer states: what an object is (first) and what DP does not hide (last)."""
+        statement = (
+            f"epsilon-differential privacy with epsilon = {epsilon:g} for each object (a taxi, a person: all of its "
+            "trajectory records together): for any two input databases that differ by adding or removing one "
+            "object with all its records, the probability of every possible released set of synthetic "
+            f"trajectories changes by at most a factor exp({epsilon:g}). {how}")
+        return cls(model="epsilon-DP", privacy_unit="one object", statement=statement, proven=True,
+                   privacy_map=PrivacyMap("epsilon-DP", "per_object"),
+                   neighbouring="add/remove one object with all its trajectory records", epsilon=epsilon,
+                   caveats=(OBJECT_IDENTIFIER_CAVEAT, *caveats, POPULATION_FACTS_CAVEAT))
 
     @classmethod
     def per_record(cls, epsilon: float, statement: str, caveats: Iterable[str], records_per_object: int | None, *,

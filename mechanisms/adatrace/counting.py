@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms.adatrace.grid import AdaptiveGrid
+from trajpub.executor import Counts
 from trajpub.trajectories import Trajectories
 
 
@@ -72,7 +73,7 @@ def leaf_sequences(trajs: Trajectories, grid: AdaptiveGrid) -> tuple[np.ndarray,
 
 
 @dataclass(frozen=True)
-class FeatureCounts:
+class FeatureCounts(Counts):
     """The true counts of one partition (summed over partitions with :meth:`add`).
 
     leaf_density: (K,) normalised visits per leaf; transitions: (E,) weighted moves per adjacency edge
@@ -91,10 +92,6 @@ class FeatureCounts:
     n_trajectories: int
     dropped_moves: int
 
-    def add(self, other: FeatureCounts) -> FeatureCounts:
-        return FeatureCounts(self.leaf_density + other.leaf_density, self.transitions + other.transitions,
-                             self.trips + other.trips, self.length_hist + other.length_hist,
-                             self.detour_hist + other.detour_hist, self.n_trajectories + other.n_trajectories, self.dropped_moves + other.dropped_moves)
 
 
 def feature_counts(trajs: Trajectories, grid: AdaptiveGrid, transition_cap: float, max_length: int) -> FeatureCounts:

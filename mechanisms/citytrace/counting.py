@@ -16,7 +16,7 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,7 @@ import pandas as pd
 from mechanisms.citytrace.params import HOURS, CityTraceParams
 from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
-from mechanisms.objtrace.counting import displacement_key, length_bin, per_object_histogram
+from mechanisms.objtrace.counting import ObjTraceCounts, displacement_key, length_bin, per_object_histogram
 from mechanisms.objtrace.geometry import Geometry
 from mechanisms.objtrace.params import WEEKDAYS
 from mechanisms.objtrace.quadtree import block_index
@@ -33,21 +33,12 @@ _NO_JUMP = np.iinfo(np.int64).max // 2
 
 
 @dataclass
-class CityTraceCounts:
-    """Sums over objects of their bounded contributions (dense arrays over public key spaces)."""
+class CityTraceCounts(ObjTraceCounts):
+    """ObjTrace's sums over objects of their bounded contributions, and the moves' times relative to their
+    record's pace (``step``)."""
 
-    records: float
-    length: np.ndarray
-    end: np.ndarray
-    density: np.ndarray
-    moves: np.ndarray
-    weekday: np.ndarray
-    hour: np.ndarray
-    pace: np.ndarray
     step: np.ndarray
 
-    def add(self, other: CityTraceCounts) -> CityTraceCounts:
-        return CityTraceCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 def first_moves(disc, limit: int) -> np.ndarray:

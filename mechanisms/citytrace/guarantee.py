@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mechanisms.citytrace.params import PARTS, CityTraceParams
 from trajpub import noise
-from trajpub.guarantee import Guarantee, PrivacyMap
+from trajpub.guarantee import Guarantee
 
 
 def guarantee(params: CityTraceParams) -> Guarantee:
@@ -26,11 +26,8 @@ def guarantee(params: CityTraceParams) -> Guarantee:
     eps = params.epsilon
     b = params.budget()
     parts = ", ".join(f"{name} (epsilon {b[name]:.4g})" for name in PARTS)
-    statement = (
-        f"epsilon-differential privacy with epsilon = {eps:g} for each object (a taxi, a person: all of its "
-        "trajectory records together): for any two input databases that differ by adding or removing one object "
-        "with all its records, the probability of every possible released set of synthetic trajectories changes "
-        f"by at most a factor exp({eps:g}). CityTrace releases, with Laplace noise, {len(PARTS)} statistics by "
+    how = (
+        f"CityTrace releases, with Laplace noise, {len(PARTS)} statistics by "
         f"sequential composition: {parts}; the point density as a quadtree of {params.quadtree_levels + 1} "
         "levels sharing its epsilon. Each object adds to each histogram its own histogram divided by its number "
         f"of items (at most 1 in total), and to the record count at most {params.max_records_per_object} "
@@ -38,9 +35,6 @@ def guarantee(params: CityTraceParams) -> Guarantee:
         "and their timestamps are drawn from these noisy values only."
     )
     caveats = (
-        ("The unit is the object identifier of the input: one person or vehicle that appears under two "
-         "identifiers is protected as two objects (epsilon twice). Each partition of the pipeline must hold whole "
-         "objects (the flow reads partitions as lists of objects)."),
         (f"The bounding box, the model cells of {params.cell_size_m:g} m, the blocks of the move directions, the "
          "start-time regions, the histogram bins and every parameter are public and fixed before the data is "
          f"read. The moves of a record after its first {params.max_moves} are not modelled."),
@@ -50,11 +44,5 @@ def guarantee(params: CityTraceParams) -> Guarantee:
          f"{params.max_speed_kmh:g} km/h (a public bound), except in a record longer than the window, which is "
          "compressed into it."),
         noise.CAVEAT,
-        ("Differential privacy bounds what the release reveals about one object, not population-level facts: "
-         "hot spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive "
-         "for a group."),
     )
-    return Guarantee(model="epsilon-DP", privacy_unit="one object", statement=statement, proven=True,
-                     privacy_map=PrivacyMap("epsilon-DP", "per_object"),
-                     neighbouring="add/remove one object with all its trajectory records", epsilon=eps,
-                     caveats=caveats)
+    return Guarantee.per_object(eps, how, caveats)

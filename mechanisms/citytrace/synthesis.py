@@ -26,7 +26,7 @@ from mechanisms.citytrace.model import NoisyModel
 from mechanisms.dpt import Hierarchy
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.quadtree import block_index, estimate
-from mechanisms.objtrace.synthesis import draw, end_cells, feasible_moves, paces, start_times, walk
+from mechanisms.objtrace.synthesis import draw, paces, start_times, walks
 from trajpub.window import ReleaseWindow
 
 
@@ -91,18 +91,11 @@ def step_times(model: NoisyModel, n_moves: np.ndarray, pace_s: np.ndarray, rng: 
 
 
 def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
-    """``n_synthetic`` records, or the noisy record count rounded (at least 0), starting in ``window``."""
+    """The records of ObjTrace's :func:`~mechanisms.objtrace.synthesis.walks` on CityTrace's fine density and
+    moves, starting in ``window``, each lasting at most ``max_duration_s``."""
     params = model.params
-    n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
-    edges = np.asarray(params.length_edges)
-    b = draw(model.noisy["length"], n, rng)
-    n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
-    starts = draw(density_weights(model) * model.geometry.usable, n, rng)
-    ends = end_cells(model, starts, rng)
-    n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
-    cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
-    kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
-    pace_s = np.minimum(paces(model, n, rng), params.max_duration_s / np.maximum(n_moves, 1))
+    n_moves, starts, kept = walks(model, density_weights(model), move_weights(model), rng)
+    pace_s = np.minimum(paces(model, len(starts), rng), params.max_duration_s / np.maximum(n_moves, 1))
     start_s = start_times(model, starts, window, rng)
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept, start_s, pace_s,
                      step_times(model, n_moves, pace_s, rng))

@@ -23,7 +23,7 @@ every move is one of 8 directions. The statistics:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,10 +32,11 @@ from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.geometry import Geometry
 from mechanisms.objtrace.params import HOURS, WEEKDAYS, ObjTraceParams
+from trajpub.executor import Counts
 
 
 @dataclass
-class ObjTraceCounts:
+class ObjTraceCounts(Counts):
     """Sums over objects of their bounded contributions (dense arrays over public key spaces)."""
 
     records: float
@@ -47,8 +48,6 @@ class ObjTraceCounts:
     hour: np.ndarray
     pace: np.ndarray
 
-    def add(self, other: ObjTraceCounts) -> ObjTraceCounts:
-        return ObjTraceCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 def per_object_histogram(objects: np.ndarray, keys: np.ndarray, size: int) -> np.ndarray:

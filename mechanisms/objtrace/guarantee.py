@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mechanisms.objtrace.params import PARTS, ObjTraceParams
 from trajpub import noise
-from trajpub.guarantee import Guarantee, PrivacyMap
+from trajpub.guarantee import Guarantee
 
 
 def guarantee(params: ObjTraceParams) -> Guarantee:
@@ -31,20 +31,14 @@ def guarantee(params: ObjTraceParams) -> Guarantee:
     eps = params.epsilon
     b = params.budget()
     parts = ", ".join(f"{name} (epsilon {b[name]:.4g})" for name in PARTS)
-    statement = (
-        f"epsilon-differential privacy with epsilon = {eps:g} for each object (a taxi, a person: all of its "
-        "trajectory records together): for any two input databases that differ by adding or removing one object "
-        "with all its records, the probability of every possible released set of synthetic trajectories changes "
-        f"by at most a factor exp({eps:g}). ObjTrace releases, with Laplace noise, {len(PARTS)} statistics by "
+    how = (
+        f"ObjTrace releases, with Laplace noise, {len(PARTS)} statistics by "
         f"sequential composition: {parts}. Each object adds to each histogram its own histogram divided by its "
         "number of items (at most 1 in total), and to the record count at most "
         f"{params.max_records_per_object} records, so the noise is calibrated to one whole object. The synthetic "
         "trajectories, their positions and their timestamps are drawn from these noisy values only."
     )
     caveats = (
-        ("The unit is the object identifier of the input: one person or vehicle that appears under two "
-         "identifiers is protected as two objects (epsilon twice). Each partition of the pipeline must hold whole "
-         "objects (the flow reads partitions as lists of objects)."),
         ("The bounding box, the model grid (cells of "
          f"{params.cell_size_m:g} m), the start-time regions, the histogram bins and every parameter are public "
          "and fixed before the data is read. The moves of a record after its first "
@@ -53,11 +47,5 @@ def guarantee(params: ObjTraceParams) -> Guarantee:
          "day-of-week histogram, a local start hour drawn per start region (the dataset's time zone) and a "
          "constant pace per record; they carry no date or time of any real record."),
         noise.CAVEAT,
-        ("Differential privacy bounds what the release reveals about one object, not population-level facts: "
-         "hot spots, frequent moves and the fleet's operating hours are meant to survive and may be sensitive "
-         "for a group."),
     )
-    return Guarantee(model="epsilon-DP", privacy_unit="one object", statement=statement, proven=True,
-                     privacy_map=PrivacyMap("epsilon-DP", "per_object"),
-                     neighbouring="add/remove one object with all its trajectory records", epsilon=eps,
-                     caveats=caveats)
+    return Guarantee.per_object(eps, how, caveats)

@@ -206,17 +206,26 @@ def paces(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(edges[b], upper[b])
 
 
-def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
-    """``n_synthetic`` records, or the noisy record count rounded (at least 0), starting in ``window``."""
+def walks(model, density: np.ndarray, moves: np.ndarray, rng: np.random.Generator
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The records' cells, ObjTrace's and CityTrace's: ``n_synthetic`` records, or the noisy record count rounded
+    (at least 0), each with a number of moves from the noisy length histogram, a start cell drawn from
+    ``density`` (usable cells only), an end cell and a walk of ``moves`` bridged to it. Returns (moves per record,
+    start cells, the records' cells one after another)."""
     params = model.params
     n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
     edges = np.asarray(params.length_edges)
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
-    starts = draw(density_weights(model) * model.geometry.usable, n, rng)
+    starts = draw(density * model.geometry.usable, n, rng)
     ends = end_cells(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
-    cells = walk(model, move_weights(model), starts, ends, n_moves, rng)
-    kept = cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
+    cells = walk(model, moves, starts, ends, n_moves, rng)
+    return n_moves, starts, cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]
+
+
+def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.random.Generator) -> Synthetic:
+    """The records of :func:`walks` on ObjTrace's model, starting in ``window`` at a constant pace each."""
+    n_moves, starts, kept = walks(model, density_weights(model), move_weights(model), rng)
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept,
-                     start_times(model, starts, window, rng), paces(model, n, rng))
+                     start_times(model, starts, window, rng), paces(model, len(starts), rng))
