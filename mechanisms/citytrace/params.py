@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from mechanisms.objtrace.params import histogram_edges
+from mechanisms.objtrace.params import check_model_fields, histogram_edges
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
@@ -89,31 +89,15 @@ class CityTraceParams:
     n_synthetic: int | None = None
 
     def __post_init__(self) -> None:
-        _P.require_real(self.epsilon, "epsilon", 0)
-        _P.require_real(self.cell_size_m, "cell_size_m", 0)
-        _P.require_real(self.region_size_m, "region_size_m", 0)
-        _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
+        check_model_fields(self, _P, PARTS)
         _P.require_real(self.level_ratio, "level_ratio", 0, 4)
         _P.require_int(self.moves_level, "moves_level", 0)
-        _P.require_int(self.max_displacement, "max_displacement", 0)
-        object.__setattr__(self, "length_edges", histogram_edges(self.length_edges, "length_edges", True, _P))
-        _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-        object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", False, _P))
         object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
         _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
         _P.require_real(self.max_duration_s, "max_duration_s", 0)
-        _P.require_real(self.direction_decay, "direction_decay", 0, 1)
-        _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
-        _P.require_real(self.snr, "snr", 0, open_low=False)
-        shares = tuple(float(s) for s in self.shares)
-        if len(shares) != len(PARTS) or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
-            raise ParameterError(f"shares must be {len(PARTS)} positive fractions ({', '.join(PARTS)}) summing "
-                                 f"to 1, got {self.shares}", _P.where("shares"))
-        if shares[-1] > 0.5:
-            raise ParameterError(f"the last share ({PARTS[-1]}) must be at most 1/2, got {shares[-1]}",
+        if self.shares[-1] > 0.5:
+            raise ParameterError(f"the last share ({PARTS[-1]}) must be at most 1/2, got {self.shares[-1]}",
                                  _P.where("shares"))
-        object.__setattr__(self, "shares", shares)
-        _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
 
     @classmethod
     def from_dict(cls, d: dict) -> CityTraceParams:

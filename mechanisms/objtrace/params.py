@@ -25,6 +25,29 @@ HOURS = 24
 WEEKDAYS = 7
 
 
+def check_model_fields(params, scope: Scope, parts: tuple[str, ...]) -> None:
+    """The checks of the fields ObjTrace's and CityTrace's parameters share, errors named in ``scope``: sizes, the
+    length and pace bins (stored normalised), the walk's prior, and ``shares`` (stored as floats): one positive
+    fraction per budget part of ``parts``, summing to 1."""
+    scope.require_real(params.epsilon, "epsilon", 0)
+    scope.require_real(params.cell_size_m, "cell_size_m", 0)
+    scope.require_real(params.region_size_m, "region_size_m", 0)
+    scope.require_int(params.quadtree_levels, "quadtree_levels", 0)
+    scope.require_int(params.max_displacement, "max_displacement", 0)
+    object.__setattr__(params, "length_edges", histogram_edges(params.length_edges, "length_edges", True, scope))
+    scope.require_int(params.max_records_per_object, "max_records_per_object", 1)
+    object.__setattr__(params, "pace_edges_s", histogram_edges(params.pace_edges_s, "pace_edges_s", False, scope))
+    scope.require_real(params.direction_decay, "direction_decay", 0, 1)
+    scope.require_real(params.prior_weight, "prior_weight", 0, open_low=False)
+    scope.require_real(params.snr, "snr", 0, open_low=False)
+    shares = tuple(float(s) for s in params.shares)
+    if len(shares) != len(parts) or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
+        raise ParameterError(f"shares must be {len(parts)} positive fractions ({', '.join(parts)}) summing "
+                             f"to 1, got {params.shares}", scope.where("shares"))
+    object.__setattr__(params, "shares", shares)
+    scope.require_optional_int(params.n_synthetic, "n_synthetic", 0)
+
+
 def histogram_edges(values: object, field: str, integers: bool, scope: Scope = _P) -> tuple:
     """Histogram edges: at least two, increasing, the first 0 (integers, or finite numbers); an error names
     ``field`` in ``scope``."""
@@ -85,23 +108,7 @@ class ObjTraceParams(Params):
     n_synthetic: int | None = None
 
     def __post_init__(self) -> None:
-        _P.require_real(self.epsilon, "epsilon", 0)
-        _P.require_real(self.cell_size_m, "cell_size_m", 0)
-        _P.require_real(self.region_size_m, "region_size_m", 0)
-        _P.require_int(self.quadtree_levels, "quadtree_levels", 0)
-        _P.require_int(self.max_displacement, "max_displacement", 0)
-        object.__setattr__(self, "length_edges", histogram_edges(self.length_edges, "length_edges", integers=True))
-        _P.require_int(self.max_records_per_object, "max_records_per_object", 1)
-        object.__setattr__(self, "pace_edges_s", histogram_edges(self.pace_edges_s, "pace_edges_s", integers=False))
-        _P.require_real(self.direction_decay, "direction_decay", 0, 1)
-        _P.require_real(self.prior_weight, "prior_weight", 0, open_low=False)
-        _P.require_real(self.snr, "snr", 0, open_low=False)
-        shares = tuple(float(s) for s in self.shares)
-        if len(shares) != len(PARTS) or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
-            raise ParameterError(f"shares must be {len(PARTS)} positive fractions ({', '.join(PARTS)}) summing "
-                                 f"to 1, got {self.shares}", _P.where("shares"))
-        object.__setattr__(self, "shares", shares)
-        _P.require_optional_int(self.n_synthetic, "n_synthetic", 0)
+        check_model_fields(self, _P, PARTS)
 
     @property
     def max_moves(self) -> int:
