@@ -81,9 +81,11 @@ def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFram
     return len(fragments)
 
 
-def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> None:
+def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> dict:
     """Store a candidate release for review: its product, its private owner key if it has one, and its shape in
-    the release summary, which publication and withdrawal read."""
+    the release summary, which publication and withdrawal read; then seal it (``governance.seal_candidate``,
+    sql/034: its row count and content digest, which publication checks again). Returns the seal ``{rows,
+    hash}``."""
     governance.merge_summary(conn, release_id, {"shape": result.shape.value})
     if result.shape is Shape.FRAGMENTS:
         stage_fragments(conn, release_id, result.fragments)
@@ -91,6 +93,8 @@ def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> Non
         stage_candidate(conn, release_id, result.points, result.shape)
     if result.owners is not None:
         stage_owners(conn, release_id, result.owners)
+    with governance.refusals():
+        return conn.execute(sa.text("SELECT governance.seal_candidate(:r)"), {"r": release_id}).scalar_one()
 
 
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:
