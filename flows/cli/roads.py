@@ -12,6 +12,7 @@ from flows.cli.base import (
     table,
     valid_dataset,
 )
+from tasks.db import transaction
 
 
 @main.group()
@@ -66,9 +67,8 @@ def roads_load_pois(name: str, pbf: str, replace: bool) -> None:
 def roads_list() -> None:
     from tasks import roads as road_tasks
 
-    with pipeline_engine().connect() as conn:
-        click.echo(table(road_tasks.list_networks(conn), ["network", "source", "n_edges", "epsilon",
-                                                           "description", "loaded_at"]))
+    networks = transaction(road_tasks.list_networks, "list road networks", pipeline_engine())
+    click.echo(table(networks, ["network", "source", "n_edges", "epsilon", "description", "loaded_at"]))
 
 
 @roads.command("simulate")
