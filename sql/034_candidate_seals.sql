@@ -110,3 +110,31 @@ DROP TRIGGER IF EXISTS releases_seal_checked ON governance.releases;
 CREATE TRIGGER releases_seal_checked BEFORE UPDATE OF status ON governance.releases
     FOR EACH ROW WHEN (NEW.status = 'published' AND OLD.status IS DISTINCT FROM 'published')
     EXECUTE FUNCTION governance.check_candidate_seal();
+
+-- The consumer's card names the release's shape: the export reads each shape's layers as the shape says
+-- (trajpub/candidate.py, tasks/export.py), not by guessing from the published table's columns.
+CREATE OR REPLACE VIEW published.release_lineage AS
+SELECT r.release_id,
+       r.dataset,
+       r.published_table,
+       r.mechanism,
+       r.params                                        AS parameters,
+       r.guarantee,
+       a.steward                                       AS approved_by,
+       a.decided_at                                    AS approved_at,
+       e.event -> 'run' -> 'facets' -> 'code_version' ->> 'version' AS code_version,
+       e.event_time                                    AS published_at,
+       (SELECT jsonb_agg(jsonb_build_object('attack', x.attack, 'resolution_m', NULLIF(x.resolution_m, 0),
+                                            'outcome', x.outcome, 'passed', x.passed)
+                         ORDER BY x.attack, x.resolution_m)
+          FROM governance.audit_results x WHERE x.release_id = r.release_id) AS audits,
+       e.event -> 'run' ->> 'runId'                    AS lineage_run_id,
+       (SELECT jsonb_object_agg(u.metric, u.verdict - 'value')
+          FROM jsonb_each(r.summary -> 'gate' -> 'per_utility') AS u(metric, verdict)
+         WHERE u.verdict ? 'status')                   AS utility_verdict,
+       r.summary ->> 'shape'                           AS shape
+  FROM governance.releases r
+  JOIN governance.approvals a ON a.release_id = r.release_id AND a.decision = 'approved'
+  JOIN governance.lineage_events e ON e.release_id = r.release_id AND e.event_type = 'COMPLETE'
+ WHERE r.status = 'published';
+GRANT SELECT ON published.release_lineage TO trajpub_consumer;
