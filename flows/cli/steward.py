@@ -19,6 +19,7 @@ from flows.cli.base import (
     valid_dataset,
 )
 from tasks.db import transaction
+from trajpub.errors import TrajpubError
 
 
 @main.group()
@@ -83,6 +84,9 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
         tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
         outcome = publish_approved_flow(release_id=release_id)
+        if outcome["status"] != "published":
+            raise TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
+                               "approve")
         click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 
