@@ -46,12 +46,18 @@ def _private(path: Path) -> int:
 
 
 def _flow_run_id(name: str) -> str | None:
-    """The id of the flow run named ``name``, once the process has made it."""
+    """The id of the flow run named ``name``, once the process has made it (None before, and while the Prefect
+    server does not answer: the process then fails and the command ends with it)."""
+    import httpx
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
-    with get_client(sync_client=True) as client:
-        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name])), limit=1)
+    try:
+        with get_client(sync_client=True) as client:
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name])),
+                                         limit=1)
+    except httpx.HTTPError:
+        return None
     return str(runs[0].id) if runs else None
 
 
