@@ -62,7 +62,7 @@ def _flow_run_id(name: str) -> str | None:
 
 
 def start(data: dict, say: Callable[[str], None], poll_s: float = 1.0) -> Started:
-    """Start the release of spec mapping ``data`` in the background and relay its output (``say``, line by line)
+    """Start the release of spec mapping ``data`` (the spec as parsed, its window resolved) in the background and relay its output (``say``, line by line)
     until its release awaits the steward or the run ends."""
     RUNS_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     name = f"release-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"

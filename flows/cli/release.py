@@ -133,7 +133,7 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     if not wait:
         from flows.launch import start
 
-        started = start(data, click.echo)
+        started = start({**spec.to_record(), "seed": spec.seed}, click.echo)  # the window resolved now, as --wait
         if started.outcome is None:
             sys.exit(started.exit_code)
         rid = started.outcome["release_id"]
