@@ -1,6 +1,6 @@
-"""Flows only call tasks (docs/design.md, "Architecture"): no SQL and no connection of their own in ``flows/``; every
-read and write of governance goes through a task and :func:`tasks.db.transaction`. And no module of the flows and their tasks is
-over 600 lines."""
+"""Flows only call tasks (docs/design.md, "Architecture"): no SQL and no connection of their own in
+``flows/``; every read and write of governance goes through a task and :func:`tasks.db.transaction`. And no
+module of the flows and their tasks is over 600 lines."""
 
 from __future__ import annotations
 
