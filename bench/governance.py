@@ -166,7 +166,7 @@ def concurrency(args) -> dict:
         out, err = (work / f"r{i:02d}.out").open("w"), (work / f"r{i:02d}.err").open("w")
         procs.append((i, out, err))
     started, started_at = time.perf_counter(), datetime.now(UTC)
-    running = [(i, subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(work / f"spec-{i:02d}.yaml")],
+    running = [(i, subprocess.Popen([TRAJPUB, "release", "run", "--wait", "--spec", str(work / f"spec-{i:02d}.yaml")],
                                     stdout=out, stderr=err, env=env()), out, err) for i, out, err in procs]
     ended = {}
     deadline = time.monotonic() + args.timeout
@@ -312,7 +312,7 @@ class CaseBuilder:
             path = self.dir / "no-such-spec.yaml"
         else:
             path = self._file(spec, ".yaml")
-        self.cases.append(Case(group, desc, "release", expect, ["release", "run", "--spec", str(path), *flags],
+        self.cases.append(Case(group, desc, "release", expect, ["release", "run", "--wait", "--spec", str(path), *flags],
                                requested_by=tag))
 
     def spec(self, params: dict | None = None, **top) -> dict:

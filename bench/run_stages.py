@@ -267,7 +267,7 @@ def run_release(dataset: str, label: str, timeout_s: float, dask: dict | None = 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(dask or {})}
     cpu_before = children_cpu_s()
     launched = time.time()
-    proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(spec_path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([TRAJPUB, "release", "run", "--wait", "--spec", str(spec_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1, cwd=config.PROJECT_ROOT, env=env)
 
     def read() -> None:

@@ -23,9 +23,9 @@ from prefect.runtime import flow_run
 from prefect.states import State
 from pydantic import Field
 
-from flows.release import abort, blocked, fail, nothing_released, recover_interrupted, refused
+from flows.release import blocked, nothing_released, recover_interrupted, refused
 from flows.review import wait_for_answer
-from tasks import compare, compare_review, governance, lineage, publish, report
+from tasks import compare, compare_review, governance, lineage, outcomes, report
 from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock, transaction
 from tasks.db import engine as db_engine
@@ -69,7 +69,7 @@ def compare_flow(spec: Comparison) -> dict:
                 policies.append(policy)
         except Exception as exc:  # the bill or a candidate refused at plan: nothing of the comparison runs
             for rid in rids:
-                fail(rid, dataset, exc)
+                outcomes.fail(rid, exc, flow_run.get_id())
             if isinstance(exc, TrajpubError):
                 return refused(exc)
             raise
@@ -107,29 +107,27 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
                 result = audit_candidate(client, p, rid, policy, future)
                 if result is not None:
                     released.append((f"#{rid} {p.label}", *density_frame(result)))
-            outcomes = transaction(lambda conn: [compare.outcome(conn, r, p.label)
-                                                 for r, p in zip(rids, planned, strict=True)], "read the outcomes")
-            recommendation = recommend(outcomes)
+            results = transaction(lambda conn: [compare.outcome(conn, r, p.label)
+                                                for r, p in zip(rids, planned, strict=True)], "read the outcomes")
+            recommendation = recommend(results)
             densities = compare_review.density_maps(raw, released) if released else None
     except Exception as exc:
         for rid in rids:
-            with db_engine().connect() as conn:
-                ended = governance.get_release(conn, rid)["status"] in governance.FINAL
-            if not ended:
-                fail(rid, first.dataset, exc)
+            if outcomes.release(rid)["status"] not in governance.FINAL:
+                outcomes.fail(rid, exc, flow_run.get_id())
         raise
     record = {**record, "recommended": recommendation.release_id}
 
     def to_review(conn) -> list[dict]:
-        for o in outcomes:
+        for o in results:
             governance.merge_summary(conn, o["release_id"], {"comparison": record})
             if o["status"] == "audited":
                 governance.transition(conn, o["release_id"], "awaiting_approval", f"a candidate of comparison {name}")
         return [compare.outcome(conn, r, p.label) for r, p in zip(rids, planned, strict=True)]
 
-    outcomes = transaction(to_review, "open the review", say=print)
-    page = compare_review.page(name, first.dataset, outcomes, recommendation, bill_lines,
-                               compare_review.frontier_plot(outcomes), densities)
+    results = transaction(to_review, "open the review", say=print)
+    page = compare_review.page(name, first.dataset, results, recommendation, bill_lines,
+                               compare_review.frontier_plot(results), densities)
     path = report.write_private(report.REPORT_DIR / f"comparison-{record['flow_run_id']}.html", page)
     artifact = create_markdown_artifact(key=f"comparison-{name.replace('_', '-')}-r{rids[0]}",
                                         markdown=report.page_body(page),
@@ -140,7 +138,7 @@ def run_candidates(name: str, planned: list[compare.Planned], rids: list[int], p
         reason = f"comparison {name}: {recommendation.reason}"
         return blocked(reason, {"comparison": name, "releases": rids, "status": "nothing to pick", "published": None,
                                 "reason": reason})
-    markdown = compare_review.markdown(name, outcomes, recommendation, str(artifact))
+    markdown = compare_review.markdown(name, results, recommendation, str(artifact))
     create_markdown_artifact(key=f"pick-{name.replace('_', '-')}-r{rids[0]}", markdown=markdown,
                              description=f"Steward pick of comparison {name}")
     print(f"comparison {name} awaits the steward's pick: trajpub release pick {recommendation.release_id} "
@@ -157,11 +155,11 @@ def audit_candidate(client, p: compare.Planned, rid: int, policy, protected):
             nothing_released(p.spec, rid)
             return None
         if audit_and_gate(client, p.spec, rid, policy, raw, result).blocked:
-            abort(rid, "blocked by the audit gate")
+            outcomes.abort(rid, "blocked by the audit gate", flow_run.get_id())
             print(f"candidate {p.label} (release {rid}) is BLOCKED by the audit gate")
         return result
     except Exception as exc:  # noqa: BLE001 - recorded as the candidate's failure; the comparison goes on
-        fail(rid, p.spec.dataset, exc)
+        outcomes.fail(rid, exc, flow_run.get_id())
         print(f"candidate {p.label} (release {rid}) FAILED: {exc}")
         return None
 
@@ -198,28 +196,21 @@ def conclude(name: str, rids: list[int], picked: int, comment: str | None, code:
     if picked not in rids:
         raise PolicyError(f"release {picked} is not a candidate of comparison {name} "
                           f"({', '.join(map(str, rids))})", "pick")
-    eng = db_engine()
-    with eng.connect() as conn:
-        recorded = governance.approval(conn, picked)
-    if recorded is None:
-        steward = compare.pick_by_code(eng, picked, comment, code or "")
+    if outcomes.approval(picked) is None:
+        steward = compare.pick_by_code(db_engine(), picked, comment, code or "")
         print(f"release {picked} picked by {steward}")
-    table = publish.publish(eng, picked, flow_run.get_id())
-    print(f"release {picked} published as {table}")
+    outcome = outcomes.publish_or_fail(picked, flow_run.get_id())
+    if outcome["status"] != "published":
+        raise TrajpubError(f"release {picked} was picked and not published: {outcome['reason']}", "publish")
+    print(f"release {picked} published as {outcome['table']}")
     discard(name, rids, picked)
-    return {"comparison": name, "releases": rids, "status": "published", "published": picked, "table": table}
+    return {"comparison": name, "releases": rids, "status": "published", "published": picked,
+            "table": outcome["table"]}
 
 
 def discard(name: str, rids: list[int], picked: int) -> None:
     """Purge the staging of every candidate but ``picked`` (nothing of theirs stays to be published); a candidate
     rejected as not picked also ends with a lineage ABORT saying so."""
     for rid in rids:
-        if rid == picked:
-            continue
-        with db_engine().begin() as conn:
-            status = governance.get_release(conn, rid)["status"]
-            if status not in governance.FINAL:
-                raise TrajpubError(f"release {rid} of comparison {name} is still '{status}'", "discard")
-            governance.purge_staging(conn, rid)
-        if status == "rejected":
-            abort(rid, f"not picked in comparison {name}: release {picked} was published")
+        if rid != picked and compare.discard_staging(name, rid) == "rejected":
+            outcomes.abort(rid, f"not picked in comparison {name}: release {picked} was published", None)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import sqlalchemy as sa
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
 
@@ -35,14 +34,14 @@ def serve(spec_path: Path, name: str, cron: str, timezone: str, say=print) -> No
     spec = read_spec_file(spec_path)
     # a deployment with a broken default spec would fail at every scheduled run (checked as a run now would be)
     parsed, _ = windows.parse_resolved(db.engine(), spec)
-    with db.engine().connect() as conn:  # and so would one whose requester is not registered
-        governance.check_requester(conn, parsed.requested_by)
+    # and so would one whose requester is not registered
+    db.transaction(lambda conn: governance.check_requester(conn, parsed.requested_by), "check the requester")
     try:
         schedule = Cron(cron, timezone=timezone)
     except ValueError as exc:
         raise ParameterError(f"invalid schedule: {exc}", f"--cron {cron!r} --timezone {timezone!r}") from None
-    with db.engine().connect() as conn:
-        found = forecast(conn, spec, CronSchedule(cron=cron, timezone=timezone), datetime.now(UTC))
+    found = db.transaction(lambda conn: forecast(conn, spec, CronSchedule(cron=cron, timezone=timezone),
+                                                 datetime.now(UTC)), "forecast the budget")
     if warning := found.warning():
         say(warning)
     release_flow.serve(name=name, schedules=[schedule], parameters={"spec": spec},
@@ -116,9 +115,9 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
     spec = backfill_spec({**spec, **(overrides or {})}, every)
     first = ReleaseSpec.from_dict(spec)
     eng = db.engine()
-    with eng.connect() as conn:
-        timezone = windows.dataset_timezone(conn, first.dataset)
-        governance.check_requester(conn, first.requested_by)
+    timezone, _ = db.transaction(lambda conn: (windows.dataset_timezone(conn, first.dataset),
+                                               governance.check_requester(conn, first.requested_by)),
+                                 "read the dataset's time zone", eng)
     times = backfill_times(local_time(start, timezone, "backfill --start"), local_time(end, timezone, "backfill --end"),
                            every)
     if times[-1] > datetime.now(UTC):
@@ -138,8 +137,8 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
         label = " to ".join(t.astimezone(zone(timezone)).isoformat() for t in window)  # the dataset's local times
         runs.append((at, compare.Planned(label, resolved, mech, params, inputs)))
     policies.check(runs[0][1].spec)
-    with eng.begin() as conn:
-        bill = compare.bill(conn, [p for _, p in runs], item="window")
+    bill = db.transaction(lambda conn: compare.bill(conn, [p for _, p in runs], item="window"), "price the backfill",
+                          eng)
     return Backfill(deployment, spec, runs, bill)
 
 
@@ -169,10 +168,9 @@ def run_backfill(plan: Backfill, say: Callable[[str], None], timeout_s: float = 
                                        f"{timeout_s:g} s (is a worker polling the deployment's pool?); the later "
                                        "windows were not started", "backfill")
                 time.sleep(2)
-        with db.engine().connect() as conn:
-            release = conn.execute(sa.text("SELECT release_id, status FROM governance.releases WHERE flow_run_id = :f"),
-                                   {"f": run.id}).first()
+        release = db.transaction(lambda conn, run_id=str(run.id): governance.release_of_flow_run(conn, run_id),
+                                 "find the window's release")
         outcomes.append({"at": at, "window": planned.label, "flow_run_id": str(run.id),
-                         "release_id": release.release_id if release else None,
-                         "status": release.status if release else state.name.lower(), "message": state.message})
+                         "release_id": release["release_id"] if release else None,
+                         "status": release["status"] if release else state.name.lower(), "message": state.message})
     return outcomes

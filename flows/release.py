@@ -12,7 +12,6 @@ error); the last three are Prefect Failed states, so that nothing downstream tak
 # (cloudpickle), with only the globals its body names, so the ``ReleaseSpec`` annotation Prefect validates the
 # parameter with must be the class itself, not its name.
 import httpx
-import sqlalchemy as sa
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import ObjectNotFound
@@ -21,11 +20,10 @@ from prefect.states import Failed, State
 
 from flows.review import StewardDecision, review_markdown, wait_for_answer
 from mechanisms import registry
-from tasks import governance, lineage, policies, public_inputs, publish, windows
+from tasks import lineage, outcomes, policies, public_inputs, windows
 from tasks.dask_cluster import dask_client
-from tasks.db import alive_lock_key, is_transient, lock_is_held, release_slot, session_lock, transaction
+from tasks.db import alive_lock_key, release_slot, session_lock
 from tasks.db import engine as db_engine
-from tasks.review import read_review
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
 from trajpub.errors import PolicyError, ReleaseBlocked, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
@@ -54,13 +52,7 @@ def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
     caller ends the run :func:`blocked`)."""
     reason = (f"{NOTHING_RELEASED}: {spec.mechanism} released no record or fragment (its budget is spent); "
               "nothing to audit or publish")
-
-    def record(conn) -> None:
-        governance.transition(conn, release_id, "audited", reason)
-        governance.transition(conn, release_id, "blocked", reason)
-
-    transaction(record, "record that nothing was released", say=print)
-    abort(release_id, NOTHING_RELEASED)
+    outcomes.nothing_released(release_id, reason, flow_run.get_id())
     print(f"release {release_id}: {reason}")
     return {"release_id": release_id, "status": "blocked", "outcome": NOTHING_RELEASED, "reason": reason}
 
@@ -68,10 +60,7 @@ def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
 def steward_review(release_id: int, timeout_s: float) -> tuple[str, StewardDecision | None]:
     """Pause for the steward; the form is answered in the Prefect UI or by ``trajpub approve/reject``. Returns
     the review (markdown) and the answer (None after the timeout)."""
-    eng = db_engine()
-    with eng.begin() as conn:  # awaiting approval only now, when the flow is about to wait for it
-        governance.transition(conn, release_id, "awaiting_approval", None)
-        markdown = review_markdown(read_review(conn, release_id))
+    markdown = review_markdown(outcomes.await_steward(release_id))
     create_markdown_artifact(key=f"review-r{release_id}", markdown=markdown,
                              description=f"Steward review of release {release_id}")
     print(f"release {release_id} is awaiting approval: trajpub approve {release_id} --steward NAME")
@@ -113,6 +102,7 @@ def release_flow(spec: ReleaseSpec) -> dict:
 
 def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, release_id: int,
            policy: policies.RegisteredPolicy) -> dict | State:
+    run_id = flow_run.get_id()
     try:
         with release_slot(db_engine(), spec.dataset, spec.queue_timeout_s, say=print), \
                 dask_client() as client:
@@ -125,28 +115,46 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
                 return blocked(f"release {release_id}: {outcome['reason']}", outcome)
             decision = audit_and_gate(client, spec, release_id, policy, raw, result)
     except Exception as exc:
-        fail(release_id, spec.dataset, exc)
+        outcomes.fail(release_id, exc, run_id)
         raise
     if decision.blocked:
-        abort(release_id, "blocked by the audit gate")
+        outcomes.abort(release_id, "blocked by the audit gate", run_id)
         reason = f"release {release_id} is blocked by the audit gate: {'; '.join(decision.reasons)}"
         print(f"{reason}; nothing is published")
         return blocked(reason, {"release_id": release_id, "status": "blocked", "reason": reason})
     try:
-        markdown, decision = steward_review(release_id, spec.approval_timeout_s)
+        markdown, answer = steward_review(release_id, spec.approval_timeout_s)
     except Exception as exc:
-        fail(release_id, spec.dataset, exc)
+        outcomes.fail(release_id, exc, run_id)
         raise
     attempt = 0
-    while decision is not None:
+    while answer is not None:
         try:
-            return apply_decision(release_id, decision.decision, decision.comment, decision.decision_code)
+            status, steward = outcomes.decide(release_id, answer.decision, answer.comment, answer.decision_code)
         except PolicyError as exc:  # a wrong or used code, four-eyes: the release still awaits a decision
             print(f"the decision was refused: {exc}; waiting for another")
             attempt += 1
-            decision = ask_steward(release_id, markdown, spec.approval_timeout_s, attempt)
+            answer = ask_steward(release_id, markdown, spec.approval_timeout_s, attempt)
+            continue
+        return carry_out(release_id, status, steward)
     get_run_logger().warning("no decision before the timeout: the release stays awaiting_approval")
     return {"release_id": release_id, "status": "awaiting_approval"}
+
+
+def carry_out(release_id: int, status: str, steward: str) -> dict | State:
+    """Carry out the steward's decision: a rejection ends the run (lineage ABORT); an approval publishes
+    (idempotent). A publication the database refuses (the candidate changed since it was sealed) publishes
+    nothing, marks the release failed and ends the run ``Refused``."""
+    if status == "rejected":
+        outcomes.abort(release_id, f"rejected by the steward {steward}", flow_run.get_id())
+        print(f"release {release_id} rejected by {steward}")
+        return {"release_id": release_id, "status": "rejected"}
+    outcome = outcomes.publish_or_fail(release_id, flow_run.get_id())
+    if outcome["status"] != "published":
+        return refused(TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
+                                    "publish"))
+    print(f"release {release_id} published as {outcome['table']}")
+    return outcome
 
 
 def recover_interrupted(dataset: str | None = None, running: int | None = None) -> list[int]:
@@ -155,24 +163,16 @@ def recover_interrupted(dataset: str | None = None, running: int | None = None) 
     taken for interrupted (its alive lock is lost if the database restarted since plan)."""
     from prefect.client.orchestration import get_client
 
-    def sweep(conn) -> list[dict]:
-        found = [r for r in governance.interrupted_releases(conn, dataset) if r["release_id"] != running]
-        for rel in found:
-            try:
-                with get_client(sync_client=True) as client:
-                    state = client.read_flow_run(rel["flow_run_id"]).state
-                detail = (f"flow run state {state.type.value}" + (f": {state.message}" if state.message else "")
-                          if state else "")
-            except (ObjectNotFound, httpx.HTTPError) as exc:  # the server does not know it: recover anyway
-                detail = f"flow run state unknown ({type(exc).__name__})"
-            governance.mark_interrupted(conn, rel, detail)
-            print(f"release {rel['release_id']} was interrupted while '{rel['status']}'; marked failed")
-        purged = governance.purge_expired_staging(conn)
-        if purged:
-            print(f"staging purged for ended releases past their retention: {purged}")
-        return found
+    def describe(rel: dict) -> str:
+        try:
+            with get_client(sync_client=True) as client:
+                state = client.read_flow_run(rel["flow_run_id"]).state
+            return (f"flow run state {state.type.value}" + (f": {state.message}" if state.message else "")
+                    if state else "")
+        except (ObjectNotFound, httpx.HTTPError) as exc:  # the server does not know it: recover anyway
+            return f"flow run state unknown ({type(exc).__name__})"
 
-    found = transaction(sweep, "recover interrupted releases", say=print)
+    found = outcomes.mark_interrupted(dataset, running, describe)
     for rel in found:
         crash_orphaned_run(rel, f"the flow process of release {rel['release_id']} ended while '{rel['status']}'; "
                                 "`trajpub recover` marked the release failed")
@@ -188,11 +188,8 @@ def crash_orphaned_run(release: dict, message: str) -> None:
     from prefect.states import Crashed
 
     run_id = release.get("flow_run_id")
-    if run_id is None:
+    if run_id is None or outcomes.flow_alive(str(run_id)):
         return
-    with db_engine().connect() as conn:
-        if lock_is_held(conn, alive_lock_key(str(run_id))):
-            return
     try:
         with get_client(sync_client=True) as client:
             state = client.read_flow_run(run_id).state
@@ -202,83 +199,27 @@ def crash_orphaned_run(release: dict, message: str) -> None:
         print(f"flow run {run_id} could not be marked crashed in Prefect ({type(exc).__name__})")
 
 
-def apply_decision(release_id: int, decision: str, comment: str | None, code: str | None) -> dict:
-    """Carry out the steward's answer to the form: record the decision with its one-time ``code`` (the code
-    names the steward's login and is spent by this presentation: :func:`tasks.governance.decide_by_code`) unless
-    ``trajpub approve/reject`` recorded it already, which then holds; publish when approved (idempotent)."""
-    eng = db_engine()
-    with eng.connect() as conn:
-        recorded = governance.approval(conn, release_id)
-    if recorded is None:
-        status = "approved" if decision == "approve" else "rejected"
-        steward = governance.decide_by_code(eng, release_id, status, comment, code or "")
-    else:
-        status, steward = recorded["decision"], recorded["steward"]
-    if status == "rejected":
-        abort(release_id, f"rejected by the steward {steward}")
-        print(f"release {release_id} rejected by {steward}")
-        return {"release_id": release_id, "status": "rejected"}
-    table = publish.publish(eng, release_id, flow_run.get_id())
-    print(f"release {release_id} published as {table}")
-    return {"release_id": release_id, "status": "published", "table": table}
-
-
-def abort(release_id: int, why: str) -> None:
-    """Lineage ABORT: the run ended without an output, by decision (the gate or the steward), not by an error."""
-    with db_engine().begin() as conn:
-        lineage.emit(conn, release_id, "ABORT", run_id=flow_run.get_id(),
-                     dataset=governance.get_release(conn, release_id)["dataset"], facets={"outcome": {"status": why}})
-
-
-def fail(release_id: int, dataset: str, exc: BaseException) -> None:
-    """Mark the release failed with the reason and emit lineage FAIL (in its own transaction)."""
-    with db_engine().begin() as conn:
-        status = governance.get_release(conn, release_id)["status"]
-        if status not in governance.FINAL:
-            governance.transition(conn, release_id, "failed", str(exc))
-        governance.release_reservation(conn, release_id, f"the release failed before its mechanism ran: {exc}")
-        lineage.emit(conn, release_id, "FAIL", run_id=flow_run.get_id(), dataset=dataset,
-                     error=f"{type(exc).__name__}: {exc}")
-
-
 @flow(name="publish-approved", log_prints=True)
 def publish_approved_flow(release_id: int) -> dict:
-    """Publish a release whose approval arrived after its flow stopped waiting (nothing is lost)."""
-    eng = db_engine()
-    with eng.connect() as conn:
-        rel = governance.get_release(conn, release_id)
+    """Publish a release whose approval arrived after its flow stopped waiting (nothing is lost); a publication
+    that fails for a permanent reason marks the release failed (:func:`tasks.outcomes.publish_or_fail`)."""
+    rel = outcomes.release(release_id)
     if rel["status"] not in ("approved", "published"):
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")
-    table = publish.publish(eng, release_id, flow_run.get_id())
-    lineage.deliver(eng)
-    print(f"release {release_id} published as {table}")
-    return {"release_id": release_id, "status": "published", "table": table}
+    outcome = outcomes.publish_or_fail(release_id, flow_run.get_id())
+    lineage.deliver(db_engine())
+    print(f"release {release_id} " + (f"published as {outcome['table']}" if outcome["status"] == "published"
+                                      else f"failed: {outcome['reason']}"))
+    return outcome
 
 
 def finish_approved(release_id: int) -> dict:
     """Publish an approved release (:func:`publish_approved_flow`) or, when publication fails for a reason other
-    than a transient database error, mark it failed saying why, so that no release stays approved forever."""
-    with db_engine().connect() as conn:
-        original = governance.get_release(conn, release_id)
-    try:
-        outcome = publish_approved_flow(release_id=release_id)
-        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; "
-                                     "`trajpub recover` published the release")
-        return outcome
-    except (TrajpubError, sa.exc.DBAPIError) as exc:
-        if is_transient(exc):
-            raise TrajpubError(f"release {release_id} could not be published now (the database did not answer); "
-                               "it stays approved: run `trajpub recover` again", "publish") from None
-        reason = f"publication failed: {one_line(exc)}"
-        with db_engine().begin() as conn:
-            dataset = governance.get_release(conn, release_id)["dataset"]
-        fail(release_id, dataset, TrajpubError(reason))
-        crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; the "
-                                     f"release could not be published and failed: {reason}")
-        return {"release_id": release_id, "status": "failed", "reason": reason}
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of an error (a database error's own message, without the statement)."""
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    than a transient database error, mark it failed saying why, so that no release stays approved forever; the
+    release's own flow run, when its process is gone, is marked crashed."""
+    original = outcomes.release(release_id)
+    outcome = publish_approved_flow(release_id=release_id)
+    crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; "
+                       + ("`trajpub recover` published the release" if outcome["status"] == "published" else
+                          f"the release could not be published and failed: {outcome['reason']}"))
+    return outcome

@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tasks import logins
 from trajpub import config
 from trajpub.errors import TrajpubError
 from trajpub.identity import canonical_identity
@@ -112,7 +113,7 @@ def db_up() -> str:
         _run_as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(PGDATA), "-l",
                                      str(PGDATA / "server.log"), "-w", "-t", "60", "-o", opts, "start"],
                        check=True, stdout=subprocess.DEVNULL)
-    _create_database_and_logins(credentials)
+    logins.create_database_and_logins(credentials, LOGINS)
     _require_passwords()
     return f"PostGIS running on 127.0.0.1:{config.PG_PORT} (data in {PGDATA}; passwords in {config.CREDENTIALS_FILE})"
 
@@ -144,48 +145,6 @@ def _write_credentials(credentials: dict[str, str]) -> None:
     tmp.chmod(0o600)
     tmp.write_text(json.dumps(credentials, indent=1))
     tmp.replace(path)
-
-
-def _owner_connection(credentials: dict[str, str]):
-    import psycopg
-
-    return psycopg.connect(host="127.0.0.1", port=config.PG_PORT, user=config.OWNER,
-                           password=credentials[config.OWNER], dbname="postgres", autocommit=True)
-
-
-def _create_database_and_logins(credentials: dict[str, str]) -> None:
-    """The database, and every login with its password (idempotent: passwords are set again each time, so a
-    cluster from before passwords gets them)."""
-    import psycopg
-    from psycopg import sql
-
-    try:
-        conn = _owner_connection(credentials)
-    except psycopg.OperationalError as exc:
-        raise TrajpubError(f"the superuser cannot log in with the password in {config.CREDENTIALS_FILE} "
-                           f"({str(exc).strip().splitlines()[-1]})", "trajpub db up") from None
-    with conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (config.PG_DATABASE,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config.PG_DATABASE)))
-        for login in LOGINS:
-            _set_login(conn, login, credentials[login])
-        # the steward group: members are logins made by `trajpub steward add`
-        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'trajpub_steward'").fetchone():
-            conn.execute("CREATE ROLE trajpub_steward NOLOGIN")
-        for login, password in credentials.items():
-            if login not in LOGINS:
-                _set_login(conn, login, password, group="trajpub_steward")
-
-
-def _set_login(conn, login: str, password: str, group: str | None = None) -> None:
-    from psycopg import sql
-
-    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone()
-    verb = "ALTER" if exists else "CREATE"
-    conn.execute(sql.SQL("SET password_encryption = 'scram-sha-256'"))
-    conn.execute(sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(login), sql.Literal(password)))
-    if group:
-        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(login)))
 
 
 def _require_passwords() -> None:
@@ -222,30 +181,20 @@ def add_steward(login: str) -> str:
     credentials = _credentials()
     if login in credentials:
         return f"steward {login} already exists (password in {config.CREDENTIALS_FILE})"
-    with _owner_connection(credentials) as conn:
-        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (login,)).fetchone():
+    with logins.owner_connection(credentials) as conn:
+        if logins.role_exists(conn, login):
             raise TrajpubError(f"a role named {login} exists already and is not a local steward", "steward add")
         credentials[login] = secrets.token_urlsafe(24)
         _write_credentials(credentials)  # first: a login whose password is lost would be locked out
-        _set_login(conn, login, credentials[login], group="trajpub_steward")
+        logins.set_login(conn, login, credentials[login], group="trajpub_steward")
     return f"steward {login} added (login in the trajpub_steward group; password in {config.CREDENTIALS_FILE})"
 
 
 def add_requester(name: str) -> str:
     """Register ``name`` (an identity, :mod:`trajpub.identity`; kept canonical) as a person who may ask for
     releases, as the superuser (``governance.requesters`` records who registered them); idempotent."""
-    import sqlalchemy as sa
-
-    from tasks.db import owner_engine
-
     name = canonical_identity(name, "the requester's name")
-    if not config.uses_local_database():
-        raise TrajpubError("TRAJPUB_DATABASE_URL is set: the external server's operator registers requesters "
-                           f"(INSERT INTO governance.requesters (name) VALUES ('{name}'))", "requester add")
-    with owner_engine().begin() as conn:
-        added = conn.execute(sa.text("INSERT INTO governance.requesters (name) VALUES (:n) ON CONFLICT DO NOTHING"),
-                             {"n": name}).rowcount
-    return f"requester {name} {'registered' if added else 'was registered already'}"
+    return f"requester {name} {'registered' if logins.register_requester(name) else 'was registered already'}"
 
 
 def db_down() -> str:

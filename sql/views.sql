@@ -25,7 +25,8 @@ SELECT r.release_id,
        e.event -> 'run' ->> 'runId'                    AS lineage_run_id,
        (SELECT jsonb_object_agg(u.metric, u.verdict - 'value')
           FROM jsonb_each(r.summary -> 'gate' -> 'per_utility') AS u(metric, verdict)
-         WHERE u.verdict ? 'status')                   AS utility_verdict
+         WHERE u.verdict ? 'status')                   AS utility_verdict,
+       r.summary ->> 'shape'                           AS shape  -- the export reads each shape as the shape says
   FROM governance.releases r
   JOIN governance.approvals a ON a.release_id = r.release_id AND a.decision = 'approved'
   JOIN governance.lineage_events e ON e.release_id = r.release_id AND e.event_type = 'COMPLETE'

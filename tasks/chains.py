@@ -24,7 +24,8 @@ from trajpub import config
 from trajpub.errors import TrajpubError
 
 # chained table -> the column that names a row to a person
-CHAINS = {"budget_ledger": "entry_id", "approvals": "approval_id", "withdrawals": "release_id"}
+CHAINS = {"budget_ledger": "entry_id", "approvals": "approval_id", "withdrawals": "release_id",
+          "candidate_seals": "release_id"}
 GENESIS = "0" * 64
 ANCHOR_FILE = config.STATE_DIR / "chain-anchor.json"
 

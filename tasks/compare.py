@@ -18,9 +18,10 @@ import sqlalchemy as sa
 
 from mechanisms import registry
 from tasks import governance, protect, public_inputs
+from tasks.db import transaction
 from tasks.forecast import Replay
 from trajpub.comparison import Comparison, parse_comparison
-from trajpub.errors import ParameterError, PolicyError
+from trajpub.errors import ParameterError, PolicyError, TrajpubError
 from trajpub.guarantee import Charge
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
@@ -192,3 +193,16 @@ def outcome(conn: sa.Connection, release_id: int, label: str) -> dict:
             "gate": s.get("gate", {}), "attacks": attacks, "utility": s.get("utility", {}),
             "epsilon": None if charge is None or charge["unit_epsilon"] is None else float(charge["unit_epsilon"]),
             "account": None if charge is None else charge["account"], "report_artifact": s.get("report_artifact")}
+
+
+def discard_staging(name: str, release_id: int) -> str:
+    """Purge the staging of a candidate of comparison ``name`` that was not picked (it must have ended: rejected
+    as not picked, blocked, failed); returns its status."""
+    def purge(conn) -> str:
+        status = governance.get_release(conn, release_id)["status"]
+        if status not in governance.FINAL:
+            raise TrajpubError(f"release {release_id} of comparison {name} is still '{status}'", "discard")
+        governance.purge_staging(conn, release_id)
+        return status
+
+    return transaction(purge, f"discard the staging of release {release_id}")

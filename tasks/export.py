@@ -25,6 +25,7 @@ import pyogrio.errors
 import sqlalchemy as sa
 
 from tasks.publish import quote, table_names
+from trajpub.candidate import Shape
 from trajpub.errors import TrajpubError
 
 FORMATS = {"geoparquet": ".parquet", "gpkg": ".gpkg", "flatgeobuf": ".fgb"}
@@ -43,28 +44,22 @@ def release_card(conn: sa.Connection, release_id: int) -> dict:
 
 
 def _layers(conn: sa.Connection, card: dict) -> dict[str, gpd.GeoDataFrame]:
+    """The release's layers, read as its shape's export reader says (:class:`trajpub.candidate.Behaviour`): the
+    product's main layer, and for trajectories their LineStrings with their first and last time."""
+    shape = Shape(card["shape"])
     main, companion = table_names(card["dataset"], card["release_id"])
     q = lambda n: f"published.{quote(conn, n)}"
-    columns = {r[0] for r in conn.execute(sa.text(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'published' AND table_name = :t"),
-        {"t": main})}
-    if "fragment_id" in columns:
-        return {"fragments": gpd.read_postgis(
-            f"SELECT fragment_id, cells::text AS cells, length, estimated_count, round, geom FROM {q(main)}"
-            " ORDER BY fragment_id", conn, geom_col="geom")}
-    set_col = "set_id, " if "set_id" in columns else ""
-    if "region" in columns:  # a generalised sample: the region is what was published; geom is only its centre
-        points = gpd.read_postgis(f"SELECT {set_col}traj_id, seq, t, t_end, region AS geom FROM {q(main)}"
-                                  " ORDER BY traj_id, seq", conn, geom_col="geom")
-    else:
-        points = gpd.read_postgis(f"SELECT {set_col}traj_id, seq, t, geom FROM {q(main)} ORDER BY traj_id, seq",
-                                  conn, geom_col="geom")
+    behaviour = shape.behaviour
+    first = gpd.read_postgis(f"SELECT {behaviour.export_select} FROM {q(main)} ORDER BY {behaviour.export_order}",
+                             conn, geom_col="geom")
+    if shape.product == "fragments":
+        return {"fragments": first}
+    sets = "l.set_id, " if shape.has_sets else ""
     trajectories = gpd.read_postgis(
-        f"SELECT {set_col.replace('set_id', 'l.set_id')}l.traj_id, l.n_points, p.t_start, p.t_end,"
-        f" ST_Force2D(l.geom) AS geom FROM {q(companion)} l JOIN (SELECT traj_id, min(t) AS t_start,"
-        f" max(t) AS t_end FROM {q(main)} GROUP BY traj_id) p USING (traj_id) ORDER BY l.traj_id",
-        conn, geom_col="geom")
-    return {"points": points, "trajectories": trajectories}
+        f"SELECT {sets}l.traj_id, l.n_points, p.t_start, p.t_end, ST_Force2D(l.geom) AS geom FROM {q(companion)} l"
+        f" JOIN (SELECT traj_id, min(t) AS t_start, max(t) AS t_end FROM {q(main)} GROUP BY traj_id) p"
+        " USING (traj_id) ORDER BY l.traj_id", conn, geom_col="geom")
+    return {"points": first, "trajectories": trajectories}
 
 
 def _paths(out: Path, fmt: str, layers: list[str]) -> dict[str, Path]:

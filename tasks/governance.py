@@ -160,6 +160,13 @@ def get_release(conn: sa.Connection, release_id: int) -> dict:
     return dict(row)
 
 
+def release_of_flow_run(conn: sa.Connection, flow_run_id: str) -> dict | None:
+    """``release_id`` and ``status`` of the release a flow run recorded (None before it has planned one)."""
+    row = conn.execute(sa.text("SELECT release_id, status FROM governance.releases WHERE flow_run_id = :f"),
+                       {"f": str(flow_run_id)}).mappings().first()
+    return dict(row) if row else None
+
+
 def list_releases(conn: sa.Connection, dataset: str | None = None, limit: int = 50) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
         "SELECT release_id, dataset, mechanism, status, requested_by, created_at, updated_at, published_table"

@@ -27,32 +27,50 @@ def table_names(dataset: str, release_id: int) -> tuple[str, str]:
     return base, f"{base}_traj"
 
 
-def stage_candidate(conn: sa.Connection, release_id: int, points: pd.DataFrame, shape: Shape) -> int:
-    """Store the mechanism's output (the published columns of its ``shape``: ``traj_id, seq, cell, t, lon,
-    lat``; ``set_id`` for sets; for generalised samples the rectangle ``lon_min, lat_min, lon_max, lat_max`` and
-    the span's end ``t_end``) for review, with COPY."""
-    n = len(points)
-    set_ids = points["set_id"] if shape.has_sets else [None] * n
-    if shape is Shape.GENERALISED:
-        regions = [f"SRID=4326;POLYGON(({a!r} {b!r}, {c!r} {b!r}, {c!r} {d!r}, {a!r} {d!r}, {a!r} {b!r}))"
-                   for a, b, c, d in zip(points["lon_min"].astype(float), points["lat_min"].astype(float),
-                                         points["lon_max"].astype(float), points["lat_max"].astype(float),
-                                         strict=True)]
-        t_end = points["t_end"]
-    else:
-        regions, t_end = [None] * n, [None] * n
+def _value(x):
+    return None if x is None or (not isinstance(x, list | tuple) and pd.isna(x)) else x
 
-    def value(x):
-        return None if x is None or pd.isna(x) else x
 
-    copy_rows(conn, "COPY staging.candidate_points (release_id, traj_id, seq, cell, t, set_id, t_end, region, geom)"
-                    " FROM STDIN",
-          ((release_id, int(traj), int(seq), None if pd.isna(cell) else int(cell), value(t),
-            None if s is None or pd.isna(s) else int(s), value(te), region, f"SRID=4326;POINT({lon!r} {lat!r})")
-           for traj, seq, cell, t, s, te, region, lon, lat in zip(
-               points["traj_id"], points["seq"], points["cell"], points["t"], set_ids, t_end, regions,
-               points["lon"], points["lat"], strict=True)))
-    return n
+def _int(x):
+    return None if _value(x) is None else int(x)
+
+
+def _point(lon, lat) -> str:
+    return f"SRID=4326;POINT({float(lon)!r} {float(lat)!r})"
+
+
+def _line(lon, lat) -> str:
+    """The fragment's cell centres: a point for one cell, else a LineString through them."""
+    coords = [f"{float(x)!r} {float(y)!r}" for x, y in zip(lon, lat, strict=True)]
+    return f"SRID=4326;{'POINT' if len(coords) == 1 else 'LINESTRING'}({', '.join(coords)})"
+
+
+def _region(a, b, c, d) -> str:
+    a, b, c, d = (float(v) for v in (a, b, c, d))
+    return f"SRID=4326;POLYGON(({a!r} {b!r}, {c!r} {b!r}, {c!r} {d!r}, {a!r} {d!r}, {a!r} {b!r}))"
+
+
+#: How each staged column is made from the candidate's frame: (the frame's columns it reads, the conversion).
+STAGED_COLUMNS = {
+    "traj_id": (("traj_id",), int), "seq": (("seq",), int), "cell": (("cell",), _int), "t": (("t",), _value),
+    "set_id": (("set_id",), _int), "t_end": (("t_end",), _value),
+    "region": (("lon_min", "lat_min", "lon_max", "lat_max"), _region),
+    "fragment_id": (("fragment_id",), int), "cells": (("cells",), lambda cells: [int(c) for c in cells]),
+    "estimated_count": (("estimated_count",), float), "round": (("round",), int),
+}
+
+
+def stage_rows(conn: sa.Connection, release_id: int, frame: pd.DataFrame, shape: Shape) -> int:
+    """Store the candidate's ``frame`` (its points, or its fragments) for review with COPY: the staging columns
+    of its ``shape`` (:class:`trajpub.candidate.Behaviour`), each made from the frame by :data:`STAGED_COLUMNS`;
+    ``geom`` is the point at ``lon, lat`` (for fragments, the LineString through the cell centres)."""
+    table, columns = shape.behaviour.staging
+    geom = _line if shape.product == "fragments" else _point
+    makers = [STAGED_COLUMNS.get(c, (("lon", "lat"), geom)) for c in columns]
+    values = [[make(*args) for args in zip(*(frame[c] for c in reads), strict=True)] for reads, make in makers]
+    copy_rows(conn, f"COPY staging.{table} (release_id, {', '.join(columns)}) FROM STDIN",
+              ((release_id, *row) for row in zip(*values, strict=True)))
+    return len(frame)
 
 
 def stage_owners(conn: sa.Connection, release_id: int, owners: pd.DataFrame) -> int:
@@ -64,33 +82,18 @@ def stage_owners(conn: sa.Connection, release_id: int, owners: pd.DataFrame) -> 
     return len(owners)
 
 
-def stage_fragments(conn: sa.Connection, release_id: int, fragments: pd.DataFrame) -> int:
-    """Store an aggregate candidate: ``fragment_id, cells`` (sequence of cell ids), ``estimated_count``,
-    ``round`` and ``lon``/``lat`` (the cell centres, same length as ``cells``)."""
-    def geometry(lon, lat) -> str:
-        coords = [f"{float(x)!r} {float(y)!r}" for x, y in zip(lon, lat, strict=True)]
-        kind = "POINT" if len(coords) == 1 else "LINESTRING"
-        return f"SRID=4326;{kind}({', '.join(coords)})"
-
-    copy_rows(conn, "COPY staging.candidate_fragments (release_id, fragment_id, cells, estimated_count, round, geom)"
-                " FROM STDIN",
-          ((release_id, int(f), [int(c) for c in cells], float(n), int(r), geometry(lon, lat))
-           for f, cells, n, r, lon, lat in zip(fragments["fragment_id"], fragments["cells"],
-                                               fragments["estimated_count"], fragments["round"],
-                                               fragments["lon"], fragments["lat"], strict=True)))
-    return len(fragments)
-
-
-def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> None:
+def stage(conn: sa.Connection, release_id: int, result: CandidateRelease) -> dict:
     """Store a candidate release for review: its product, its private owner key if it has one, and its shape in
-    the release summary, which publication and withdrawal read."""
+    the release summary, which publication and withdrawal read; then seal it (``governance.seal_candidate``,
+    sql/034: its row count and content digest, which publication checks again). Returns the seal ``{rows,
+    hash}``."""
     governance.merge_summary(conn, release_id, {"shape": result.shape.value})
-    if result.shape is Shape.FRAGMENTS:
-        stage_fragments(conn, release_id, result.fragments)
-    else:
-        stage_candidate(conn, release_id, result.points, result.shape)
+    stage_rows(conn, release_id, result.fragments if result.shape.product == "fragments" else result.points,
+               result.shape)
     if result.owners is not None:
         stage_owners(conn, release_id, result.owners)
+    with governance.refusals():
+        return conn.execute(sa.text("SELECT governance.seal_candidate(:r)"), {"r": release_id}).scalar_one()
 
 
 def publish(engine: sa.Engine, release_id: int, run_id: str | None) -> str:

@@ -38,9 +38,33 @@ FRAGMENT_COLUMNS = ("fragment_id", "cells", "estimated_count", "round", "lon", "
 OWNER_COLUMNS = ("traj_id", "object_id", "source_traj_id")
 
 
+@dataclass(frozen=True)
+class Behaviour:
+    """What one shape does at each step of a release, declared once (:data:`BEHAVIOUR`).
+
+    ``published``: the columns a consumer reads (a candidate's, checked by :meth:`CandidateRelease.check`);
+    ``owned``: every record carries its owner's ``object_id`` for the auditor; ``audit_kind``: the attacks' view
+    of the release (:data:`audits.registry.RELEASE_KINDS`); ``staging``: the staging table and the columns staged
+    (tasks/publish.py converts each column of the frame); ``export_select``/``export_order``: the export's reader
+    of the product's main layer (tasks/export.py; a ``trajectories`` product adds its LineStrings). The published
+    table itself is made by the database's publisher from the staged columns (sql/026), which no caller can
+    hand SQL to."""
+
+    product: str
+    audit_kind: str
+    published: tuple[str, ...]
+    owned: bool
+    staging: tuple[str, tuple[str, ...]]
+    export_select: str
+    export_order: str
+
+    @property
+    def has_sets(self) -> bool:
+        return "set_id" in self.published
+
+
 class Shape(enum.Enum):
-    """The shape of a release; ``published`` are the point columns a consumer reads, ``required`` those a
-    candidate must have (published or for the auditor)."""
+    """The shape of a release; its behaviour (:class:`Behaviour`) is :data:`BEHAVIOUR`'s row."""
 
     SYNTHETIC = "synthetic"
     TRUTHFUL = "truthful"
@@ -49,31 +73,53 @@ class Shape(enum.Enum):
     FRAGMENTS = "fragments"
 
     @property
+    def behaviour(self) -> Behaviour:
+        return BEHAVIOUR[self]
+
+    @property
     def product(self) -> str:
         """The published product: "trajectories" (points and their LineStrings) or "fragments"."""
-        return "fragments" if self is Shape.FRAGMENTS else "trajectories"
+        return self.behaviour.product
 
     @property
     def audit_kind(self) -> str:
-        """The attacks' view of the release (:data:`audits.registry.RELEASE_KINDS`): synthetic records link to
-        nobody, every record of the other point shapes is someone's, fragments are aggregate."""
-        return {Shape.SYNTHETIC: "synthetic", Shape.FRAGMENTS: "aggregate"}.get(self, "truthful")
+        """The attacks' view of the release: synthetic records link to nobody, every record of the other point
+        shapes is someone's, fragments are aggregate."""
+        return self.behaviour.audit_kind
 
     @property
     def has_sets(self) -> bool:
-        return self in (Shape.ANONYMITY_SETS, Shape.GENERALISED)
+        return self.behaviour.has_sets
 
     @property
     def published(self) -> tuple[str, ...]:
-        if self is Shape.FRAGMENTS:
-            return FRAGMENT_COLUMNS
-        return POINT_COLUMNS + (("set_id",) if self.has_sets else ()) + (
-            GENERALISED_COLUMNS if self is Shape.GENERALISED else ())
+        return self.behaviour.published
 
     @property
     def required(self) -> tuple[str, ...]:
-        owned = ("object_id",) if self in (Shape.TRUTHFUL, Shape.GENERALISED) else ()
-        return self.published + owned
+        """The columns a candidate must have (published, and the owner's for the auditor)."""
+        return self.published + (("object_id",) if self.behaviour.owned else ())
+
+
+_POINTS_STAGED = ("traj_id", "seq", "cell", "t", "geom")
+_POINTS_EXPORTED = "traj_id, seq, t, geom"
+BEHAVIOUR = {
+    Shape.SYNTHETIC: Behaviour("trajectories", "synthetic", POINT_COLUMNS, False,
+                               ("candidate_points", _POINTS_STAGED), _POINTS_EXPORTED, "traj_id, seq"),
+    Shape.TRUTHFUL: Behaviour("trajectories", "truthful", POINT_COLUMNS, True,
+                              ("candidate_points", _POINTS_STAGED), _POINTS_EXPORTED, "traj_id, seq"),
+    Shape.ANONYMITY_SETS: Behaviour("trajectories", "truthful", POINT_COLUMNS + ("set_id",), False,
+                                    ("candidate_points", _POINTS_STAGED + ("set_id",)),
+                                    "set_id, " + _POINTS_EXPORTED, "traj_id, seq"),
+    # the region is what was published; geom is only its centre
+    Shape.GENERALISED: Behaviour("trajectories", "truthful", POINT_COLUMNS + ("set_id",) + GENERALISED_COLUMNS, True,
+                                 ("candidate_points", _POINTS_STAGED + ("set_id", "t_end", "region")),
+                                 "set_id, traj_id, seq, t, t_end, region AS geom", "traj_id, seq"),
+    Shape.FRAGMENTS: Behaviour("fragments", "aggregate", FRAGMENT_COLUMNS, False,
+                               ("candidate_fragments", ("fragment_id", "cells", "estimated_count", "round", "geom")),
+                               "fragment_id, cells::text AS cells, length, estimated_count, round, geom",
+                               "fragment_id"),
+}
 
 
 @dataclass(frozen=True)

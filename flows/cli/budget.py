@@ -9,6 +9,7 @@ import click
 
 from flows.cli.base import STEWARD_OPTION, main, pipeline_engine, steward_engine, table, valid_dataset
 from flows.cli.steward import set_dataset_policy
+from tasks.db import transaction
 from trajpub.errors import TrajpubError
 
 
@@ -37,19 +38,23 @@ def budget_show(dataset: str | None, deployment: str | None, n_periods: int) -> 
         if dataset and spec.get("dataset") != dataset:
             raise TrajpubError(f"deployment {deployment} releases dataset '{spec.get('dataset')}', not '{dataset}'",
                                "budget show --forecast")
-        with pipeline_engine().connect() as conn:
-            found = forecast(conn, spec, schedule, datetime.now(UTC), n_periods)
+        found = transaction(lambda conn: forecast(conn, spec, schedule, datetime.now(UTC), n_periods),
+                            "forecast the budget", pipeline_engine())
         click.echo("\n".join(found.lines()))
         return
-    with pipeline_engine().connect() as conn:
+    def lines(conn) -> list[str]:
+        out = []
         for ds in governance.datasets(conn, dataset):
-            click.echo(f"{ds} (unit of protection: {governance.unit_of(conn, ds).describe()}):")
-            for account in governance.accounts(conn, ds).values():
-                click.echo(f"  {account.describe()}")
-            click.echo(table(governance.ledger(conn, ds), ["entry_id", "release_id", "entry_kind", "mechanism",
-                                                            "account", "unit_epsilon", "unit_delta", "unit",
-                                                            "period_first", "period_last", "epsilon",
-                                                            "privacy_unit", "conversion", "charged_at", "status"]))
+            out.append(f"{ds} (unit of protection: {governance.unit_of(conn, ds).describe()}):")
+            out += [f"  {account.describe()}" for account in governance.accounts(conn, ds).values()]
+            out.append(table(governance.ledger(conn, ds), ["entry_id", "release_id", "entry_kind", "mechanism",
+                                                           "account", "unit_epsilon", "unit_delta", "unit",
+                                                           "period_first", "period_last", "epsilon",
+                                                           "privacy_unit", "conversion", "charged_at", "status"]))
+        return out
+
+    for line in transaction(lines, "read the budget", pipeline_engine()):
+        click.echo(line)
 
 
 def _deployment(name: str):
@@ -109,7 +114,9 @@ def budget_unit(dataset: str, unit: str, period: str | None, w: int, steward: st
 
     validate_dataset_name(dataset)
     declared = Unit(unit, period, w)
-    with steward_engine(steward).begin() as conn:
+    def declare(conn):
         governance.set_privacy_unit(conn, dataset, declared)
-        stated = governance.unit_of(conn, dataset)
+        return governance.unit_of(conn, dataset)
+
+    stated = transaction(declare, "set the unit of protection", steward_engine(steward))
     click.echo(f"{dataset}: unit of protection set to {stated.describe()}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from flows.cli.base import STEWARD_OPTION, main, pipeline_engine, steward_engine, table, valid_dataset
+from tasks.db import transaction
 from trajpub.errors import TrajpubError
 
 
@@ -77,11 +78,10 @@ def dataset_list() -> None:
     """Every loaded dataset: time range (UTC), objects, points, sources and unit of protection."""
     from tasks.datasets import summaries
 
-    with pipeline_engine().connect() as conn:
-        rows = [{"dataset": d.dataset, "from (UTC)": d.first and f"{d.first:%Y-%m-%d %H:%M}",
-                 "to (UTC)": d.last and f"{d.last:%Y-%m-%d %H:%M}", "time zone": d.timezone or "UTC",
-                 "objects": d.n_objects, "points": d.n_points, "sources": len(d.sources)}
-                for d in summaries(conn)]
+    rows = [{"dataset": d.dataset, "from (UTC)": d.first and f"{d.first:%Y-%m-%d %H:%M}",
+             "to (UTC)": d.last and f"{d.last:%Y-%m-%d %H:%M}", "time zone": d.timezone or "UTC",
+             "objects": d.n_objects, "points": d.n_points, "sources": len(d.sources)}
+            for d in transaction(summaries, "summarise the datasets", pipeline_engine())]
     click.echo(table(rows, ["dataset", "from (UTC)", "to (UTC)", "time zone", "objects", "points", "sources"]))
 
 
@@ -92,6 +92,5 @@ def dataset_show(name: str) -> None:
     the budget left in each account."""
     from tasks.datasets import summaries
 
-    with pipeline_engine().connect() as conn:
-        [summary] = summaries(conn, name)
+    [summary] = transaction(lambda conn: summaries(conn, name), "summarise the dataset", pipeline_engine())
     click.echo("\n".join(summary.lines()))

@@ -19,6 +19,7 @@ from flows.cli.base import (
     valid_dataset,
 )
 from flows.cli.steward import hand_to_waiting_flow
+from tasks.db import transaction
 from trajpub import config
 from trajpub.errors import ParameterError, TrajpubError
 
@@ -110,9 +111,16 @@ def release_spec_data(spec_file: Path | None, mechanism: str | None, overrides: 
                    "an offset), START included, END excluded; an empty side is open, e.g. 2008-02-02/.")
 @click.option("--requested-by")
 @click.option("--approval-timeout", "approval_timeout_s", type=float, help="Seconds to wait for the steward.")
-def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, approval_timeout_s) -> None:
-    """Run a governed release; it waits for the steward's decision after the audit gate. It runs on a local Dask
-    cluster of its own, or on the operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
+@click.option("--wait", is_flag=True, help="Stay in the foreground until the release ends (published, rejected, "
+                                           "blocked) instead of returning once it awaits its steward.")
+@click.option("--flow-run-name", hidden=True, help="The flow run's name (set by a release run that returns).")
+def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_by, approval_timeout_s, wait,
+                flow_run_name) -> None:
+    """Run a governed release. It returns once the release awaits its steward's decision after the audit gate,
+    printing the release id and the command to decide (the flow run goes on in the background and publishes
+    when approved; its output goes to .trajpub/runs/), or when it ends before (blocked: exit code 3; refused or
+    failed: 1). ``--wait`` stays until the release ends. It runs on a local Dask cluster of its own, or on the
+    operator's scheduler (TRAJPUB_DASK_ADDRESS)."""
     data = release_spec_data(spec_file, mechanism, {"dataset": dataset, "requested_by": requested_by,
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from tasks import policies, windows
@@ -121,11 +129,24 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from tasks import governance
 
-    with pipeline_engine().connect() as conn:
-        governance.check_requester(conn, spec.requested_by)
+    transaction(lambda conn: governance.check_requester(conn, spec.requested_by), "check the requester",
+                pipeline_engine())
+    if not wait:
+        from flows.launch import start
+
+        started = start({**spec.to_record(), "seed": spec.seed}, click.echo)  # the window resolved now, as --wait
+        if started.outcome is None:
+            sys.exit(started.exit_code)
+        rid = started.outcome["release_id"]
+        click.echo(f"release {rid} awaits its steward; the flow run goes on in the background (output: "
+                   f"{started.log}). Review: trajpub release show {rid}; trajpub report {rid}. Decide: trajpub "
+                   f"approve {rid} --steward LOGIN, or trajpub reject {rid} --steward LOGIN --comment WHY")
+        click.echo(json.dumps(started.outcome))
+        return
     from flows.release import release_flow
     tracebacks_to_the_log_only()
-    click.echo(json.dumps(_unless_blocked(lambda: release_flow(spec=spec))))
+    run = release_flow.with_options(flow_run_name=flow_run_name) if flow_run_name else release_flow
+    click.echo(json.dumps(_unless_blocked(lambda: run(spec=spec))))
 
 
 @release.command("compare")
@@ -143,11 +164,11 @@ def release_compare(spec_file: Path, yes: bool) -> None:
 
     _, planned = compare.parse(data)  # every candidate checked before anything is charged or read
     policies.check(planned[0].spec)
-    with pipeline_engine().connect() as conn:
-        governance.check_requester(conn, planned[0].spec.requested_by)
+    transaction(lambda conn: governance.check_requester(conn, planned[0].spec.requested_by), "check the requester",
+                pipeline_engine())
     planned = compare.resolve(pipeline_engine(), planned)  # the public inputs each candidate names
-    with pipeline_engine().begin() as conn:
-        bill = compare.bill(conn, planned)  # refused over a cap here, before a flow run exists
+    # refused over a cap here, before a flow run exists
+    bill = transaction(lambda conn: compare.bill(conn, planned), "price the comparison", pipeline_engine())
     click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")
     for line in bill.lines():
         click.echo(line)
@@ -184,10 +205,9 @@ def release_pick(release_id: int, steward: str, comment: str | None, wait_s: flo
     from tasks import compare, governance
 
     tracebacks_to_the_log_only()
-    with steward_engine(steward).begin() as conn:
-        rel = governance.get_release(conn, release_id)
-        login = compare.pick(conn, release_id, comment)
-        rids = compare.candidates(conn, release_id)
+    rel, login, rids = transaction(lambda conn: (governance.get_release(conn, release_id),
+                                                 compare.pick(conn, release_id, comment),
+                                                 compare.candidates(conn, release_id)), "pick", steward_engine(steward))
     click.echo(f"release {release_id} picked by {login}")
     if hand_to_waiting_flow(rel, {"pick": release_id, "decision_code": "", "comment": comment or ""},
                              "published", wait_s):
@@ -208,8 +228,7 @@ def release_pick(release_id: int, steward: str, comment: str | None, wait_s: flo
 def release_list(dataset: str | None) -> None:
     from tasks import governance
 
-    with pipeline_engine().connect() as conn:
-        rows = governance.list_releases(conn, dataset)
+    rows = transaction(lambda conn: governance.list_releases(conn, dataset), "list releases", pipeline_engine())
     click.echo(table(rows, ["release_id", "dataset", "mechanism", "status", "requested_by", "created_at",
                              "published_table"]))
 
@@ -223,9 +242,8 @@ def release_show(release_id: int) -> None:
     from tasks.review import read_review
     from trajpub.guarantee import empirical_bound_words
 
-    with pipeline_engine().connect() as conn:
-        review = read_review(conn, release_id)
-        events = lineage.events(conn, release_id)
+    review, events = transaction(lambda conn: (read_review(conn, release_id), lineage.events(conn, release_id)),
+                                 "read the release", pipeline_engine())
     rel, g, decision = review.release, review.guarantee, review.approval
     click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
     if rel["failure_reason"]:
@@ -287,8 +305,7 @@ def review_report(release_id: int, out: Path | None) -> None:
     """Write a release's review report (one self-contained HTML page) and print its path."""
     from tasks import governance, report
 
-    with pipeline_engine().connect() as conn:
-        page = governance.review_page(conn, release_id)
+    page = transaction(lambda conn: governance.review_page(conn, release_id), "read the report", pipeline_engine())
     click.echo(str(report.write_private(out or report.report_path(release_id), page)))
 
 
@@ -313,7 +330,10 @@ def publish_approved(release_id: int) -> None:
     from flows.release import publish_approved_flow
 
     tracebacks_to_the_log_only()
-    click.echo(json.dumps(publish_approved_flow(release_id=release_id)))
+    outcome = publish_approved_flow(release_id=release_id)
+    click.echo(json.dumps(outcome))
+    if outcome["status"] != "published":
+        raise TrajpubError(f"release {release_id} was not published: {outcome['reason']}", "publish-approved")
 
 
 @main.command()
@@ -340,8 +360,8 @@ def recover(dataset: str | None) -> None:
 
     tracebacks_to_the_log_only()
     failed = recover_interrupted(dataset)
-    with pipeline_engine().connect() as conn:
-        approved = governance.approved_releases(conn, dataset)
+    approved = transaction(lambda conn: governance.approved_releases(conn, dataset), "list approved releases",
+                           pipeline_engine())
     outcomes = [finish_approved(rid) for rid in approved]
     for o in outcomes:
         click.echo(f"release {o['release_id']} was approved but not published; now "

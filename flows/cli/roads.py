@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from flows.cli.base import main, pipeline_engine, table, valid_dataset
+from tasks.db import transaction
 
 
 @main.group()
@@ -61,9 +62,8 @@ def roads_load_pois(name: str, pbf: str, replace: bool) -> None:
 def roads_list() -> None:
     from tasks import roads as road_tasks
 
-    with pipeline_engine().connect() as conn:
-        click.echo(table(road_tasks.list_networks(conn), ["network", "source", "n_edges", "epsilon",
-                                                           "description", "loaded_at"]))
+    networks = transaction(road_tasks.list_networks, "list road networks", pipeline_engine())
+    click.echo(table(networks, ["network", "source", "n_edges", "epsilon", "description", "loaded_at"]))
 
 
 @roads.command("simulate")

@@ -18,6 +18,8 @@ from flows.cli.base import (
     tracebacks_to_the_log_only,
     valid_dataset,
 )
+from tasks.db import transaction
+from trajpub.errors import TrajpubError
 
 
 @main.group()
@@ -58,8 +60,8 @@ def steward_code(release_id: int, steward: str) -> None:
     records your login."""
     from tasks import governance
 
-    with steward_engine(steward).begin() as conn:
-        code = governance.issue_decision_code(conn, release_id)
+    code = transaction(lambda conn: governance.issue_decision_code(conn, release_id), "issue a decision code",
+                       steward_engine(steward))
     click.echo(code)
 
 
@@ -70,9 +72,9 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
     tracebacks_to_the_log_only()
     status = "approved" if decision == "approve" else "rejected"
-    with steward_engine(steward).begin() as conn:
-        rel = governance.get_release(conn, release_id)
-        login = governance.decide(conn, release_id, status, comment)
+    rel, login = transaction(lambda conn: (governance.get_release(conn, release_id),
+                                           governance.decide(conn, release_id, status, comment)),
+                             "record the decision", steward_engine(steward))
     click.echo(f"release {release_id} {status} by {login}")
     if hand_to_waiting_flow(rel, {"release_id": release_id, "decision": decision, "comment": comment or ""},
                              {"approve": "published", "reject": "rejected"}[decision], wait_s):
@@ -82,6 +84,9 @@ def _decide(release_id: int, decision: str, steward: str, comment: str | None, w
 
         tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
         outcome = publish_approved_flow(release_id=release_id)
+        if outcome["status"] != "published":
+            raise TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
+                               "approve")
         click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 
@@ -116,8 +121,7 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) 
     deadline = time.monotonic() + wait_s
     eng = pipeline_engine()
     while time.monotonic() < deadline:
-        with eng.connect() as conn:
-            current = governance.get_release(conn, release_id)["status"]
+        current = transaction(lambda conn: governance.get_release(conn, release_id)["status"], "read the status", eng)
         if current in (final, "failed"):
             click.echo(f"release {release_id} is {current}")
             if current == "failed":
@@ -160,8 +164,8 @@ def verify(anchor: Path | None, new_anchor: bool) -> None:
     edited or inserted behind the database's back, or which chain was rewritten since the last check."""
     from tasks import chains
 
-    with pipeline_engine().begin() as conn:
-        problems, sizes = chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor)
+    problems, sizes = transaction(lambda conn: chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor),
+                                  "verify the chains", pipeline_engine())
     if problems:
         for p in problems:
             click.secho(f"TAMPERED: {p}", fg="red", err=True)
@@ -197,9 +201,12 @@ def policy_set(dataset: str, file: Path, name: str | None, steward: str) -> None
     from tasks import policies
 
     parsed = GatePolicy.from_yaml(file)
-    with steward_engine(steward).begin() as conn:
+    def register(conn) -> int:
         version = policies.register(conn, name or dataset, parsed)
         policies.set_for_dataset(conn, dataset, name or dataset, version)
+        return version
+
+    version = transaction(register, "set the gate policy", steward_engine(steward))
     click.echo(f"{dataset}: gate policy {name or dataset} v{version} (set by {steward})")
 
 
@@ -214,8 +221,8 @@ def policy_register(name: str, file: Path, steward: str) -> None:
     from tasks import policies
 
     parsed = GatePolicy.from_yaml(file)
-    with steward_engine(steward).begin() as conn:
-        version = policies.register(conn, name, parsed)
+    version = transaction(lambda conn: policies.register(conn, name, parsed), "register the gate policy",
+                          steward_engine(steward))
     click.echo(f"gate policy {name} v{version} registered by {steward}")
 
 
@@ -227,9 +234,9 @@ def policy_show(dataset: str) -> None:
 
     from tasks import policies
 
-    with pipeline_engine().begin() as conn:  # a dataset without a policy adopts the shipped default here
-        current = policies.current(conn, dataset)
-        past = policies.history(conn, dataset)
+    # a dataset without a policy adopts the shipped default here
+    current, past = transaction(lambda conn: (policies.current(conn, dataset), policies.history(conn, dataset)),
+                                "read the gate policy", pipeline_engine())
     click.echo(f"# {dataset}: gate policy {current.label}")
     click.echo(yaml.safe_dump(current.policy.to_dict(), sort_keys=False).rstrip())
     click.echo("\nhistory:\n" + table(past, ["policy_name", "policy_version", "set_by", "set_at"]))
@@ -251,8 +258,8 @@ def set_dataset_policy(steward: str, dataset: str, **values) -> None:
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    with steward_engine(steward).begin() as conn:
-        governance.set_dataset_policy(conn, dataset, **values)
+    transaction(lambda conn: governance.set_dataset_policy(conn, dataset, **values), "set the dataset's policy",
+                steward_engine(steward))
 
 
 @main.command()

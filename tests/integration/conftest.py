@@ -100,7 +100,7 @@ def start_release(spec: dict, tmp_path: Path, *extra: str, environment: dict | N
     path = tmp_path / f"spec-{uuid.uuid4().hex[:6]}.yaml"
     path.write_text(yaml.safe_dump(spec))
     env = {**os.environ, "TRAJPUB_TEST_MODE": "1", **(environment or {})}
-    proc = subprocess.Popen([TRAJPUB, "release", "run", "--spec", str(path), *extra], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([TRAJPUB, "release", "run", "--wait", "--spec", str(path), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     run = RunningRelease(proc)
 

@@ -62,7 +62,7 @@ def test_a_spec_cannot_name_a_dask_scheduler(engine, loaded_tdrive, tmp_path):
     dataset = loaded_tdrive("daskaddr")
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(base_spec(dataset, dask_address="tcp://127.0.0.1:9")))
-    done = cli("release", "run", "--spec", str(spec))
+    done = cli("release", "run", "--wait", "--spec", str(spec))
     assert done.returncode == 1
     assert done.stderr.strip() == ("error: a release spec cannot name a Dask scheduler: the operator sets it "
                                    "(TRAJPUB_DASK_ADDRESS, with its TLS certificates) (dask_address)")

@@ -137,7 +137,7 @@ def test_a_spec_cannot_name_a_list_a_number_a_lookalike_or_an_unregistered_perso
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump(base_spec(dataset, requested_by=requested_by), allow_unicode=True),
                     encoding="utf-8")
-    out = cli("release", "run", "--spec", str(spec))
+    out = cli("release", "run", "--wait", "--spec", str(spec))
     assert out.returncode == 1, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert re.search(message, out.stderr), out.stderr

@@ -43,7 +43,7 @@ def default_with(**max_risk) -> dict:
 def test_finding_1_a_spec_cannot_write_or_point_at_its_gate_policy(engine, bare_dataset, tmp_path, gate_policy):
     dataset = bare_dataset
     spec = write(tmp_path, "spec.yaml", base_spec(dataset, gate_policy=gate_policy))
-    out = cli("release", "run", "--spec", spec)
+    out = cli("release", "run", "--wait", "--spec", spec)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
     assert "gate_policy" in out.stderr and "root:" not in out.stderr
@@ -59,7 +59,7 @@ def test_a_registered_policy_weaker_than_the_datasets_is_refused_before_any_data
     out = cli("policy", "register", "lenient_points", lenient, "--steward", "ada")
     assert out.returncode == 0, out.stderr
     spec = write(tmp_path, "spec.yaml", base_spec(dataset, gate_policy="lenient_points"))
-    out = cli("release", "run", "--spec", spec)
+    out = cli("release", "run", "--wait", "--spec", spec)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "less strict than dataset" in out.stderr and "raises known_points max_risk from 0.2 to 1" in out.stderr
     assert n_releases(engine, dataset) == 0

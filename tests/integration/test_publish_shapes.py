@@ -64,3 +64,24 @@ def test_recover_fails_an_approved_release_it_cannot_publish_saying_why(engine, 
     assert events == ["FAIL"]
     again = cli("recover", "--dataset", dataset)  # nothing is left approved
     assert again.returncode == 0 and "0 approved release(s) published" in again.stdout
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_every_shape_exports_as_its_shape_says(engine, shape, tmp_path):
+    """The export reads the release's shape from the consumer's card (not from the columns it finds): every
+    format holds the shape's layers, with a generalised sample's regions as its points' geometry."""
+    import geopandas as gpd
+
+    from tests.integration.exports import check_exports
+
+    dataset = new_dataset(engine)
+    rid = approved_release(engine, dataset, shape)
+    table = publish.publish(engine, rid, None)
+    layers = {"fragments": table} if shape == "fragments" else {"points": table, "trajectories": f"{table}_traj"}
+    check_exports(rid, tmp_path, layers)
+    first = gpd.read_parquet(tmp_path / f"r{rid}.parquet")
+    kinds = {"trajectories": {"Point"}, "anonymity_sets": {"Point"}, "generalised": {"Polygon"},
+             "fragments": {"Point", "LineString"}}[shape]
+    assert set(first.geom_type) <= kinds and len(first) > 0
+    assert ("set_id" in first) == (shape in ("anonymity_sets", "generalised"))
+    assert ("t_end" in first) == (shape == "generalised")

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from tasks.db import database_url
 from tests.integration.conftest import (
@@ -15,9 +16,12 @@ from tests.integration.conftest import (
     assert_no_raw_statistic_for_consumers,
     base_spec,
     cli,
+    final_state,
+    release_status,
     set_dataset_policy,
     start_release,
     wait_for_status,
+    wait_until,
 )
 from tests.integration.exports import check_exports, consumer_engine
 
@@ -31,14 +35,22 @@ PUBLISHED_SPEC = {"mechanism": "objtrace", "params": {"epsilon": 10.0}, "prepare
 @pytest.fixture(scope="module")
 def published(engine, loaded_tdrive, tmp_path_factory):
     """The synthetic shape's whole flow: an ObjTrace release (the demo's mechanism: DP per taxi, timestamped) of
-    the real T-Drive subset, approved with `trajpub approve` while the flow waits."""
+    the real T-Drive subset. `trajpub release run` returns (exit 0) once the release awaits its steward, printing
+    the release and the next command; the flow run goes on in the background, and `trajpub approve` publishes."""
     dataset = loaded_tdrive("pub")
-    run = start_release(base_spec(dataset, **PUBLISHED_SPEC), tmp_path_factory.mktemp("pub"))
-    assert wait_for_status(engine, run, {"awaiting_approval"}) == "awaiting_approval"
-    approved = cli("approve", str(run.release_id), "--steward", "ada", "--comment", "reviewed")
+    spec = tmp_path_factory.mktemp("pub") / "spec.yaml"
+    spec.write_text(yaml.safe_dump(base_spec(dataset, **PUBLISHED_SPEC)))
+    started = cli("release", "run", "--spec", str(spec), timeout=500)
+    assert started.returncode == 0, started.stdout + started.stderr
+    outcome = json.loads(started.stdout.strip().splitlines()[-1])
+    rid = outcome["release_id"]
+    assert outcome["status"] == "awaiting_approval" == release_status(engine, rid)
+    assert f"trajpub approve {rid} --steward LOGIN" in started.stdout
+    approved = cli("approve", str(rid), "--steward", "ada", "--comment", "reviewed")
     assert approved.returncode == 0, approved.stderr
-    assert run.proc.wait(timeout=120) == 0, run.output()
-    return dataset, run.release_id
+    assert wait_until(lambda: release_status(engine, rid) == "published", 120, "the background flow to publish")
+    assert wait_until(lambda: final_state(outcome["flow_run_id"]).is_completed(), 60, "the flow run to complete")
+    return dataset, rid
 
 
 def q(engine, sql: str, **params):

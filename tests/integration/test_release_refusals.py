@@ -47,7 +47,7 @@ def test_bad_parameters_are_refused_before_a_release_exists(engine, bare_dataset
     dataset = bare_dataset
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
-    result = cli("release", "run", "--spec", str(spec), *flags)
+    result = cli("release", "run", "--wait", "--spec", str(spec), *flags)
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
     assert releases_of(engine, dataset) == []
@@ -56,7 +56,7 @@ def test_bad_parameters_are_refused_before_a_release_exists(engine, bare_dataset
 def test_malformed_spec_yaml_names_file_line_and_column(tmp_path):
     spec = tmp_path / "broken.yaml"
     spec.write_text("dataset: x\nbbox: [1, 2\n")
-    result = cli("release", "run", "--spec", str(spec))
+    result = cli("release", "run", "--wait", "--spec", str(spec))
     assert result.returncode == 1
     assert f"file {spec}, line" in result.stderr and "column" in result.stderr
 
@@ -66,9 +66,9 @@ def test_budget_cap_refuses_before_reading_data(engine, bare_dataset, tmp_path):
     assert cli("budget", "cap", dataset, "0.5", "--steward", "ada").returncode == 0
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"dataset: {dataset}\nbbox: [115.4, 39.4, 117.6, 41.1]\nrequested_by: pytest\n")
-    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=1")  # no cap on records per object
+    result = cli("release", "run", "--wait", "--spec", str(spec), "--param", "epsilon=1")  # no cap on records per object
     assert result.returncode == 1 and "epsilon per object is unbounded" in result.stderr, result.stderr
-    result = cli("release", "run", "--spec", str(spec), "--param", "epsilon=0.25", "--param",
+    result = cli("release", "run", "--wait", "--spec", str(spec), "--param", "epsilon=0.25", "--param",
                  "max_records_per_object=3")  # 0.25 per record, 0.75 per object
     assert result.returncode == 1
     assert "needs epsilon-DP epsilon 0.75 per object" in result.stderr and "cap 0.5" in result.stderr
@@ -181,7 +181,7 @@ def test_fgs_on_a_quarter_of_an_hour_is_refused_before_the_budget_is_charged(eng
     spec.write_text(yaml.safe_dump(base_spec(dataset, mechanism="fgs_pufferfish", window_start="2008-02-04T10:00:00Z",
                                              window_end="2008-02-04T10:15:00Z",
                                              params={"epsilon": 2.0, "day_timezone": "Asia/Shanghai"})))
-    result = cli("release", "run", "--spec", str(spec))
+    result = cli("release", "run", "--wait", "--spec", str(spec))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "can hold 0; widen the window" in result.stderr and "fgs_pufferfish.window" in result.stderr
     assert releases_of(engine, dataset) == []

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from flows import services
-from tasks import governance
+from tasks import governance, logins
 from tasks.db import database_url
 from tests.integration.conftest import cli, new_release, to_awaiting_approval
 from trajpub import config
@@ -35,7 +35,7 @@ def test_no_login_without_its_password(engine, user):
 def test_every_connection_needs_a_password_and_the_passwords_are_the_local_users_only(engine):
     rules = [line.split() for line in services.HBA.splitlines() if line and not line.startswith("#")]
     assert rules and all(rule[-1] == "scram-sha-256" for rule in rules)
-    with services._owner_connection(services._credentials()) as conn:
+    with logins.owner_connection(services._credentials()) as conn:
         hba = conn.execute("SELECT type, auth_method, error FROM pg_hba_file_rules").fetchall()
         assert hba and all(method == "scram-sha-256" and error is None for _, method, error in hba), hba
         assert conn.execute("SELECT count(*) FROM pg_authid WHERE rolcanlogin AND (rolpassword IS NULL OR "

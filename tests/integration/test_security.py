@@ -52,7 +52,7 @@ def test_identifiers_from_users_are_validated_before_any_sql(engine, name, tmp_p
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({**base_spec(name), "seed": None}))
     for args in (["load", "tdrive", str(TDRIVE_CSV), "--dataset", name],
-                 ["release", "run", "--spec", str(spec)], ["release", "list", "--dataset", name],
+                 ["release", "run", "--wait", "--spec", str(spec)], ["release", "list", "--dataset", name],
                  ["budget", "cap", name, "5", "--steward", "ada"],
                  ["four-eyes", name, "on", "--steward", "ada"], ["budget", "show", "--dataset", name],
                  ["recover", "--dataset", name], ["roads", "load-osm", name, "--pbf", "helsinki_pbf"],
@@ -96,7 +96,7 @@ def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(e
     spec.write_text(yaml.safe_dump({**base_spec(dataset, approval_timeout_s=2), "seed": 7}))
     env = {**os.environ, "TRAJPUB_TEST_MODE": "1", "TRAJPUB_DATABASE_SECRET": block}
     env.pop("TRAJPUB_DATABASE_URL", None)
-    run = subprocess.run([TRAJPUB, "release", "run", "--spec", str(spec)], capture_output=True, text=True,
+    run = subprocess.run([TRAJPUB, "release", "run", "--wait", "--spec", str(spec)], capture_output=True, text=True,
                          env=env, timeout=600, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
     assert password not in run.stdout + run.stderr
