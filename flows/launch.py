@@ -73,15 +73,16 @@ def start(data: dict, say: Callable[[str], None], poll_s: float = 1.0) -> Starte
         proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "release", "run", "--spec", str(spec_file),
                                  "--wait", "--flow-run-name", name], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-    run_id = None
+    run_id, pending = None, b""
     with open(log, "rb") as reader:
         while True:
             code = proc.poll()
-            chunk = reader.read()
-            if chunk:
-                for line in chunk.decode("utf-8", "replace").splitlines():
-                    say(line)
+            *lines, pending = (pending + reader.read()).split(b"\n")  # a line still being written waits
+            for line in lines:
+                say(line.decode("utf-8", "replace"))
             if code is not None:
+                if pending:
+                    say(pending.decode("utf-8", "replace"))
                 return Started(None, code, log)
             run_id = run_id or _flow_run_id(name)
             release = run_id and transaction(lambda conn, f=run_id: governance.release_of_flow_run(conn, f),

@@ -15,7 +15,7 @@ import psycopg
 import sqlalchemy as sa
 
 from trajpub import config
-from trajpub.errors import PolicyError, TrajpubError
+from trajpub.errors import PolicyError, TrajpubError, one_line
 
 T = TypeVar("T")
 MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
@@ -286,8 +286,8 @@ def _run_script(conn: sa.Connection, sql: str, name: str) -> None:
     try:
         conn.connection.dbapi_connection.cursor().execute(sql)
     except psycopg.Error as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TrajpubError(f"the file failed and nothing of it was applied: {reason}", f"file sql/{name}") from None
+        raise TrajpubError(f"the file failed and nothing of it was applied: {one_line(exc)}",
+                           f"file sql/{name}") from None
 
 
 def status(eng: sa.Engine | None = None) -> dict:

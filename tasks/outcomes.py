@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from tasks import governance, lineage, publish
 from tasks.db import alive_lock_key, engine, is_transient, lock_is_held, transaction
 from tasks.review import Review, read_review
-from trajpub.errors import TrajpubError
+from trajpub.errors import TrajpubError, one_line
 
 
 def release(release_id: int) -> dict:
@@ -100,12 +100,6 @@ def publish_or_fail(release_id: int, run_id: str | None) -> dict:
         fail(release_id, TrajpubError(reason), run_id)
         return {"release_id": release_id, "status": "failed", "reason": reason}
     return {"release_id": release_id, "status": "published", "table": table}
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of an error (a database error's own message, without the statement)."""
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def mark_interrupted(dataset: str | None, running: int | None, describe: Callable[[dict], str]) -> list[dict]:

@@ -42,3 +42,10 @@ class ReleaseBlocked(PolicyError):
     def __init__(self, message: str, outcome: dict | None = None):
         super().__init__(message)
         self.outcome = outcome or {}
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error: a database error's own message (SQLAlchemy's ``orig``), without the statement
+    and the hint lines the server adds; the error's type when it says nothing."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -26,7 +26,7 @@ from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import ParameterError
 from trajpub.guarantee import NOT_DP, Guarantee
 from trajpub.mechanism import Mechanism, PublicInputs
-from trajpub.params import Scope
+from trajpub.params import Params, Scope
 
 _COPY = Scope("copy_control")
 _REPLAY = Scope("replay_control")
@@ -115,12 +115,10 @@ class CopyControl(Mechanism):
 
 
 @dataclass(frozen=True)
-class ReplayParams:
+class ReplayParams(Params):
     """No parameter: every input record is released."""
 
-    @classmethod
-    def from_dict(cls, d: dict) -> ReplayParams:
-        return _REPLAY.from_mapping(cls, d)
+    scope = _REPLAY
 
 
 class Replay(Mechanism):
