@@ -198,24 +198,26 @@ def small_fleet_policy() -> GatePolicy:
 
 @pytest.fixture(scope="session")
 def loaded_tdrive(engine, owner, tdrive_subset, stewards):
-    """A function that loads the subset into a fresh dataset and returns its name. Its ε-DP cap is 1000 per
-    object: :func:`base_spec`'s AdaTrace costs 10 per record x 7 records = 70 per object, and several tests
+    """A function that loads the subset into a fresh dataset and returns its name (:func:`load_tdrive_subset`)."""
+    return lambda prefix="flow": load_tdrive_subset(tdrive_subset, prefix, engine, owner, stewards["ada"])
+
+
+def load_tdrive_subset(csv: Path, prefix: str, engine: sa.Engine, owner: sa.Engine, steward: sa.Engine) -> str:
+    """Load the subset ``csv`` into a fresh dataset named after ``prefix`` and return its name. Its ε-DP cap is 1000
+    per object: :func:`base_spec`'s AdaTrace costs 10 per record x 7 records = 70 per object, and several tests
     release more than once from one dataset (the budget tests set their own caps). Its gate policy is
-    :func:`small_fleet_policy`, set by steward ada."""
+    :func:`small_fleet_policy`, set by ``steward``."""
     from tasks import policies
     from tasks.load import load_source
 
-    def load(prefix: str = "flow") -> str:
-        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
-        load_source(engine, "tdrive", tdrive_subset, name)
-        with owner.begin() as conn:  # a steward's decision; the pipeline cannot change a cap
-            conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 1000 WHERE dataset = :d"), {"d": name})
-        with stewards["ada"].begin() as conn:
-            policies.set_for_dataset(conn, name, "small_fleet", policies.register(conn, "small_fleet",
-                                                                                small_fleet_policy()))
-        return name
-
-    return load
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    load_source(engine, "tdrive", csv, name)
+    with owner.begin() as conn:  # a steward's decision; the pipeline cannot change a cap
+        conn.execute(sa.text("UPDATE governance.datasets SET epsilon_cap = 1000 WHERE dataset = :d"), {"d": name})
+    with steward.begin() as conn:
+        policies.set_for_dataset(conn, name, "small_fleet", policies.register(conn, "small_fleet",
+                                                                            small_fleet_policy()))
+    return name
 
 
 @pytest.fixture

@@ -13,7 +13,16 @@ import pytest
 import sqlalchemy as sa
 from distributed import Client
 
-from tests.integration.conftest import base_spec, cli, start_release, wait_for_status, wait_until
+from tests.integration.conftest import (
+    base_spec,
+    cli,
+    load_tdrive_subset,
+    start_release,
+    wait_for_status,
+    wait_until,
+)
+from tests.integration.private_database import PrivateDatabase, private_database
+from trajpub import config
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +47,10 @@ def kill_tree(pid: int) -> None:
 
 
 @contextlib.contextmanager
-def dataset_row_locked(dataset: str):
+def dataset_row_locked(owner: sa.Engine, dataset: str):
     """Hold the dataset's governance row (as the owner: the pipeline may not lock it for update): a release
     blocks in its budget reservation at plan (the ledger's cap trigger locks the row)."""
-    from tasks.db import owner_engine
-
-    with owner_engine().connect() as conn:
+    with owner.connect() as conn:
         conn.execute(sa.text("SELECT 1 FROM governance.datasets WHERE dataset = :d FOR NO KEY UPDATE"),
                      {"d": dataset})  # the ledger's cap trigger (FOR UPDATE) waits; new releases (KEY SHARE) do not
         yield
@@ -154,29 +161,46 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
                                                  f"{dataset}__r{run.release_id}_traj"}
 
 
-@pytest.mark.serial
-def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(engine, loaded_tdrive, tmp_path):
-    dataset = loaded_tdrive("pgstop")
-    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+@pytest.fixture(scope="module")
+def outage_db():
+    """A cluster of this module's own for the tests that stop PostgreSQL: the shared one stays up for the tests
+    that run beside them."""
+    yield from private_database(stewards=("ada",), requesters=("pytest",))
+
+
+@pytest.fixture(scope="module")
+def outage_dataset(outage_db, tdrive_subset):
+    """A function that loads the 40-taxi subset into a fresh dataset of :func:`outage_db` (as
+    :func:`loaded_tdrive` does on the shared database)."""
+    return lambda prefix: load_tdrive_subset(tdrive_subset, prefix, outage_db.engine(),
+                                             outage_db.engine(config.OWNER), outage_db.engine("ada"))
+
+
+def test_postgres_stopped_mid_run_is_retried_and_the_release_completes(outage_db, outage_dataset, tmp_path):
+    dataset = outage_dataset("pgstop")
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, environment=outage_db.env)
     # the budget is reserved at plan, under the dataset's row lock
-    postgres_down_while_blocked(engine, dataset_row_locked(dataset), "INSERT INTO governance.budget_ledger")
-    completed_after_the_outage(engine, run, "plan")
+    postgres_down_while_blocked(outage_db, dataset_row_locked(outage_db.engine(config.OWNER), dataset),
+                                "INSERT INTO governance.budget_ledger")
+    completed_after_the_outage(outage_db.engine(), run, "plan")
 
 
-def postgres_down_while_blocked(engine, held, blocked_query: str, until=None) -> None:
-    """Stop PostgreSQL once the release waits on the lock ``held`` holds (its waiting statement contains
-    ``blocked_query``), keep it down until ``until()`` holds (if given), then start it again, whatever happens."""
+def postgres_down_while_blocked(db: PrivateDatabase, held, blocked_query: str, until=None) -> None:
+    """Stop the PostgreSQL of ``db`` once the release waits on the lock ``held`` holds (its waiting statement
+    contains ``blocked_query``), keep it down until ``until()`` holds (if given), then start it again, whatever
+    happens."""
     try:
         with held:
-            wait_until(lambda: waiting_on_lock(engine, blocked_query), 120, f"the release to block in {blocked_query}")
-            down = cli("db", "down")
+            wait_until(lambda: waiting_on_lock(db.engine(), blocked_query), 120,
+                       f"the release to block in {blocked_query}")
+            down = db.cli("db", "down")
             assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
             kept = down.stdout.split("to remove it for good: rm -rf ")[1].strip()  # it says where the data stays
             assert Path(kept, "PG_VERSION").exists() or Path(kept, "pgdata", "PG_VERSION").exists(), down.stdout
         if until is not None:
             wait_until(until, 120, "the release to react to the outage")
     finally:
-        up = cli("db", "up")  # whatever happened, the server is back for the tests that follow
+        up = db.cli("db", "up")  # whatever happened, the server is back for the test that follows
     assert up.returncode == 0, up.stderr
 
 
@@ -203,15 +227,15 @@ def snapshot_blocked(engine, dataset: str):
             conn.rollback()
 
 
-@pytest.mark.serial
-def test_postgres_down_longer_than_a_transaction_retries_the_ingest_stage(engine, loaded_tdrive, tmp_path):
+def test_postgres_down_longer_than_a_transaction_retries_the_ingest_stage(outage_db, outage_dataset, tmp_path):
     """tasks/stages.py: PostgreSQL down longer than the ~15 s one database call retries for makes the ingest and
     validate stage fail with a transient error, and Prefect runs the whole stage again 20 s later
     (``retry_condition_fn``); the release then completes, with its validation stored once."""
-    dataset = loaded_tdrive("pgstage")
-    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path)
+    engine = outage_db.engine()
+    dataset = outage_dataset("pgstage")
+    run = start_release(base_spec(dataset, approval_timeout_s=5), tmp_path, environment=outage_db.env)
     # down until Prefect schedules the stage's retry: longer than the snapshot's own retries
-    postgres_down_while_blocked(engine, snapshot_blocked(engine, dataset), "pg_advisory_xact_lock",
+    postgres_down_while_blocked(outage_db, snapshot_blocked(engine, dataset), "pg_advisory_xact_lock",
                                 until=lambda: "Retry 1/2 will start" in run.output())
     completed_after_the_outage(engine, run, "snapshot")
     assert q(engine, "SELECT count(*) FROM governance.validation_results WHERE release_id = :r",

@@ -248,21 +248,11 @@ def test_rejected_release_publishes_nothing(engine, loaded_tdrive, tmp_path):
                      "AND table_name LIKE :p", p=f"{dataset}%") == [(0,)]
 
 
-@pytest.fixture
-def external_dask(tmp_path):
-    """A separately started `dask scheduler` and `dask worker` processes, as an existing cluster would be (TLS
-    with their own certificates); the environment that points a flow at it."""
-    from tasks.dask_cluster import process_cluster
-
-    with process_cluster(2, tmp_path / "dask") as cluster:
-        yield cluster.environment()
-
-
-def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, loaded_tdrive, tmp_path,
-                                                                     external_dask):
-    """On an existing Dask cluster: nobody answers in time, the flow ends, a later approval still publishes."""
+def test_timeout_keeps_release_waiting_and_later_approval_publishes(engine, loaded_tdrive, tmp_path):
+    """Nobody answers in time, the flow ends, a later approval still publishes (in a flow run of its own). (A
+    cluster of separate ``dask scheduler`` and ``dask worker`` processes is tested in test_recovery.py.)"""
     dataset = loaded_tdrive("late")
-    run = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path, environment=external_dask)
+    run = start_release(base_spec(dataset, approval_timeout_s=2), tmp_path)
     assert run.proc.wait(timeout=300) == 0, run.output()
     assert '"status": "awaiting_approval"' in run.output()
     assert q(engine, "SELECT status FROM governance.releases WHERE release_id = :r",
