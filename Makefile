@@ -34,7 +34,7 @@ demo: services
 # Two pytest-xdist workers (each test module on one worker), then the tests that stop a shared service, alone.
 PYTEST := TRAJPUB_TEST_MODE=1 $(VENV)/bin/pytest -q -p no:cacheprovider
 test: services browser
-	$(PYTEST) -n 2 --dist loadfile --no-loadscope-reorder -m "not serial" --durations=25
+	$(PYTEST) -n 2 --dist loadfile -m "not serial" --durations=25
 	$(PYTEST) -m serial --durations=5
 
 # The unit tests alone: no database, no Prefect server, no browser.

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from audits.attack import Attack, AttackParams
 from audits.patterns import pattern_codes
 from audits.result import AttackResult
+from audits.stats import mid_ranks
 from trajpub.errors import InputError, ParameterError
 from trajpub.params import Scope
 
@@ -200,7 +200,7 @@ class MembershipInference(Attack[MembershipParams]):
 
 def _auc(s_in: np.ndarray, s_out: np.ndarray) -> float:
     """P(score of a random member > score of a random non-member) + P(equal) / 2, from mid-ranks."""
-    ranks = rankdata(np.concatenate([s_in, s_out]))
+    ranks = mid_ranks(np.concatenate([s_in, s_out]))
     u = ranks[:len(s_in)].sum() - len(s_in) * (len(s_in) + 1) / 2
     return float(u / (len(s_in) * len(s_out)))
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -33,7 +32,7 @@ def frontier_plot(outcomes: list[dict]) -> str | None:
         return None
     cols = min(3, len(metrics))
     rows = math.ceil(len(metrics) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = report.figure(rows, cols, (4.6 * cols, 3.6 * rows), squeeze=False)
     for ax, metric in zip(axes.flat, metrics, strict=False):
         limits = set()
         for o in audited:
@@ -66,7 +65,7 @@ def density_maps(raw: pd.DataFrame, releases: list[tuple[str, pd.DataFrame, np.n
     panels = [("raw snapshot", raw, None), *releases]
     cols = min(4, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.1 * rows), squeeze=False, sharex=True, sharey=True)
+    fig, axes = report.figure(rows, cols, (3.4 * cols, 3.1 * rows), squeeze=False, sharex=True, sharey=True)
     for ax, (title, frame, weights) in zip(axes.flat, panels, strict=False):
         report.density_panel(ax, frame, extent, title, weights)
         ax.title.set_fontsize(8)

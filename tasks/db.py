@@ -164,11 +164,22 @@ def is_transient(exc: BaseException) -> bool:
     return getattr(exc, "sqlstate", None) in TRANSIENT_SQLSTATES
 
 
-def with_retries(fn: Callable[[], T], what: str, attempts: int = 6, first_delay_s: float = 0.5,
+def retries() -> int:
+    """How often a transaction is retried after a transient database error: ``TRAJPUB_DB_RETRIES`` (default 5,
+    after 0.5, 1, 2, 4 and 8 s: about 15 s in all, long enough for a server restart); 0 fails at the first."""
+    value = os.environ.get("TRAJPUB_DB_RETRIES", "5")
+    if not value.isdigit():
+        raise TrajpubError(f"TRAJPUB_DB_RETRIES must be a whole number of retries, not {value!r}",
+                           "TRAJPUB_DB_RETRIES")
+    return int(value)
+
+
+def with_retries(fn: Callable[[], T], what: str, attempts: int | None = None, first_delay_s: float = 0.5,
                  say=lambda message: None) -> T:
-    """``fn()``, retried with exponential backoff (0.5, 1, 2, 4, 8 s: about 15 s in all) while it fails with a
-    transient database error; a permanent error, or the last transient one, is raised at once. ``fn`` must be
-    one transaction (it either committed or left nothing)."""
+    """``fn()``, retried with exponential backoff (0.5, 1, 2, 4, 8 s) while it fails with a transient database
+    error, at most ``attempts`` times in all (default: once and :func:`retries` more); a permanent error, or the
+    last transient one, is raised at once. ``fn`` must be one transaction (it either committed or left nothing)."""
+    attempts = 1 + retries() if attempts is None else attempts
     for attempt in range(1, attempts + 1):
         try:
             return fn()

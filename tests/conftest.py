@@ -12,17 +12,13 @@ config.apply_environment()
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests under ``tests/integration`` are marked ``integration`` (``make test-unit`` deselects them) and run
-    first. Under pytest-xdist (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``) a worker runs all of
-    a module's tests, so a module fixture is made once, by one worker, and modules are handed out in this order:
-    the long integration modules first, the many short unit modules last, so that both workers finish together.
-    (xdist's default order, most tests first, left a single-test integration module of half a minute to the end.
-    ``--dist loadgroup`` does not group under pytest 9: xdist 3.8 renames ``item._nodeid``, which pytest 9 no
-    longer reads.)"""
+    """Tests under ``tests/integration`` are marked ``integration`` (``make test-unit`` deselects them). Under
+    pytest-xdist (``make test``: ``-n 2 --dist loadfile``) a worker runs all of a module's tests, so a module
+    fixture is made once, by one worker. (``--dist loadgroup`` does not group under pytest 9: xdist 3.8 renames
+    ``item._nodeid``, which pytest 9 no longer reads.)"""
     for item in items:
         if "integration" in item.path.parts:
             item.add_marker(pytest.mark.integration)
-    items.sort(key=lambda item: "integration" not in item.path.parts)  # stable: modules keep their order
 
 
 @pytest.fixture(scope="session")

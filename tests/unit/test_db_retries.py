@@ -5,6 +5,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks.db import is_transient, with_retries
+from trajpub.errors import TrajpubError
 
 
 def dbapi_error(orig: Exception) -> sa.exc.DBAPIError:
@@ -57,3 +58,22 @@ def test_a_transient_error_that_lasts_is_raised_after_the_last_attempt():
     with pytest.raises(sa.exc.DBAPIError):
         with_retries(flaky, "test", attempts=4, first_delay_s=0.0)
     assert flaky.calls == 4
+
+
+@pytest.mark.parametrize(("setting", "calls"), [(None, 6), ("0", 1), ("2", 3)])
+def test_the_operator_sets_how_often_a_transaction_is_retried(monkeypatch, setting, calls):
+    if setting is None:
+        monkeypatch.delenv("TRAJPUB_DB_RETRIES", raising=False)
+    else:
+        monkeypatch.setenv("TRAJPUB_DB_RETRIES", setting)
+    flaky = Flaky(100, dbapi_error(psycopg.OperationalError("connection refused")))
+    with pytest.raises(sa.exc.DBAPIError):
+        with_retries(flaky, "test", first_delay_s=0.0)
+    assert flaky.calls == calls
+
+
+@pytest.mark.parametrize("setting", ["-1", "many", "1.5"])
+def test_a_retry_setting_that_is_not_a_count_is_one_sentence(monkeypatch, setting):
+    monkeypatch.setenv("TRAJPUB_DB_RETRIES", setting)
+    with pytest.raises(TrajpubError, match="TRAJPUB_DB_RETRIES must be a whole number of retries"):
+        with_retries(lambda: 42, "test")
