@@ -38,18 +38,19 @@ WORKER_ENVIRON = {"MALLOC_MMAP_THRESHOLD_": 32 * 1024 * 1024}
 
 #: Dask's diagnostics that only its dashboard shows (trajpub's clusters have none): the statistical profiler
 #: (every 10 ms in every worker), the event-loop health check (every 20 ms in every process) and the system
-#: monitor (every 0.5 s), slowed or off. An idle two-worker cluster then uses 4% of a core instead of 15%
-#: (scheduler, nannies and workers together); the workers' memory monitor, which enforces their memory limit, is
-#: left as it is.
+#: monitor (every 0.5 s), slowed or off. An idle two-worker cluster (scheduler, nannies and workers together) then
+#: uses about 5% of a core instead of 10-15% (``python -m bench.dask_idle``, bench/SUITE_TIME_RESULTS.md). The
+#: workers' memory monitor, which enforces their memory limit, is left as it is.
 QUIET_DIAGNOSTICS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "200ms",
                      "distributed.admin.system-monitor.interval": "2s"}
 
 
-def local_cluster(n_workers: int, security: Security | None = None, **kwargs) -> LocalCluster:
-    """A LocalCluster of single-threaded worker processes with :data:`WORKER_ENVIRON` and
-    :data:`QUIET_DIAGNOSTICS`, on loopback over TLS with ``security`` (default: certificates generated for it, held
-    in memory; ``Client(cluster)`` takes them)."""
-    config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()} | QUIET_DIAGNOSTICS
+def local_cluster(n_workers: int, security: Security | None = None, diagnostics: dict = QUIET_DIAGNOSTICS,
+                  **kwargs) -> LocalCluster:
+    """A LocalCluster of single-threaded worker processes with :data:`WORKER_ENVIRON` and the Dask settings
+    ``diagnostics`` (``{}``: Dask's own), on loopback over TLS with ``security`` (default: certificates generated
+    for it, held in memory; ``Client(cluster)`` takes them)."""
+    config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()} | diagnostics
     with dask.config.set(config):
         # No dashboard, and the scheduler's HTTP server (health, metrics) on a free port: the default, 8787,
         # is taken by the first cluster on the machine and every other one warned on the console.

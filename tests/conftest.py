@@ -52,3 +52,14 @@ def owner(engine):
 def dataset_name() -> str:
     """A fresh dataset name per test, so tests never see each other's rows."""
     return f"t_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(tmp_path_factory):
+    """One two-worker process cluster per test process, on loopback over TLS with certificates written for it
+    (:func:`tasks.dask_cluster.tls_files`): the unit tests' client and the integration tests' flows share it, so a
+    test process starts two worker processes, not four."""
+    from tasks.dask_cluster import local_cluster, tls_files
+
+    with local_cluster(2, security=tls_files(tmp_path_factory.mktemp("dask-tls"))) as cluster:
+        yield cluster

@@ -32,26 +32,25 @@ BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_dask(tmp_path_factory):
-    """One Dask cluster for the whole integration session, given to every flow the tests start as
-    ``TRAJPUB_DASK_ADDRESS`` with its TLS certificates (the way a deployment runs on an existing cluster): a flow
-    run then skips starting two worker processes and importing Great Expectations in them (about 8 s of a 40-taxi
-    release's 20). Tests about a cluster of their own pass its environment to :func:`start_release`."""
+def warm_dask(dask_cluster):
+    """The session's Dask cluster, given to every flow the tests start as ``TRAJPUB_DASK_ADDRESS`` with its TLS
+    certificates (the way a deployment runs on an existing cluster): a flow run then skips starting two worker
+    processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about a
+    cluster of their own pass its environment to :func:`start_release`."""
     import dask
     from distributed import Client
 
-    from tasks.dask_cluster import client_environment, local_cluster, tls_files
+    from tasks.dask_cluster import client_environment
 
-    security = tls_files(tmp_path_factory.mktemp("dask-tls"))
-    with local_cluster(2, security=security) as cluster, Client(cluster) as client:
+    with Client(dask_cluster) as client:
         client.run(importlib.import_module, "great_expectations")
-        environment = client_environment(cluster.scheduler_address, security)
-        os.environ.update(environment)
-        dask.config.refresh()  # this process's clients read the certificates from Dask's configuration too
-        yield cluster.scheduler_address
-        for key in environment:
-            os.environ.pop(key, None)
-        dask.config.refresh()
+    environment = client_environment(dask_cluster.scheduler_address, dask_cluster.security)
+    os.environ.update(environment)
+    dask.config.refresh()  # this process's clients read the certificates from Dask's configuration too
+    yield dask_cluster.scheduler_address
+    for key in environment:
+        os.environ.pop(key, None)
+    dask.config.refresh()
 
 
 def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -17,7 +17,6 @@ from flows.review import review_markdown
 from mechanisms import prefix_tree
 from mechanisms.registry import mechanism
 from tasks import audit, protect
-from tasks.dask_cluster import local_cluster
 from tasks.review import read_review
 from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
 from tests.integration.staged import new_dataset
@@ -32,8 +31,8 @@ GRID = GridSpec(BBOX, 2000.0)
 
 
 @pytest.fixture(scope="module")
-def client():
-    with local_cluster(2) as cluster, Client(cluster) as c:  # TLS, as every cluster trajpub starts
+def client(dask_cluster):
+    with Client(dask_cluster) as c:  # the session's cluster: TLS, as every cluster trajpub starts
         yield c
 
 

@@ -60,13 +60,12 @@ TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 
 
 @pytest.fixture(scope="session")
-def dask_client():
-    """A real two-worker process cluster (no database, no Prefect): what the release flow's protect task uses."""
+def dask_client(dask_cluster):
+    """A client of a real two-worker process cluster (no database, no Prefect): what the release flow's protect
+    task uses."""
     from distributed import Client
 
-    from tasks.dask_cluster import local_cluster
-
-    with local_cluster(2) as cluster, Client(cluster) as client:
+    with Client(dask_cluster) as client:
         yield client
 
 
