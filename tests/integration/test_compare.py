@@ -200,7 +200,9 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
             assert issued.returncode == 0, issued.stderr
             form_property(dialog, "Decision Code (Optional)").locator("textarea").fill(issued.stdout.strip())
             dialog.get_by_role("button", name="Submit", exact=True).click()
-            expect(dialog).to_be_hidden()
+            # the dialog closes once the server has accepted the resume: beyond the default 5 s when the other test
+            # worker loads the machine (a fresh clone saw it still open after 5 s), as in test_ui_approval.py
+            expect(dialog).to_be_hidden(timeout=30_000)
             expect(page.locator(".state-badge").first).to_have_text("Completed", timeout=180_000)
         assert proc.wait(timeout=60) == 0
 
