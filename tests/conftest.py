@@ -57,8 +57,8 @@ def dataset_name() -> str:
 @pytest.fixture(scope="session")
 def dask_cluster(tmp_path_factory):
     """One two-worker process cluster per test process, on loopback over TLS with certificates written for it
-    (:func:`tasks.dask_cluster.tls_files`): the unit tests' client and the integration tests' flows share it, so a
-    test process starts two worker processes, not four."""
+    (:func:`tasks.dask_cluster.tls_files`): the unit tests' client, the integration tests' flows and the gate's
+    300-taxi audits share it, so a test process starts two worker processes, not six."""
     from tasks.dask_cluster import local_cluster, tls_files
 
     with local_cluster(2, security=tls_files(tmp_path_factory.mktemp("dask-tls"))) as cluster:

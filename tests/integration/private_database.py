@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from tests.integration.conftest import TRAJPUB
 from trajpub import config
 
 
@@ -30,8 +30,8 @@ class PrivateDatabase:
 
     def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         """The real ``trajpub`` command line, on this cluster."""
-        return subprocess.run([str(Path(sys.executable).with_name("trajpub")), *args], capture_output=True,
-                              text=True, timeout=timeout, check=False, env=self.env)
+        return subprocess.run([TRAJPUB, *args], capture_output=True, text=True, timeout=timeout, check=False,
+                              env=self.env)
 
     def engine(self, login: str = config.PIPELINE) -> sa.Engine:
         """An engine on this cluster as ``login`` (the pipeline role by default), with its generated password."""
