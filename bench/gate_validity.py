@@ -2,7 +2,7 @@
 candidate over repeated draws, on the T-Drive sample (or the taxis it leaves out), with the positive controls
 that it must block.
 
-Candidates: ObjTrace ε 1, 2, 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
+Candidates: ObjTrace ε 1, 2, 5 per taxi, CityTrace ε 5 per taxi, AdaTrace, DPT, the prefix tree, GLOVE, W4M and Mixzone at the parameters
 of their example specs (``mechanisms/*/example.yaml``; ObjTrace ε 1 and 2 change only ε), and the positive controls of
 ``tests/controls`` (ObjTrace ε 5 with 2, 5, 10, 20 % of the input's trajectory records copied in, and every
 record replayed as synthetic). Mixzone's example reads Helsinki's roads: here it runs with the same parameters on
@@ -112,7 +112,8 @@ def _copy(percent: float) -> Candidate:
 CANDIDATES = [
     _objtrace("objtrace_e1", "ObjTrace eps 1 per taxi", 1.0),
     _objtrace("objtrace_e2", "ObjTrace eps 2 per taxi", 2.0),
-    _objtrace("objtrace_e5", "ObjTrace eps 5 per taxi (demo)", 5.0),
+    _objtrace("objtrace_e5", "ObjTrace eps 5 per taxi (the former demo)", 5.0),
+    Candidate("citytrace", "CityTrace eps 5 per taxi (demo)", "citytrace", example_spec_file("citytrace")),
     Candidate("adatrace", "AdaTrace (example)", "adatrace", example_spec_file("adatrace")),
     Candidate("dpt", "DPT (example)", "dpt", example_spec_file("dpt")),
     Candidate("prefix_tree", "prefix tree (example)", "prefix_tree", example_spec_file("prefix_tree")),

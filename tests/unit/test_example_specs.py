@@ -21,9 +21,9 @@ SPECS = [EXAMPLES_DIR / "tdrive_demo.yaml", *(example_spec_file(name) for name i
 
 def test_the_demo_publishes_the_per_object_synthesizer():
     spec = ReleaseSpec.from_dict(read_spec_file(EXAMPLES_DIR / "tdrive_demo.yaml"))
-    assert spec.mechanism == "objtrace"
-    objtrace = mechanism("objtrace")
-    assert objtrace.guarantee(objtrace.parse_params(spec.params)).privacy_unit == "one object"
+    assert spec.mechanism == "citytrace"
+    citytrace = mechanism("citytrace")
+    assert citytrace.guarantee(citytrace.parse_params(spec.params)).privacy_unit == "one object"
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
