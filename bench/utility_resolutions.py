@@ -192,6 +192,7 @@ def score() -> dict:
         rows.append({**meta, "file": output.name, "mtime": output.stat().st_mtime,
                      **metrics(raw, read_release(output), meta["seed"])})
         print(f"scored {meta_path.name}", flush=True)
+    rows = rows[:1] + sorted(rows[1:], key=lambda r: r["file"])  # the floor, then the runs by file name
     cloned = all((references.REF / name).is_dir() for name in ("PrivTrace", "LDPTrace"))
     results = {"machine": machine(), "references": references.commits() if cloned else before["references"],
                "raw_speed_p99_kmh": float(np.quantile(raw_speeds, 0.99)), "raw_taxis": int(raw["object_id"].nunique()),
