@@ -30,10 +30,11 @@ class CityTraceParams:
     region_size_m: side of the start-time regions (the local hour-of-day histogram is per region).
     quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
         (16 km blocks at the top): per object the fine cells' counts are far below their noise (on the tuning half
-        the hottest 1 km cell holds 1.4 of the 144 taxis' unit masses, the 100th 0.4, against a Laplace scale of
-        4.4 at level 0 by default), so the 1.5 km detail comes from the 2 and 4 km levels (scales 2.7, 1.7); a
-        fifth, 32 km level (K = 5) took its share from them and measured worse on the tuning half (pattern F1 at
-        1.5 km 0.25 against 0.30, 6 seeds).
+        the hottest 1 km cell holds 1.3 of the 144 taxis' unit masses, the hottest 2 km block 4.1, the hottest
+        4 km block 13.3, against Laplace scales of 4.4, 2.7 and 1.7 at levels 0, 1, 2 by default), so the 1.5 km
+        detail comes from the 4 km level, and the 2 km one where a block's counts clear the noise; a fifth,
+        32 km level (K = 5) took its share from them and measured worse on the tuning half (pattern F1 at 1.5 km
+        0.25 against 0.30, 6 seeds, by point share; 0.358 against 0.383, seeds 0-23, with ``density_cells``).
     level_ratio: r in (0, 4]: level k (0 = fine cells) gets a share of the density's ε proportional to r**k, a
         geometric budget (Cormode et al., ICDE 2012, Sec. 4.2). Their optimum for range queries with
         least-squares post-processing gives the fine levels more (r = 2**(-1/3)); our estimate is top-down (a
