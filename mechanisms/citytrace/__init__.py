@@ -6,7 +6,7 @@ and the authors' code read, none copied):
 
 - Fine cells where the data is dense (AdaTrace, Gursoy et al., CCS 2018, Sec. 4.1 density-aware grid;
   PrivTrace, Du et al., USENIX Security 2023, ``discretization/divide.py``: a level-1 grid subdivided where the
-  noisy density is high). Here the point density is one noisy quadtree over 1 km cells, read top-down where
+  noisy density is high). Here the density is one noisy quadtree over 1 km cells, read top-down where
   the noisy counts clear the noise (:func:`mechanisms.objtrace.quadtree.estimate`), with its ε split
   geometrically over the levels (Cormode et al., "Differentially Private Spatial Decompositions", ICDE 2012,
   Sec. 4.2). Their leaf-heavy ratio 2**(-1/3) suits least-squares post-processing; with the top-down estimate the

@@ -30,7 +30,7 @@ def guarantee(params: CityTraceParams) -> Guarantee:
     parts = ", ".join(f"{name} (epsilon {b[name]:.4g})" for name in PARTS)
     how = (
         f"CityTrace releases, with Laplace noise, {len(PARTS)} statistics by "
-        f"sequential composition: {parts}; the point density as a quadtree of {params.quadtree_levels + 1} "
+        f"sequential composition: {parts}; the density as a quadtree of {params.quadtree_levels + 1} "
         "levels sharing its epsilon. Each object adds to each histogram its own histogram divided by its number "
         f"of items (to the density, 1/{params.density_cells} on each of its {params.density_cells} most visited "
         f"cells): at most 1 in total, and to the record count at most {params.max_records_per_object} records, "

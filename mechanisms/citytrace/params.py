@@ -2,7 +2,8 @@
 
 As in ObjTrace (:mod:`mechanisms.objtrace.params`), every released statistic is a histogram to which one object
 contributes a vector of L1 norm at most 1, except the record count (at most ``max_records_per_object``). The
-point density is a quadtree whose levels share the density's ε geometrically (:meth:`CityTraceParams.level_epsilons`).
+density (each object's most visited cells, 1/k each) is a quadtree whose levels share the density's ε
+geometrically (:meth:`CityTraceParams.level_epsilons`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class CityTraceParams:
     epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
     cell_size_m: side of the fine model cells (the walks' reference system, DPT's discretisation at this size).
     region_size_m: side of the start-time regions (the local hour-of-day histogram is per region).
-    quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
+    quadtree_levels: K: the density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
         (16 km blocks at the top): per object the fine cells' counts are far below their noise (on the tuning half
         the hottest 1 km cell holds 1.3 of the 144 taxis' unit masses, the hottest 2 km block 4.1, the hottest
         4 km block 13.3, against Laplace scales of 4.4, 2.7 and 1.7 at levels 0, 1, 2 by default), so the 1.5 km
