@@ -114,7 +114,7 @@ def run_mechanisms(only: set[str], seeds: list[int]) -> None:
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
 
 
-def tune(variants: dict[str, dict], seeds: list[int]) -> pd.DataFrame:
+def tuning_half_scores(variants: dict[str, dict], seeds: list[int]) -> pd.DataFrame:
     """CityTrace at its defaults and with each variant's parameters (over the defaults), released in memory from
     the tuning half (prepared as :func:`run_mechanisms` prepares the report half; the adapter's per-partition
     sums are this one count) and scored against it: mean and sd over ``seeds`` of :func:`metrics`' grid
@@ -125,7 +125,8 @@ def tune(variants: dict[str, dict], seeds: list[int]) -> pd.DataFrame:
 
     half = utility_data.taxi_halves(utility_data.tdrive_records())[0]
     half = half.assign(seq=half.groupby("traj_id").cumcount())
-    grid, window = GridSpec(BBOX, models()[1].grid.cell_size_m), utility_data.TDRIVE_WINDOW
+    cell_m = next(m for m in models() if m.mechanism == "citytrace").grid.cell_size_m
+    grid, window = GridSpec(BBOX, cell_m), utility_data.TDRIVE_WINDOW
     defaults = citytrace.CityTraceParams().to_dict()
     chosen = {name: citytrace.CityTraceParams.from_dict({**defaults, **overrides})  # every variant checked first
               for name, overrides in {"defaults": {}, **variants}.items()}
@@ -284,12 +285,18 @@ def main(argv: list[str] | None = None) -> None:
 
         try:
             variants = json.loads(args.variants)
-            if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
-                variants = {args.variants: variants}
             first, _, last = args.seeds.partition("-")
             seeds = list(range(int(first), int(last) + 1)) if last else [int(x) for x in args.seeds.split(",")]
-            print(tune(variants, seeds).to_string())
-        except (ValueError, TypeError, ParameterError) as err:  # json.JSONDecodeError is a ValueError
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            raise SystemExit(f"tune: {err}") from None
+        if isinstance(variants, dict) and not all(isinstance(v, dict) for v in variants.values()):
+            variants = {args.variants: variants}  # one variant's parameters, named by its text
+        if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+            raise SystemExit("tune: the variants must be a JSON object, {param: value, ...} or "
+                             "{name: {param: value, ...}, ...}")
+        try:
+            print(tuning_half_scores(variants, seeds).to_string())
+        except ParameterError as err:
             raise SystemExit(f"tune: {err}") from None
     else:
         render()
