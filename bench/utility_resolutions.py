@@ -20,6 +20,13 @@ raw p99 (:func:`audits.trajectory_utility.speed_jsd`, :func:`audits.trajectory_u
     .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3
     .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2
     .venv/bin/python -m bench.utility_resolutions score    # the table of bench/UTILITY_RESULTS.md
+    .venv/bin/python -m bench.utility_resolutions tune '{"snr": 2}' --seeds 0-23   # a choice on the tuning half
+
+``score`` rescores only a release file that is new or changed; a kept run whose file is absent (another
+machine's, or not rerun) keeps its scores, so one mechanism can be rerun alone (without the references' clones
+in ``bench/ref/``, their commits are those kept with the scores). ``tune`` is how CityTrace's
+defaults are chosen: the defaults and each variant (parameters over the defaults) released in memory from the
+tuning half and scored against that half, never the report half.
 """
 
 from __future__ import annotations
@@ -107,6 +114,40 @@ def run_mechanisms(only: set[str], seeds: list[int]) -> None:
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
 
 
+def tuning_half_scores(variants: dict[str, dict], seeds: list[int]) -> pd.DataFrame:
+    """CityTrace at its defaults and with each variant's parameters (over the defaults), released in memory from
+    the tuning half (prepared as :func:`run_mechanisms` prepares the report half; the adapter's per-partition
+    sums are this one count) and scored against it: mean and sd over ``seeds`` of :func:`metrics`' grid
+    figures, query, length and the start-hour JSD."""
+    from mechanisms import citytrace
+    from trajpub.grid import GridSpec
+    from trajpub.segment import keep_trajectories, to_grid
+
+    half = utility_data.taxi_halves(utility_data.tdrive_records())[0]
+    half = half.assign(seq=half.groupby("traj_id").cumcount())
+    cell_m = next(m for m in models() if m.mechanism == "citytrace").grid.cell_size_m
+    grid, window = GridSpec(BBOX, cell_m), utility_data.TDRIVE_WINDOW
+    defaults = citytrace.CityTraceParams().to_dict()
+    chosen = {name: citytrace.CityTraceParams.from_dict({**defaults, **overrides})  # every variant checked first
+              for name, overrides in {"defaults": {}, **variants}.items()}
+    out = {}
+    for name, params in chosen.items():
+        prepared = to_grid(keep_trajectories(half, 2, params.max_records_per_object), grid)
+        geometry = citytrace.geometry_of(grid, params)
+        counts = citytrace.count_points(prepared, geometry, params, window.timezone)
+        runs = []
+        for seed in seeds:
+            release = citytrace.release_from_counts(counts, geometry, grid, params, window,
+                                                    np.random.default_rng(seed)).points
+            m = metrics(half, release[["traj_id", "seq", "lon", "lat", "t"]], seed)
+            runs.append({k: m[k] for k in (*(f"{k}_{g}" for g in (128, 32) for k in GRID_METRICS), "query",
+                                           "length", "start_hour_jsd")})
+        frame = pd.DataFrame(runs)
+        out[name] = frame.mean().round(3).astype(str) + " ± " + frame.std().fillna(0.0).round(3).astype(str)
+        print(name, dict(out[name]), flush=True)
+    return pd.DataFrame(out).T
+
+
 def metrics(raw: pd.DataFrame, release: pd.DataFrame, seed: int) -> dict:
     """The figures of one release of the report half (module docstring)."""
     out = {}
@@ -138,8 +179,11 @@ def score() -> dict:
     tune, raw = (h.assign(seq=h.groupby("traj_id").cumcount())  # cleaned records are in traj_id, t order
                  for h in utility_data.taxi_halves(utility_data.tdrive_records()))
     raw_speeds, _ = segment_speeds(raw, raw)
-    kept = {r.get("file"): r for r in json.loads(RESULTS.read_text())["runs"]} if RESULTS.exists() else {}
+    before = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    kept = {r.get("file"): r for r in before.get("runs", [])}
     rows = [kept.get(FLOOR) or {"label": FLOOR, "file": FLOOR, "seed": 0, "wall_s": None, **metrics(raw, tune, 0)}]
+    # a kept run whose release file is not here (not rerun on this machine) keeps its scores
+    rows += [r for name, r in kept.items() if name != FLOOR and not (OUT / name).exists()]
     for meta_path in sorted(OUT.glob("*.json")):
         output = meta_path.with_name(meta_path.name.replace(".json", ".csv.gz"))
         if kept.get(output.name, {}).get("mtime") == output.stat().st_mtime:  # scored before, unchanged
@@ -149,7 +193,9 @@ def score() -> dict:
         rows.append({**meta, "file": output.name, "mtime": output.stat().st_mtime,
                      **metrics(raw, read_release(output), meta["seed"])})
         print(f"scored {meta_path.name}", flush=True)
-    results = {"machine": machine(), "references": references.commits(),
+    rows = rows[:1] + sorted(rows[1:], key=lambda r: r["file"])  # the floor, then the runs by file name
+    cloned = all((references.REF / name).is_dir() for name in ("PrivTrace", "LDPTrace"))
+    results = {"machine": machine(), "references": references.commits() if cloned else before["references"],
                "raw_speed_p99_kmh": float(np.quantile(raw_speeds, 0.99)), "raw_taxis": int(raw["object_id"].nunique()),
                "raw_records": int(raw["traj_id"].nunique()), "runs": rows}
     RESULTS.parent.mkdir(exist_ok=True)
@@ -224,6 +270,9 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--seeds", default="0,1,2")
     sub.add_parser("score", help="score every kept run and the floor into bench/UTILITY_RESULTS.md")
     sub.add_parser("table", help="rewrite the table of bench/UTILITY_RESULTS.md from the kept scores")
+    t = sub.add_parser("tune", help="CityTrace's defaults against variants on the tuning half")
+    t.add_argument("variants", help='JSON: {"name": {param: value, ...}, ...} or one {param: value, ...}')
+    t.add_argument("--seeds", default="0-23", help="first-last, or a comma-separated list")
     args = parser.parse_args(argv)
     if args.command == "run":
         run_reference(args.tool, args.epsilon, args.runs)
@@ -231,6 +280,24 @@ def main(argv: list[str] | None = None) -> None:
         run_mechanisms({x for x in args.only.split(",") if x}, [int(x) for x in args.seeds.split(",")])
     elif args.command == "score":
         score()
+    elif args.command == "tune":
+        from trajpub.errors import ParameterError
+
+        try:
+            variants = json.loads(args.variants)
+            first, _, last = args.seeds.partition("-")
+            seeds = list(range(int(first), int(last) + 1)) if last else [int(x) for x in args.seeds.split(",")]
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            raise SystemExit(f"tune: {err}") from None
+        if isinstance(variants, dict) and not all(isinstance(v, dict) for v in variants.values()):
+            variants = {args.variants: variants}  # one variant's parameters, named by its text
+        if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+            raise SystemExit("tune: the variants must be a JSON object, {param: value, ...} or "
+                             "{name: {param: value, ...}, ...}")
+        try:
+            print(tuning_half_scores(variants, seeds).to_string())
+        except ParameterError as err:
+            raise SystemExit(f"tune: {err}") from None
     else:
         render()
 

@@ -6,16 +6,21 @@ and the authors' code read, none copied):
 
 - Fine cells where the data is dense (AdaTrace, Gursoy et al., CCS 2018, Sec. 4.1 density-aware grid;
   PrivTrace, Du et al., USENIX Security 2023, ``discretization/divide.py``: a level-1 grid subdivided where the
-  noisy density is high). Here the point density is one noisy quadtree over 1 km cells, read top-down where
+  noisy density is high). Here the density is one noisy quadtree over 1 km cells, read top-down where
   the noisy counts clear the noise (:func:`mechanisms.objtrace.quadtree.estimate`), with its ε split
   geometrically over the levels (Cormode et al., "Differentially Private Spatial Decompositions", ICDE 2012,
   Sec. 4.2). Their leaf-heavy ratio 2**(-1/3) suits least-squares post-processing; with the top-down estimate the
   coarse levels decide where any detail is read, and giving them more (ratio 1.59) measured better on the
   tuning half, at 6 km and at 1.5 km. Per object a 1 km cell's count is far below its noise, so the 1.5 km
-  detail is read at the 2 and 4 km levels: the tree stops at 16 km blocks and the density has most of ε
-  (:class:`~.params.CityTraceParams`, ``quadtree_levels`` and ``shares``, with the measurements).
+  detail is read at the 4 km level (2 km where a block's counts clear the noise): the tree stops at 16 km
+  blocks and the density has most of ε (:class:`~.params.CityTraceParams`, ``quadtree_levels``, ``snr`` and
+  ``shares``, with the measurements). Each object's unit of density is spread equally over its most visited
+  fine cells (bounded user contribution, Wilson et al., "Differentially Private SQL with Bounded User
+  Contribution", PoPETs 2020, who sample a user's keys; we keep the most visited), so a cell counts the taxis
+  that frequent it rather than the hours a few wait there (``density_cells``).
 - First-order moves at the finest level the noise supports (PrivTrace's adaptive order idea, one level here:
-  per object, its second-order counts drown in noise, as do first-order counts at 1 km): the 8 move directions
+  per object, its second-order counts drown in noise, as do first-order counts at 1 km; measured in
+  ``bench/UTILITY_RESULTS.md``, "At city resolution"): the 8 move directions
   are counted between blocks of 2**L fine cells (4 km by default), where a block's flow is readable, and steer
   the fine walk inside the block, whose next cell is otherwise chosen by the fine density (DPT, He et al.,
   PVLDB 2015: neighbour moves in a reference system, direction-weighted turns).

@@ -5,8 +5,11 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
 ``max_records_per_object`` per object. Records are written in the fine model cells by DPT's discretisation
 (repeats collapsed, jumps filled). The statistics:
 
-- ``length``, ``end``, ``density``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of
-  week and hours in the dataset's time zone);
+- ``length``, ``end``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of week and hours
+  in the dataset's time zone);
+- ``density``: each object's ``density_cells`` most visited fine cells (by its points), 1/k each
+  (:func:`top_cells_histogram`): L1 norm 1 as every histogram, spread over the cells most taxis frequent rather
+  than over the points of the few that wait long in one cell;
 - ``moves``: (block, direction) of each move of the record written in blocks of 2**L x 2**L fine cells
   (its first ``max_moves`` moves at that level);
 - ``step``: for each fine move of a record, its time relative to the record's pace (seconds per move): the time
@@ -39,6 +42,21 @@ class CityTraceCounts(ObjTraceCounts):
 
     step: np.ndarray
 
+
+
+def top_cells_histogram(objects: np.ndarray, cells: np.ndarray, k: int, size: int) -> np.ndarray:
+    """``Σ_o`` of 1/k_o on each of the k_o = min(k, n_o) cells holding most of object o's points (n_o its
+    distinct cells; ties to the lower cell index): each object's vector is >= 0 with L1 norm 1 and at most k
+    non-zero entries, a function of that object's points only (bounded user contribution, each user adding at most
+    k keys: Wilson et al., "Differentially Private SQL with Bounded User Contribution", PoPETs 2020, who sample
+    a user's keys; here its most visited ones are kept)."""
+    if len(cells) == 0:
+        return np.zeros(size)
+    visits = pd.DataFrame({"object": pd.factorize(objects)[0], "cell": cells}).value_counts().rename("n").reset_index()
+    kept = visits.sort_values(["object", "n", "cell"], ascending=[True, False, True], kind="stable").groupby(
+        "object").head(k)
+    weight = 1.0 / kept.groupby("object")["object"].transform("size").to_numpy()
+    return np.bincount(kept["cell"].to_numpy(), weights=weight, minlength=size)
 
 
 def first_moves(disc, limit: int) -> np.ndarray:
@@ -113,7 +131,7 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
         end=per_object_histogram(owner, displacement_key(disc.cells[disc.offsets[:-1]],
                                                          disc.cells[disc.offsets[1:] - 1], grid.n_cols,
                                                          params.max_displacement), (2 * params.max_displacement + 1) ** 2),
-        density=per_object_histogram(df["object_id"].astype(str).to_numpy(), mcell, grid.n_cells),
+        density=top_cells_histogram(df["object_id"].astype(str).to_numpy(), mcell, params.density_cells, grid.n_cells),
         moves=moves,
         weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),
         hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),

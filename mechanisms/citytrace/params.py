@@ -2,7 +2,8 @@
 
 As in ObjTrace (:mod:`mechanisms.objtrace.params`), every released statistic is a histogram to which one object
 contributes a vector of L1 norm at most 1, except the record count (at most ``max_records_per_object``). The
-point density is a quadtree whose levels share the density's ε geometrically (:meth:`CityTraceParams.level_epsilons`).
+density (each object's most visited cells, 1/k each) is a quadtree whose levels share the density's ε
+geometrically (:meth:`CityTraceParams.level_epsilons`).
 """
 
 from __future__ import annotations
@@ -28,17 +29,27 @@ class CityTraceParams:
     epsilon: ε per object (the privacy unit is the object: all its trajectory records together).
     cell_size_m: side of the fine model cells (the walks' reference system, DPT's discretisation at this size).
     region_size_m: side of the start-time regions (the local hour-of-day histogram is per region).
-    quadtree_levels: K: the point density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
+    quadtree_levels: K: the density is released at levels 0..K (blocks of 2**k x 2**k fine cells). K = 4
         (16 km blocks at the top): per object the fine cells' counts are far below their noise (on the tuning half
-        the hottest 1 km cell holds 1.4 of the 144 taxis' unit masses, the 100th 0.4, against a Laplace scale of
-        4.4 at level 0 by default), so the 1.5 km detail comes from the 2 and 4 km levels (scales 2.7, 1.7); a
-        fifth, 32 km level (K = 5) took its share from them and measured worse on the tuning half (pattern F1 at
-        1.5 km 0.25 against 0.30, 6 seeds).
+        the hottest 1 km cell holds 1.3 of the 144 taxis' unit masses, the hottest 2 km block 4.1, the hottest
+        4 km block 13.3, against Laplace scales of 4.4, 2.7 and 1.7 at levels 0, 1, 2 by default), so the 1.5 km
+        detail comes from the 4 km level, and the 2 km one where a block's counts clear the noise; a fifth,
+        32 km level (K = 5) took its share from them and measured worse on the tuning half (pattern F1 at 1.5 km
+        0.25 against 0.30, 6 seeds, by point share; 0.358 against 0.383, seeds 0-23, with ``density_cells``).
     level_ratio: r in (0, 4]: level k (0 = fine cells) gets a share of the density's ε proportional to r**k, a
         geometric budget (Cormode et al., ICDE 2012, Sec. 4.2). Their optimum for range queries with
         least-squares post-processing gives the fine levels more (r = 2**(-1/3)); our estimate is top-down (a
         coarse block's error reaches all its cells, and its precision decides where finer counts are read),
         and on the tuning half r = 1.59 (coarse levels get more) beat r = 1 and r = 0.79 at 6 and 1.5 km.
+    density_cells: k: each object adds 1/k to each of the k fine cells holding most of its points (all its cells,
+        equally, if it has fewer; :func:`~.counting.top_cells_histogram`), L1 norm 1 as before, so every density
+        level keeps sensitivity 1. Spread by point share, a taxi that waits hours in one cell put most of its unit
+        there; with equal weights on its habitual cells the noisy density ranks the cells by how many taxis
+        frequent them, which is what a walk's moves follow. Tuning half, seeds 0-23: pattern F1 at 1.5 km 0.324
+        (by point share) -> 0.373, 0.365, 0.362 with k = 20, 30, 50 (transition 0.309 -> 0.303, 0.299, 0.294;
+        density at 1.5 km 0.216 either way; at 6 km density 0.101 -> 0.111-0.114, pattern F1 0.608 -> 0.591,
+        0.623, 0.625); seeds 24-39: 0.316 -> 0.361 (k = 30), 0.352 (k = 50). k = 50 costs the 6 km density least.
+        The price: the circle query error (points where taxis wait weigh less) 0.419 -> 0.467 (k = 50, seeds 0-11).
     moves_level: L: the move directions are counted between blocks of 2**L x 2**L fine cells (first-order moves
         at the finest level where per-object counts clear the noise) and steer the fine walk inside each block.
     max_displacement: D: a record's end relative to its start, in fine cells, over [-D, D]² (clipped).
@@ -55,7 +66,11 @@ class CityTraceParams:
     direction_decay: γ in (0, 1]: a move turning by j·45° from the previous one is weighted γ**j (DPT).
     prior_weight: κ >= 0: each block's noisy direction counts get κ times their Laplace scale added to every
         direction before they are normalised (where they are noise, the walk follows the density).
-    snr: the signal-to-noise rule of the quadtree and of the per-region hour histograms (as ObjTrace).
+    snr: the signal-to-noise rule of the quadtree and of the per-region hour histograms (as ObjTrace). 3 (2
+        before) with the density on each taxi's most visited cells: on the tuning half pattern F1 at 1.5 km 0.359
+        -> 0.386 (seeds 0-15) and 0.357 -> 0.378 (seeds 16-39), every other figure within a standard error
+        (start-hour JSD 0.087 -> 0.088, circle query 0.467 -> 0.462, seeds 0-11); with the density by point
+        share it made no difference (0.350 -> 0.348, seeds 0-7).
     shares: the fraction of ε of each part of :data:`PARTS` (positive, summing to 1). The density gets 0.71
         (0.6 before): it alone decides which 1.5 km cells the walks cross; the other parts are histograms over a
         few dozen bins whose mass (one unit per object) clears their noise at a few hundredths of ε (tuning half,
@@ -73,6 +88,7 @@ class CityTraceParams:
     region_size_m: float = 32000.0
     quadtree_levels: int = 4
     level_ratio: float = 1.59
+    density_cells: int = 50
     moves_level: int = 2
     max_displacement: int = 30
     length_edges: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100, 120, 160,
@@ -84,13 +100,14 @@ class CityTraceParams:
     max_duration_s: float = 86400.0
     direction_decay: float = 0.6
     prior_weight: float = 10.0
-    snr: float = 2.0
+    snr: float = 3.0
     shares: tuple[float, ...] = (0.03, 0.03, 0.06, 0.71, 0.06, 0.02, 0.04, 0.025, 0.025)
     n_synthetic: int | None = None
 
     def __post_init__(self) -> None:
         check_model_fields(self, _P, PARTS)
         _P.require_real(self.level_ratio, "level_ratio", 0, 4)
+        _P.require_int(self.density_cells, "density_cells", 1)
         _P.require_int(self.moves_level, "moves_level", 0)
         object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
         _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)

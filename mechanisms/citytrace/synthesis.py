@@ -43,7 +43,7 @@ class Synthetic:
 
 
 def density_weights(model: NoisyModel) -> np.ndarray:
-    """Per fine cell weights of the point density, estimated top-down from its noisy quadtree."""
+    """Per fine cell weights of the density, estimated top-down from its noisy quadtree."""
     grid, params = model.geometry.model, model.params
     return estimate(model.noisy["density"], grid.n_cols, grid.n_rows, params.quadtree_levels,
                     np.asarray(params.level_scales()), params.snr)

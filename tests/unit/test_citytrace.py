@@ -14,7 +14,7 @@ import pytest
 from bench.utility_data import TDRIVE_WINDOW
 from mechanisms import citytrace
 from mechanisms.citytrace.adapter import CityTrace
-from mechanisms.citytrace.counting import CityTraceCounts, step_ratios
+from mechanisms.citytrace.counting import CityTraceCounts, step_ratios, top_cells_histogram
 from mechanisms.citytrace.model import NoisyModel
 from mechanisms.citytrace.points import to_points
 from mechanisms.citytrace.synthesis import (
@@ -58,7 +58,8 @@ def test_the_parts_sum_to_epsilon_and_the_density_levels_to_its_part(epsilon: fl
 
 def test_params_refuse_bad_values_with_the_field() -> None:
     for bad in ({"shares": [0.5, 0.5]}, {"shares": [0.05] * 8 + [0.6]}, {"level_ratio": 0}, {"level_ratio": 5}, {"days": 7},
-                {"first_date": "2008-02-02"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3}):
+                {"first_date": "2008-02-02"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3},
+                {"density_cells": 0}, {"density_cells": 2.5}):
         with pytest.raises(ParameterError) as err:
             CityTrace().parse_params(bad)
         assert err.value.where.startswith("citytrace."), bad
@@ -86,6 +87,41 @@ def test_an_object_with_45_records_contributes_at_most_one_unit_per_histogram_an
         block, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, k)
         level = np.bincount(block, weights=with_big.density - without.density, minlength=n_blocks)
         assert np.abs(level).sum() <= 1 + 1e-9
+
+
+def test_the_density_gives_each_object_1_over_k_on_its_k_most_visited_cells() -> None:
+    # a: cell 5 three times, 2 twice, 9 and 7 once; b: cell 1 only; c: cells 4 and 3 once each
+    objects = np.array(["a"] * 7 + ["b"] * 2 + ["c"] * 2)
+    cells = np.array([5, 2, 5, 9, 2, 7, 5, 1, 1, 4, 3])
+    two = np.zeros(10)
+    two[[5, 2]] = 0.5  # a: its two most visited cells, 1/2 each (by point share they had 3/7 and 2/7, 9 and 7 1/7)
+    two[1] = 1.0  # b has one cell: its whole unit there
+    two[[3, 4]] = 0.5
+    np.testing.assert_array_equal(top_cells_histogram(objects, cells, 2, 10), two)
+    one = np.zeros(10)
+    one[[5, 1, 3]] = 1.0  # c's tie between cells 3 and 4 goes to the lower cell
+    np.testing.assert_array_equal(top_cells_histogram(objects, cells, 1, 10), one)
+
+
+def test_one_taxis_density_is_1_over_k_on_its_k_most_visited_fine_cells_at_every_level(prepared) -> None:
+    """The density's sensitivity as the guarantee states it: adding one taxi adds 1/k on each of its k most
+    visited fine cells (by its points), L1 norm exactly 1 at every quadtree level."""
+    grid = GridSpec(BBOX, 2000.0)
+    params = citytrace.CityTraceParams(density_cells=20)
+    geometry = citytrace.geometry_of(grid, params)
+    taxi = prepared.groupby("object_id")["traj_id"].nunique().idxmax()
+    mine = prepared[prepared["object_id"] == taxi]
+    diff = (citytrace.count_points(prepared, geometry, params).density
+            - citytrace.count_points(prepared[prepared["object_id"] != taxi], geometry, params).density)
+    visits = pd.DataFrame({"cell": geometry.model.cell_of(mine["x"].to_numpy(), mine["y"].to_numpy())}).value_counts()
+    assert len(visits) > 20  # the taxi visits more cells than it may weigh
+    top = visits.rename("n").reset_index().sort_values(["n", "cell"], ascending=[False, True])["cell"].head(20)
+    touched = np.flatnonzero(np.abs(diff) > 1e-12)
+    assert set(touched) == set(top)  # its 20 most visited cells (ties to the lower cell), nothing else
+    np.testing.assert_allclose(diff[touched], 1 / 20, rtol=1e-9)
+    for k in range(params.quadtree_levels + 1):
+        block, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, k)
+        assert np.abs(np.bincount(block, weights=diff, minlength=n_blocks)).sum() == pytest.approx(1.0, rel=1e-9)
 
 
 def test_step_ratios_follow_their_definition() -> None:
