@@ -30,7 +30,7 @@ from tests.integration.conftest import (
     to_awaiting_approval,
     wait_until,
 )
-from tests.integration.test_ui_approval import flow_run_state, form_property, kill_tree, log_in
+from tests.integration.test_ui_approval import flow_run_state, form_property, kill_tree, log_in, submit_resume
 from tests.lineage_schema import validate_event
 from trajpub.errors import PolicyError
 
@@ -199,10 +199,7 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
             issued = cli("steward", "code", str(recommended), "--steward", STEWARD)
             assert issued.returncode == 0, issued.stderr
             form_property(dialog, "Decision Code (Optional)").locator("textarea").fill(issued.stdout.strip())
-            dialog.get_by_role("button", name="Submit", exact=True).click()
-            # the dialog closes once the server has accepted the resume: beyond the default 5 s when the other test
-            # worker loads the machine (a fresh clone saw it still open after 5 s), as in test_ui_approval.py
-            expect(dialog).to_be_hidden(timeout=30_000)
+            submit_resume(dialog, flow_run_id)
             expect(page.locator(".state-badge").first).to_have_text("Completed", timeout=180_000)
         assert proc.wait(timeout=60) == 0
 
