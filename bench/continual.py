@@ -482,7 +482,7 @@ def render() -> None:
            "--no-worker --resume` (one `prefect worker start --pool trajpub` for both units, run side by side), "
            "`python -m bench.continual retrasyn`, `python -m bench.continual render`. Machine: "
            f"{units[0]['machine']['nproc']} cores ({units[0]['machine']['cpu']}), "
-           f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 15."), "",
+           f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 10-15."), "",
            ("| unit of protection (cap) | weeks run | charged: expected / got | refused: expected / got | "
             "mismatches | published | blocked by the gate | wall of the weeks run | a charged week, commands' wall: "
             "week 1 / the last run / median | of which its flow, created to the steward: week 1 / last / median | "
