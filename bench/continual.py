@@ -239,15 +239,33 @@ def year(unit: Unit, n_weeks: int, taxis: int, until: datetime | None) -> dict:
               "expected": ["charged" if e else "refused" for e in expected], "rows": rows, "year_s": 0.0,
               "commit": commit(PROJECT)}
     RESULTS.mkdir(exist_ok=True)
-    year_began = time.perf_counter()
-    for i in range(n_weeks):
+    return run_weeks(eng, unit, result, until)
+
+
+def resume(unit: Unit, until: datetime | None) -> dict:
+    """Go on with a year stopped early (``--until``, or a session's end): the weeks of its results file not run
+    yet, in order, on the same dataset and deployment, each expected as the year's pattern says."""
+    from tasks import db
+
+    result = json.loads((RESULTS / f"{unit.name}.json").read_text())
+    return run_weeks(db.engine(), unit, result, until)
+
+
+def run_weeks(eng: sa.Engine, unit: Unit, result: dict, until: datetime | None) -> dict:
+    """Run the weeks of ``result`` not run yet, in order, writing the results file after every week; exit 1 if an
+    outcome differs from the caps' arithmetic."""
+    rows, done = result["rows"], {r["week"] for r in result["rows"]}
+    spent, began = result["year_s"], time.perf_counter()
+    for week in range(1, result["weeks_asked"] + 1):
+        if week in done:
+            continue
         if until and datetime.now(UTC) > until:
-            print(f"stopped before week {i + 1}: past {until:%H:%M} UTC", flush=True)
+            print(f"stopped before week {week}: past {until:%H:%M} UTC", flush=True)
             break
-        row = run_week(eng, dataset, name, i + 1, "charged" if expected[i] else "refused")
+        row = run_week(eng, result["dataset"], result["deployment"], week, result["expected"][week - 1])
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "refusal"}, default=str), flush=True)
-        result = {**result, "rows": rows, "year_s": time.perf_counter() - year_began}
+        result = {**result, "rows": rows, "year_s": spent + time.perf_counter() - began}
         (RESULTS / f"{unit.name}.json").write_text(json.dumps(result, indent=1, default=str))  # after every week
     wrong = mismatches(result)
     if wrong:
@@ -260,18 +278,22 @@ def run_week(eng: sa.Engine, dataset: str, name: str, week: int, expected: str) 
     started), then the steward's approval of a release that reaches them; its outcome and times."""
     monday = FIRST_MONDAY + timedelta(weeks=week - 1)
     began = time.perf_counter()
-    backfill = cli("backfill", f"release/{name}", "--start", monday.isoformat(), "--end",
-                   (monday + timedelta(weeks=1)).isoformat(), "--every", "7d", "--yes")
-    rel = release_of(eng, dataset, local(monday))
+    rel = release_of(eng, dataset, local(monday))  # a week whose run was interrupted is taken up, not run again
+    backfill = {"rc": 0, "stderr": "", "wall_s": None} if rel else cli(
+        "backfill", f"release/{name}", "--start", monday.isoformat(), "--end",
+        (monday + timedelta(weeks=1)).isoformat(), "--every", "7d", "--yes")
+    rel = rel or release_of(eng, dataset, local(monday))
     approve = None
     if rel and rel["status"] == "awaiting_approval":
         approve = cli("approve", str(rel["release_id"]), "--steward", STEWARD, "--comment",
                       "year bench: guarantee and audit reviewed", "--wait", "600")
         rel = release_of(eng, dataset, local(monday))
-    row = {"week": week, "monday": monday.isoformat(), "expected": expected, "backfill_rc": backfill["rc"],
+    row = {"week": week, "monday": monday.isoformat(), "expected": expected, "commit": commit(PROJECT),
+           "backfill_rc": backfill["rc"],
            "backfill_s": backfill["wall_s"],
            "refusal": backfill["stderr"].strip().splitlines()[-1] if backfill["rc"] and not rel else None,
-           "approve_s": approve["wall_s"] if approve else None, "week_s": time.perf_counter() - began}
+           "approve_s": approve["wall_s"] if approve else None, "week_s": time.perf_counter() - began,
+           "taken_up": backfill["wall_s"] is None}
     if rel:
         row |= {k: rel[k] for k in ("release_id", "status", "charged", "to_steward_s", "to_published_s")}
         if rel["status"] == "published":
@@ -450,12 +472,17 @@ def render() -> None:
     results = score()
     units = [results[u] for u in UNITS if u in results]
     ref = results.get("retrasyn")
-    out = [(f"Run from the clone's root on {units[0]['machine']['date'][:10]} at trajpub commit "
-           f"`{units[0]['commit'][:7]}`: `python -m bench.continual year --unit UNIT --no-worker --until HH:MM` (one "
-           "`prefect worker start --pool trajpub` for both units, run side by side), `python -m bench.continual "
-           "retrasyn`, `python -m bench.continual render`. Machine: "
+    commits = {}
+    for u in units:
+        for r in sorted(u["rows"], key=lambda r: r["week"]):
+            commits.setdefault(r.get("commit", u["commit"])[:7], []).append(f"{u['unit']} {r['week']}")
+    out = [(f"Run from the clone's root from {units[0]['machine']['date'][:10]}, at trajpub commits "
+           + "; ".join(f"`{c}` ({weeks_of(w)})" for c, w in commits.items())
+           + ": `python -m bench.continual year --unit UNIT --no-worker --until HH:MM`, then `... year --unit UNIT "
+           "--no-worker --resume` (one `prefect worker start --pool trajpub` for both units, run side by side), "
+           "`python -m bench.continual retrasyn`, `python -m bench.continual render`. Machine: "
            f"{units[0]['machine']['nproc']} cores ({units[0]['machine']['cpu']}), "
-           f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 15."), "",
+           f"{units[0]['machine']['ram_gb']} GB, shared with other benches and CI runs; niceness 10-15."), "",
            ("| unit of protection (cap) | weeks run | charged: expected / got | refused: expected / got | "
             "mismatches | published | blocked by the gate | wall of the weeks run | a charged week, commands' wall: "
             "week 1 / the last run / median | of which its flow, created to the steward: week 1 / last / median | "
@@ -466,7 +493,7 @@ def render() -> None:
         count = {k: (sum(r["expected"] == k for r in rows), sum(r["outcome"] == k for r in rows))
                  for k in ("charged", "refused")}
         status = [r.get("status") for r in rows]
-        ran = [r for r in rows if r.get("release_id")]
+        ran = sorted((r for r in rows if r.get("release_id") and not r.get("taken_up")), key=lambda r: r["week"])
         refused = [r["week_s"] for r in rows if r["outcome"] == "refused"]
         later = [r for r in rows if r.get("out_of_order")]
         out.append(
@@ -532,6 +559,24 @@ def render() -> None:
         raise SystemExit("outcomes differ from the caps' arithmetic: " + "; ".join(wrong))
 
 
+def weeks_of(labels: list[str]) -> str:
+    """``["w-event 1", "w-event 2", "w-event 5"]`` as ``"w-event 1-2, 5"``: the weeks a commit ran, per unit."""
+    by_unit: dict[str, list[int]] = {}
+    for label in labels:
+        unit, week = label.rsplit(" ", 1)
+        by_unit.setdefault(unit, []).append(int(week))
+    spans = []
+    for unit, weeks_run in by_unit.items():
+        runs: list[list[int]] = []
+        for w in sorted(weeks_run):
+            if runs and w == runs[-1][-1] + 1:
+                runs[-1].append(w)
+            else:
+                runs.append([w])
+        spans.append(f"{unit} weeks " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs))
+    return "; ".join(spans)
+
+
 def commit(repo: Path) -> str:
     return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -561,6 +606,7 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--taxis", type=int, default=weeks.TAXIS)
     run.add_argument("--no-worker", action="store_true", help="A worker already polls the trajpub pool.")
     run.add_argument("--until", help="HH:MM UTC: start no week after this time (the weeks run are reported).")
+    run.add_argument("--resume", action="store_true", help="Go on with the unit's year from its results file.")
     one = sub.add_parser("week", help="Run one more week of a year already run, out of order.")
     one.add_argument("--unit", choices=sorted(UNITS), required=True)
     one.add_argument("--week", type=int, required=True)
@@ -580,7 +626,10 @@ def main(argv: list[str] | None = None) -> None:
             until = datetime.now(UTC).replace(hour=hh, minute=mm, second=0, microsecond=0)
         proc = None if args.no_worker else worker()
         try:
-            year(UNITS[args.unit], args.weeks, args.taxis, until)
+            if args.resume:
+                resume(UNITS[args.unit], until)
+            else:
+                year(UNITS[args.unit], args.weeks, args.taxis, until)
         finally:
             if proc is not None:
                 stop(proc)
