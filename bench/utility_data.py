@@ -15,6 +15,7 @@ as the previous point of the piece) dropped; pieces with < 2 points dropped. On 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 
@@ -45,9 +46,10 @@ def clean(points: pd.DataFrame, bbox: tuple[float, float, float, float]) -> pd.D
     return df[COLUMNS].reset_index(drop=True)
 
 
-def tdrive_records() -> pd.DataFrame:
-    """The T-Drive sample (300 odd taxis, 2-8 Feb 2008), cleaned: 4,283 records of 287 taxis."""
-    d = pd.read_csv(DATA / "tdrive_sample_odd_taxis.csv.gz")
+def tdrive_records(path: Path = DATA / "tdrive_sample_odd_taxis.csv.gz") -> pd.DataFrame:
+    """T-Drive taxis in the sample's format (``taxi_id,datetime,longitude,latitude``, Beijing time), cleaned; by
+    default the sample (300 odd taxis, 2-8 Feb 2008): 4,283 records of 287 taxis."""
+    d = pd.read_csv(path)
     t = pd.to_datetime(d["datetime"]).dt.tz_localize("Asia/Shanghai").dt.tz_convert("UTC")
     points = pd.DataFrame({"object_id": d["taxi_id"].astype(str), "t": t, "lon": d["longitude"],
                            "lat": d["latitude"]})

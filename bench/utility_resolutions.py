@@ -1,11 +1,15 @@
 """Utility of synthetic T-Drive releases at 6, 3 and 1.5 km cells (32, 64, 128 cells over the data's bbox), with
 the sampling floor, plus segment-speed and trip-duration plausibility.
 
-The sample's taxis are split in two halves (:func:`bench.utility_data.taxi_halves`): hyper-parameters of CityTrace
-were chosen on the *tuning* half only; every row here is a release of the *report* half, scored against it:
+Two fleets (``--fleet``, :data:`FLEETS`). ``halves``: the sample's taxis split in two halves
+(:func:`bench.utility_data.taxi_halves`): hyper-parameters of CityTrace were chosen on the *tuning* half only;
+every row is a release of the *report* half, scored against it. ``unseen``: the 299 T-Drive taxis the sample leaves
+out (:mod:`bench.tdrive_unseen`), never used to choose anything, released and scored against themselves, the
+sample's taxis as their floor: the issue's own setting (299 taxis released, another 299 of the same fleet and week
+as the floor). Per fleet:
 
-- **floor**: the tuning half itself, scored as if it were a release of the report half (another 143 taxis of
-  the same fleet and week: what no synthesizer of the report half can be expected to beat);
+- **floor**: the other taxis (the tuning half; the sample), scored as if they were a release of the reported ones
+  (another fleet of the same week: what no synthesizer can be expected to beat);
 - trajpub's mechanisms (ObjTrace with its defaults, CityTrace) through their flow adapters
   (:func:`bench.table4.protect`, two Dask workers), as :mod:`bench.references` runs them;
 - PrivTrace and LDPTrace from their authors' code (:func:`bench.references.run_privtrace`,
@@ -16,10 +20,10 @@ transition per grid; query and length are grid-free), and, for timed releases, t
 (:func:`audits.trajectory_utility.segment_speeds`), the speed JSD and the trip-duration JSD, both on 20 buckets up to the
 raw p99 (:func:`audits.trajectory_utility.speed_jsd`, :func:`audits.trajectory_utility.duration_jsd`).
 
-    .venv/bin/python -m bench.utility_resolutions run --tool privtrace --epsilon 5 --runs 3
-    .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3
-    .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2
-    .venv/bin/python -m bench.utility_resolutions score    # the table of bench/UTILITY_RESULTS.md
+    .venv/bin/python -m bench.utility_resolutions run --tool privtrace --epsilon 5 --runs 3 [--fleet unseen]
+    .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3 [--fleet unseen]
+    .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2 [--fleet unseen]
+    .venv/bin/python -m bench.utility_resolutions score [--fleet unseen]   # the fleet's table in UTILITY_RESULTS.md
     .venv/bin/python -m bench.utility_resolutions tune '{"snr": 2}' --seeds 0-23   # a choice on the tuning half
 
 ``score`` rescores only a release file that is new or changed; a kept run whose file is absent (another
@@ -34,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,17 +48,49 @@ from audits.trajectory_utility import duration_jsd, segment_speeds, speed_jsd, t
 from bench import references, utility_data
 from bench.fgs_pufferfish import machine
 
-OUT = references.ROOT / "out" / "resolutions"
-RESULTS = references.ROOT / "references" / "resolutions.json"
-BEGIN, END = "<!-- resolutions:begin -->", "<!-- resolutions:end -->"
 BBOX = utility_data.TDRIVE_BBOX
 GRIDS = (32, 64, 128)
 GRID_METRICS = ("density", "trip", "pattern_f1", "transition")
-FLOOR = "floor (the other half of the taxis)"
 
 
-def report_half() -> pd.DataFrame:
-    return utility_data.taxi_halves(utility_data.tdrive_records())[1]
+@dataclass(frozen=True)
+class Fleet:
+    """The taxis a fleet's rows release and are scored against, the taxis that stand as its floor, and where its
+    releases, scores and table are kept."""
+
+    name: str
+    floor_label: str
+    reported_as: str
+
+    @property
+    def out(self) -> Path:
+        return references.ROOT / "out" / ("resolutions" if self.name == "halves" else f"resolutions_{self.name}")
+
+    @property
+    def results(self) -> Path:
+        return references.ROOT / "references" / (
+            "resolutions.json" if self.name == "halves" else f"resolutions_{self.name}.json")
+
+    @property
+    def markers(self) -> tuple[str, str]:
+        tag = "resolutions" if self.name == "halves" else f"resolutions-{self.name}"
+        return f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+
+    def records(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(floor, reported): cleaned as :func:`bench.utility_data.clean` cleans, ``seq`` numbered per record."""
+        if self.name == "halves":
+            floor, reported = utility_data.taxi_halves(utility_data.tdrive_records())
+        else:
+            from bench.tdrive_unseen import UNSEEN
+
+            if not UNSEEN.exists():
+                raise SystemExit(f"no {UNSEEN.name} in {UNSEEN.parent}: write it with python -m bench.tdrive_unseen")
+            floor, reported = utility_data.tdrive_records(), utility_data.tdrive_records(UNSEEN)
+        return tuple(h.assign(seq=h.groupby("traj_id").cumcount()) for h in (floor, reported))  # traj_id, t order
+
+
+FLEETS = {"halves": Fleet("halves", "floor (the other half of the taxis)", "the report half"),
+          "unseen": Fleet("unseen", "floor (the sample's taxis)", "the unseen taxis")}
 
 
 def models() -> list:
@@ -64,14 +101,14 @@ def models() -> list:
             Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0})]
 
 
-def keep(name: str, release: pd.DataFrame, meta: dict) -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    release.to_csv(OUT / f"{name}.csv.gz", index=False)
-    (OUT / f"{name}.json").write_text(json.dumps(meta, default=str))
+def keep(fleet: Fleet, name: str, release: pd.DataFrame, meta: dict) -> None:
+    fleet.out.mkdir(parents=True, exist_ok=True)
+    release.to_csv(fleet.out / f"{name}.csv.gz", index=False)
+    (fleet.out / f"{name}.json").write_text(json.dumps(meta, default=str))
 
 
-def run_reference(tool: str, epsilon: float, runs: int) -> None:
-    records = report_half()
+def run_reference(fleet: Fleet, tool: str, epsilon: float, runs: int) -> None:
+    records = fleet.records()[1]
     for seed in range(runs):
         if tool == "privtrace":
             release, wall = references.run_privtrace(records, BBOX, epsilon)
@@ -79,12 +116,13 @@ def run_reference(tool: str, epsilon: float, runs: int) -> None:
             release, wall = references.run_ldptrace(records, epsilon, seed)
         label = f"{'PrivTrace' if tool == 'privtrace' else 'LDPTrace'} eps={epsilon:g} per record" + (
             ", local DP" if tool == "ldptrace" else "")
-        keep(f"{tool}_eps{epsilon:g}_run{seed}", release, {"label": label, "seed": seed, "wall_s": wall})
+        keep(fleet, f"{tool}_eps{epsilon:g}_run{seed}", release, {"label": label, "seed": seed, "wall_s": wall})
         print(f"{label} run {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
 
 
-def run_mechanisms(only: set[str], seeds: list[int]) -> None:
-    """Each model of :func:`models` on the report half, as :func:`bench.references.run_mechanisms` runs them."""
+def run_mechanisms(fleet: Fleet, only: set[str], seeds: list[int]) -> None:
+    """Each model of :func:`models` on the fleet's reported taxis, as :func:`bench.references.run_mechanisms` runs
+    them."""
     from dataclasses import replace
 
     from distributed import Client
@@ -95,8 +133,7 @@ def run_mechanisms(only: set[str], seeds: list[int]) -> None:
     from trajpub.grid import GridSpec
     from trajpub.segment import keep_trajectories, to_grid
 
-    records = report_half()
-    records = records.assign(seq=records.groupby("traj_id").cumcount())
+    records = fleet.records()[1]
     with local_cluster(2, memory_limit="6GB") as cluster, Client(cluster) as client:
         for model in models():
             if only and model.mechanism not in only:
@@ -110,7 +147,8 @@ def run_mechanisms(only: set[str], seeds: list[int]) -> None:
             for seed in seeds:
                 candidate, wall, _ = protect(client, model, params, parts, seed)
                 release = candidate.points[["traj_id", "seq", "lon", "lat", "t"]]
-                keep(f"{model.mechanism}_run{seed}", release, {"label": model.label, "seed": seed, "wall_s": wall})
+                keep(fleet, f"{model.mechanism}_run{seed}", release,
+                     {"label": model.label, "seed": seed, "wall_s": wall})
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
 
 
@@ -123,8 +161,7 @@ def tuning_half_scores(variants: dict[str, dict], seeds: list[int]) -> pd.DataFr
     from trajpub.grid import GridSpec
     from trajpub.segment import keep_trajectories, to_grid
 
-    half = utility_data.taxi_halves(utility_data.tdrive_records())[0]
-    half = half.assign(seq=half.groupby("traj_id").cumcount())
+    half = FLEETS["halves"].records()[0]
     cell_m = next(m for m in models() if m.mechanism == "citytrace").grid.cell_size_m
     grid, window = GridSpec(BBOX, cell_m), utility_data.TDRIVE_WINDOW
     defaults = citytrace.CityTraceParams().to_dict()
@@ -174,17 +211,18 @@ COLUMNS = (*(f"{k}_{g}" for g in GRIDS for k in GRID_METRICS), "query", "length"
            "duration_jsd", "start_hour_jsd", "days", "wall_s")
 
 
-def score() -> dict:
-    """Every kept run (and the floor, seed 0) scored; the results and the table of ``UTILITY_RESULTS.md``."""
-    tune, raw = (h.assign(seq=h.groupby("traj_id").cumcount())  # cleaned records are in traj_id, t order
-                 for h in utility_data.taxi_halves(utility_data.tdrive_records()))
+def score(fleet: Fleet) -> dict:
+    """Every kept run of the fleet (and its floor, seed 0) scored; the results and the fleet's table of
+    ``UTILITY_RESULTS.md``."""
+    floor, raw = fleet.records()
     raw_speeds, _ = segment_speeds(raw, raw)
-    before = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    before = json.loads(fleet.results.read_text()) if fleet.results.exists() else {}
     kept = {r.get("file"): r for r in before.get("runs", [])}
-    rows = [kept.get(FLOOR) or {"label": FLOOR, "file": FLOOR, "seed": 0, "wall_s": None, **metrics(raw, tune, 0)}]
+    label = fleet.floor_label
+    rows = [kept.get(label) or {"label": label, "file": label, "seed": 0, "wall_s": None, **metrics(raw, floor, 0)}]
     # a kept run whose release file is not here (not rerun on this machine) keeps its scores
-    rows += [r for name, r in kept.items() if name != FLOOR and not (OUT / name).exists()]
-    for meta_path in sorted(OUT.glob("*.json")):
+    rows += [r for name, r in kept.items() if name != label and not (fleet.out / name).exists()]
+    for meta_path in sorted(fleet.out.glob("*.json")):
         output = meta_path.with_name(meta_path.name.replace(".json", ".csv.gz"))
         if kept.get(output.name, {}).get("mtime") == output.stat().st_mtime:  # scored before, unchanged
             rows.append(kept[output.name])
@@ -198,19 +236,19 @@ def score() -> dict:
     results = {"machine": machine(), "references": references.commits() if cloned else before["references"],
                "raw_speed_p99_kmh": float(np.quantile(raw_speeds, 0.99)), "raw_taxis": int(raw["object_id"].nunique()),
                "raw_records": int(raw["traj_id"].nunique()), "runs": rows}
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1, default=float))
-    render()
+    fleet.results.parent.mkdir(exist_ok=True)
+    fleet.results.write_text(json.dumps(results, indent=1, default=float))
+    render(fleet)
     return results
 
 
-def table(results: dict) -> str:
+def table(fleet: Fleet, results: dict) -> str:
     """Mean ± sd over the runs of each release, one column per figure of :data:`COLUMNS`."""
     m = results["machine"]
     runs = pd.DataFrame(results["runs"])
     lines = [(f"Machine: {m['nproc']} cores ({m['cpu']}), {m['ram_gb']} GB, shared with other jobs; scored "
               f"{m['date'][:16]} UTC. References: PrivTrace {results['references']['PrivTrace'][:12]}, LDPTrace "
-              f"{results['references']['LDPTrace'][:12]}. Raw (the report half): {results['raw_taxis']} taxis, "
+              f"{results['references']['LDPTrace'][:12]}. Raw ({fleet.reported_as}): {results['raw_taxis']} taxis, "
               f"{results['raw_records']} records, p99 segment speed {results['raw_speed_p99_kmh']:.1f} km/h."), ""]
     for title, cols in (("6 km (32 x 32)", [f"{k}_32" for k in GRID_METRICS] + ["query", "length"]),
                         ("3 km (64 x 64)", [f"{k}_64" for k in GRID_METRICS]),
@@ -228,11 +266,11 @@ def table(results: dict) -> str:
                              else f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}")
             lines.append(f"| {label} | {len(group)} | " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines + halfway(runs))
+    return "\n".join(lines + halfway(fleet, runs))
 
 
-def halfway(runs: pd.DataFrame) -> list[str]:
-    """The issue's bar on this split: at 128 cells (query and length grid-free), CityTrace's mean at least halfway
+def halfway(fleet: Fleet, runs: pd.DataFrame) -> list[str]:
+    """The issue's bar on this fleet: at 128 cells (query and length grid-free), CityTrace's mean at least halfway
     from PrivTrace's mean to the floor, on every metric."""
     means = runs.groupby("label", sort=False)[[*(f"{k}_128" for k in GRID_METRICS), "query", "length"]].mean()
     ours, ref = "CityTrace eps=5 per taxi", "PrivTrace eps=5 per record"
@@ -241,7 +279,7 @@ def halfway(runs: pd.DataFrame) -> list[str]:
     lines = ["#### The bar: halfway from PrivTrace to the floor at 1.5 km", "",
              "| metric | floor | PrivTrace | halfway | CityTrace | met |", "|---|---|---|---|---|---|"]
     for col in means.columns:
-        floor, peer, got = means.loc[FLOOR, col], means.loc[ref, col], means.loc[ours, col]
+        floor, peer, got = means.loc[fleet.floor_label, col], means.loc[ref, col], means.loc[ours, col]
         target = (floor + peer) / 2
         met = got >= target if col.startswith("pattern_f1") else got <= target
         name = re.sub(r"_\d+$", "", col)
@@ -250,22 +288,25 @@ def halfway(runs: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def render() -> None:
-    """The table of ``UTILITY_RESULTS.md`` from the kept ``resolutions.json`` (no rescoring)."""
-    results = json.loads(RESULTS.read_text())
+def render(fleet: Fleet) -> None:
+    """The fleet's table of ``UTILITY_RESULTS.md`` from its kept scores (no rescoring)."""
+    results = json.loads(fleet.results.read_text())
     text = references.RESULTS_MD.read_text()
-    before, rest = text.split(BEGIN, 1)
-    references.RESULTS_MD.write_text(before + BEGIN + "\n" + table(results) + END + rest.split(END, 1)[1])
+    begin, end = fleet.markers
+    before, rest = text.split(begin, 1)
+    references.RESULTS_MD.write_text(before + begin + "\n" + table(fleet, results) + end + rest.split(end, 1)[1])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fleet", choices=sorted(FLEETS), default="halves",
+                        help="halves: the sample's report half; unseen: the taxis the sample leaves out")
     sub = parser.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run one reference tool on the report half")
+    r = sub.add_parser("run", help="run one reference tool on the fleet's reported taxis")
     r.add_argument("--tool", choices=("privtrace", "ldptrace"), required=True)
     r.add_argument("--epsilon", type=float, default=5.0)
     r.add_argument("--runs", type=int, default=3)
-    m = sub.add_parser("mechanisms", help="run trajpub's mechanisms (models()) on the report half")
+    m = sub.add_parser("mechanisms", help="run trajpub's mechanisms (models()) on the fleet's reported taxis")
     m.add_argument("--only", default="")
     m.add_argument("--seeds", default="0,1,2")
     sub.add_parser("score", help="score every kept run and the floor into bench/UTILITY_RESULTS.md")
@@ -274,12 +315,13 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("variants", help='JSON: {"name": {param: value, ...}, ...} or one {param: value, ...}')
     t.add_argument("--seeds", default="0-23", help="first-last, or a comma-separated list")
     args = parser.parse_args(argv)
+    fleet = FLEETS[args.fleet]
     if args.command == "run":
-        run_reference(args.tool, args.epsilon, args.runs)
+        run_reference(fleet, args.tool, args.epsilon, args.runs)
     elif args.command == "mechanisms":
-        run_mechanisms({x for x in args.only.split(",") if x}, [int(x) for x in args.seeds.split(",")])
+        run_mechanisms(fleet, {x for x in args.only.split(",") if x}, [int(x) for x in args.seeds.split(",")])
     elif args.command == "score":
-        score()
+        score(fleet)
     elif args.command == "tune":
         from trajpub.errors import ParameterError
 
@@ -299,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
         except ParameterError as err:
             raise SystemExit(f"tune: {err}") from None
     else:
-        render()
+        render(fleet)
 
 
 if __name__ == "__main__":
