@@ -247,6 +247,35 @@ def controls_words(summary: dict) -> str | None:
             "for every object. The audit reads the controls as it reads every raw object.")
 
 
+#: The utility figures that measure a synthetic release's spatial signal (where, between which places, which routes):
+#: what noise drowns when a per-object release has too few objects (:func:`support_words`).
+SIGNAL_FIGURES = ("density_jsd", "circle_query_re", "trip_error", "pattern_f1", "pattern_f1_city")
+
+
+def support_words(review: Review) -> str | None:
+    """Why the utility floor blocked a release made under ε-DP per object, in words, when it blocked it on the
+    figures of :data:`SIGNAL_FIGURES`: under that unit each object moves every released statistic by at most one
+    unit whatever its data (the mechanism's sensitivity, e.g. ObjTrace's and CityTrace's normalised per-object
+    histograms), so a statistic's signal is at most the number of objects while its noise has scale 1/ε of its
+    share; a longer window adds no signal, more objects do (bench/UTILITY_RESULTS.md, "Where per-object DP has
+    nothing to publish": per dataset). The number of objects the mechanism read is the controls' member count (a
+    raw count: the review only). None otherwise."""
+    g, per_utility = review.guarantee, review.gate.get("per_utility", {})
+    failed = [name for name in SIGNAL_FIGURES if per_utility.get(name, {}).get("status") == "blocked"]
+    if not failed or g.get("model") != "epsilon-DP" or g.get("privacy_unit") != "one object":
+        return None
+    c = review.summary.get("controls")
+    read = f"the {c['n_members']} objects it was made from" if c else "the objects it was made from"
+    return (f"What the blocked figures say ({', '.join(failed)}): this release protects each object (a person, a "
+            f"vehicle) over all its data at epsilon {g.get('epsilon'):g}, so each of {read} moves every released "
+            "statistic by at most one unit, whatever its data, while each statistic carries noise of scale 1/epsilon "
+            "of its share. With so few objects for these figures, what was released is mostly that noise: under "
+            "this unit the dataset cannot publish them usefully. A re-run would not change that and spends the "
+            "budget again; a longer window adds no signal (each object still counts once); more objects (a larger "
+            "fleet or population), coarser cells or a larger epsilon would, the last two weakening what the "
+            "release answers or protects.")
+
+
 def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | None,
            fragments: pd.DataFrame | None, every: int = 1) -> str:
     """The page of the review record, with plots of the audit's frames: ``raw`` points (every ``every``-th raw
@@ -298,6 +327,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
                     "verdict"], attack_rows),
         "<h2>Utility</h2>",
         html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
+        f"<p>{html.escape(words)}</p>" if (words := support_words(review)) else "",
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
         html_table(["figure", "value"], mechanism_rows(review.mechanism_run)),
     ]
