@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,44 +54,53 @@ GRIDS = (32, 64, 128)
 GRID_METRICS = ("density", "trip", "pattern_f1", "transition")
 
 
+def halves() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(floor, reported) of the ``halves`` fleet: the sample's tuning half and report half."""
+    return utility_data.taxi_halves(utility_data.tdrive_records())
+
+
+def unseen() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(floor, reported) of the ``unseen`` fleet: the whole sample and the taxis it leaves out."""
+    from bench.tdrive_unseen import UNSEEN
+
+    if not UNSEEN.exists():
+        raise SystemExit(f"no {UNSEEN.name} in {UNSEEN.parent}: write it with python -m bench.tdrive_unseen")
+    return utility_data.tdrive_records(), utility_data.tdrive_records(UNSEEN)
+
+
 @dataclass(frozen=True)
 class Fleet:
-    """The taxis a fleet's rows release and are scored against, the taxis that stand as its floor, and where its
-    releases, scores and table are kept."""
+    """The taxis a fleet's rows release and are scored against (``split``: floor, reported), what its floor and
+    reported taxis are called, and where its releases (``bench/out/STEM``), scores
+    (``bench/references/STEM.json``) and table (between ``<!-- TAG:begin/end -->``) are kept."""
 
-    name: str
+    split: Callable[[], tuple[pd.DataFrame, pd.DataFrame]]
     floor_label: str
     reported_as: str
+    stem: str
+    tag: str
 
     @property
     def out(self) -> Path:
-        return references.ROOT / "out" / ("resolutions" if self.name == "halves" else f"resolutions_{self.name}")
+        return references.ROOT / "out" / self.stem
 
     @property
     def results(self) -> Path:
-        return references.ROOT / "references" / (
-            "resolutions.json" if self.name == "halves" else f"resolutions_{self.name}.json")
+        return references.ROOT / "references" / f"{self.stem}.json"
 
     @property
     def markers(self) -> tuple[str, str]:
-        tag = "resolutions" if self.name == "halves" else f"resolutions-{self.name}"
-        return f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+        return f"<!-- {self.tag}:begin -->", f"<!-- {self.tag}:end -->"
 
     def records(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(floor, reported): cleaned as :func:`bench.utility_data.clean` cleans, ``seq`` numbered per record."""
-        if self.name == "halves":
-            floor, reported = utility_data.taxi_halves(utility_data.tdrive_records())
-        else:
-            from bench.tdrive_unseen import UNSEEN
-
-            if not UNSEEN.exists():
-                raise SystemExit(f"no {UNSEEN.name} in {UNSEEN.parent}: write it with python -m bench.tdrive_unseen")
-            floor, reported = utility_data.tdrive_records(), utility_data.tdrive_records(UNSEEN)
-        return tuple(h.assign(seq=h.groupby("traj_id").cumcount()) for h in (floor, reported))  # traj_id, t order
+        return tuple(h.assign(seq=h.groupby("traj_id").cumcount()) for h in self.split())  # traj_id, t order
 
 
-FLEETS = {"halves": Fleet("halves", "floor (the other half of the taxis)", "the report half"),
-          "unseen": Fleet("unseen", "floor (the sample's taxis)", "the unseen taxis")}
+FLEETS = {"halves": Fleet(halves, "floor (the other half of the taxis)", "the report half", "resolutions",
+                          "resolutions"),
+          "unseen": Fleet(unseen, "floor (the sample's taxis)", "the unseen taxis", "resolutions_unseen",
+                          "resolutions-unseen")}
 
 
 def models() -> list:
