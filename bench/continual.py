@@ -560,7 +560,7 @@ def render() -> None:
 
 
 def weeks_of(labels: list[str]) -> str:
-    """``["w-event 1", "w-event 2", "w-event 5"]`` as ``"w-event 1-2, 5"``: the weeks a commit ran, per unit."""
+    """``["w-event 1", "w-event 2", "w-event 5"]`` as ``"w-event weeks 1-2, 5"``: the weeks a commit ran, per unit."""
     by_unit: dict[str, list[int]] = {}
     for label in labels:
         unit, week = label.rsplit(" ", 1)

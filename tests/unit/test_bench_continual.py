@@ -37,3 +37,10 @@ def test_a_week_asked_out_of_order_counts_the_runs_after_it_too():
     assert fits({6: 5.0, 7: 5.0}, 2, 5.0, 10.0, 4)
     assert fits({1: 5.0, 2: 5.0}, 52, 5.0, 10.0, 4)
     assert fits({1: 5.0, 2: 5.0}, 52, 10.0, 10.0, 1)  # per week: another week's charge does not count
+
+
+def test_the_weeks_a_commit_ran_are_written_as_spans_per_unit():
+    from bench.continual import weeks_of
+
+    assert weeks_of(["w-event 1", "w-event 2", "w-event 5", "object-week 52", "object-week 13", "object-week 14"]) \
+        == "w-event weeks 1-2, 5; object-week weeks 13-14, 52"
