@@ -63,3 +63,12 @@ def dask_cluster(tmp_path_factory):
 
     with local_cluster(2, security=tls_files(tmp_path_factory.mktemp("dask-tls"))) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def dask_client(dask_cluster):
+    """A client of the session's cluster: what the release flow's protect and audit tasks use."""
+    from distributed import Client
+
+    with Client(dask_cluster) as client:
+        yield client

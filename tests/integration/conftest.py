@@ -32,18 +32,16 @@ BEIJING = [115.4, 39.4, 117.6, 41.1]
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_dask(dask_cluster):
+def warm_dask(dask_cluster, dask_client):
     """The session's Dask cluster, given to every flow the tests start as ``TRAJPUB_DASK_ADDRESS`` with its TLS
     certificates (the way a deployment runs on an existing cluster): a flow run then skips starting two worker
     processes and importing Great Expectations in them (about 8 s of a 40-taxi release's 20). Tests about a
     cluster of their own pass its environment to :func:`start_release`."""
     import dask
-    from distributed import Client
 
     from tasks.dask_cluster import client_environment
 
-    with Client(dask_cluster) as client:
-        client.run(importlib.import_module, "great_expectations")
+    dask_client.run(importlib.import_module, "great_expectations")
     environment = client_environment(dask_cluster.scheduler_address, dask_cluster.security)
     os.environ.update(environment)
     dask.config.refresh()  # this process's clients read the certificates from Dask's configuration too

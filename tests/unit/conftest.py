@@ -60,16 +60,6 @@ TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 
 
 @pytest.fixture(scope="session")
-def dask_client(dask_cluster):
-    """A client of a real two-worker process cluster (no database, no Prefect): what the release flow's protect
-    task uses."""
-    from distributed import Client
-
-    with Client(dask_cluster) as client:
-        yield client
-
-
-@pytest.fixture(scope="session")
 def tdrive_points():
     """The T-Drive sample (``object_id, t, lon, lat``, UTC), without exact repeats and with increasing times."""
     import pandas as pd
