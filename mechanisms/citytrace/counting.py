@@ -5,8 +5,10 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
 ``max_records_per_object`` per object. Records are written in the fine model cells by DPT's discretisation
 (repeats collapsed, jumps filled). The statistics:
 
-- ``length``, ``end``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of week and hours
-  in the dataset's time zone);
+- ``length``, ``weekday``, ``hour``, ``pace``: as ObjTrace's, on the fine cells (days of week and hours in the
+  dataset's time zone);
+- ``end``: how far a record ends from where it starts: the Chebyshev distance between its first and last fine
+  cells, in the ``end_edges`` bins;
 - ``density``: each object's ``density_cells`` most visited fine cells (by its points), 1/k each
   (:func:`top_cells_histogram`): L1 norm 1 as every histogram, spread over the cells most taxis frequent rather
   than over the points of the few that wait long in one cell;
@@ -27,10 +29,10 @@ import pandas as pd
 from mechanisms.citytrace.params import HOURS, CityTraceParams
 from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
-from mechanisms.objtrace.counting import ObjTraceCounts, displacement_key, length_bin, per_object_histogram
-from mechanisms.objtrace.geometry import Geometry
+from mechanisms.objtrace.counting import ObjTraceCounts, length_bin, per_object_histogram
+from mechanisms.objtrace.geometry import Geometry, cell_distance
 from mechanisms.objtrace.params import WEEKDAYS
-from mechanisms.objtrace.quadtree import block_index
+from mechanisms.objtrace.quadtree import block_index, blocks_per_row
 
 _NO_JUMP = np.iinfo(np.int64).max // 2
 
@@ -76,7 +78,7 @@ def step_ratios(traj: np.ndarray, cells: np.ndarray, seconds: np.ndarray, n_cols
     idx = np.flatnonzero(anchor)
     prev = idx[:-1][~first[idx[1:]]]  # the anchor before each change of the same record
     at = idx[1:][~first[idx[1:]]]
-    moves = np.maximum(np.abs(cells[at] % n_cols - cells[prev] % n_cols), np.abs(cells[at] // n_cols - cells[prev] // n_cols))
+    moves = cell_distance(cells[at], cells[prev], n_cols)
     rec_pace = pace.reindex(traj[at]).to_numpy()
     ratio = (seconds[at] - seconds[prev]) / moves / rec_pace
     ok = np.isfinite(ratio) & (rec_pace > 0)
@@ -105,8 +107,8 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
     # moves between blocks of 2**L x 2**L fine cells
     level = params.moves_level
     block, n_blocks = block_index(grid.n_cols, grid.n_rows, level)
-    blocks_per_row = -(-grid.n_cols // (1 << level))
-    coarse = discretise(traj, block[mcell], Hierarchy(blocks_per_row, n_blocks // blocks_per_row, 1), _NO_JUMP, 1.0)
+    per_row = blocks_per_row(grid.n_cols, level)
+    coarse = discretise(traj, block[mcell], Hierarchy(per_row, n_blocks // per_row, 1), _NO_JUMP, 1.0)
     moving = first_moves(coarse, params.max_moves)
     moves = per_object_histogram(np.repeat(owner, coarse.lengths)[moving],
                                  coarse.cells[moving] * N_DIRECTIONS + coarse.directions[moving],
@@ -128,9 +130,9 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
     return CityTraceCounts(
         records=float(np.minimum(n_records, params.max_records_per_object).sum()),
         length=per_object_histogram(owner, length_bin(moves_full, params.length_edges), len(params.length_edges)),
-        end=per_object_histogram(owner, displacement_key(disc.cells[disc.offsets[:-1]],
-                                                         disc.cells[disc.offsets[1:] - 1], grid.n_cols,
-                                                         params.max_displacement), (2 * params.max_displacement + 1) ** 2),
+        end=per_object_histogram(owner, length_bin(cell_distance(disc.cells[disc.offsets[:-1]],
+                                                                 disc.cells[disc.offsets[1:] - 1], grid.n_cols),
+                                                   params.end_edges), len(params.end_edges)),
         density=top_cells_histogram(df["object_id"].astype(str).to_numpy(), mcell, params.density_cells, grid.n_cells),
         moves=moves,
         weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),

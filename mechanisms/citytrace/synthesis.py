@@ -1,7 +1,8 @@
 """Synthesis from the noisy model (post-processing: reads the released statistics and the rng only).
 
 Per synthetic record, as ObjTrace (:mod:`mechanisms.objtrace.synthesis`): a number of fine moves, a start cell
-from the density, an end cell = start + a noisy displacement, and a walk bridged to that end. A fine move from
+from the density, an end cell at a distance from the noisy start-to-end distance histogram, by the density (a
+gravity model, :func:`end_cells`), and a walk bridged to that end. A fine move from
 cell i in direction d, to j, has weight
 
     ρ̂(j) / Σ_{j' ∈ N(i)} ρ̂(j') · (clip(Ĉ[B(i), d], 0) + κ b) / Σ_d' (clip(Ĉ[B(i), d'], 0) + κ b) · γ**turn
@@ -25,7 +26,7 @@ import numpy as np
 from mechanisms.citytrace.model import NoisyModel
 from mechanisms.dpt import Hierarchy
 from mechanisms.dpt.params import N_DIRECTIONS
-from mechanisms.objtrace.quadtree import block_index, estimate
+from mechanisms.objtrace.quadtree import block_index, estimate, sparse_weights
 from mechanisms.objtrace.synthesis import draw, paces, start_times, walks
 from trajpub.window import ReleaseWindow
 
@@ -71,6 +72,56 @@ def move_weights(model: NoisyModel) -> np.ndarray:
     return rho / np.where(total > 0, total, 1.0) * direction_shares(model)[block] * usable
 
 
+def ring_offsets(low: int, high: int) -> np.ndarray:
+    """(m, 2) column and row offsets at Chebyshev distance in [low, high)."""
+    d = np.arange(-high + 1, high)
+    cols, rows = np.meshgrid(d, d)
+    dist = np.maximum(np.abs(cols), np.abs(rows))
+    on_ring = (dist >= low) & (dist < high)
+    return np.column_stack([cols[on_ring], rows[on_ring]])
+
+
+def pick(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per row of ``weights`` (>= 0, each row with a positive sum), a column drawn ∝ the row."""
+    cum = np.cumsum(weights, axis=1)
+    u = rng.random(len(weights)) * cum[:, -1]
+    return np.minimum((cum <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+
+
+def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator, chunk: int = 2**22) -> np.ndarray:
+    """Each record's end, a gravity model: a distance bin [lo, hi) from the noisy histogram of start-to-end
+    Chebyshev distances (thresholded as :func:`mechanisms.objtrace.quadtree.sparse_weights`; the open last bin
+    as wide as the one before it), then a usable fine cell at that distance from the start ∝ the density
+    estimate ρ̂ (uniformly among them where ρ̂ is 0 on all),
+
+        P(end = e | start = s) = P̂(bin) · ρ̂(e) / Σ_{e': |e' - s|_∞ in the bin} ρ̂(e')
+
+    (trip distribution as a destination's attraction times a function of distance: Erlander & Stewart, "The
+    Gravity Model in Transportation Analysis", 1990, Ch. 1). The start itself when no usable cell lies at that
+    distance (off the grid). ``chunk`` bounds the candidates held at once (records x cells of a bin)."""
+    grid, params = model.geometry.model, model.params
+    edges = np.asarray(params.end_edges)
+    upper = np.r_[edges[1:], 2 * edges[-1] - edges[-2]]
+    usable = model.geometry.usable
+    density = density_weights(model) * usable
+    bins = draw(sparse_weights(model.noisy["end"], params.scale("end")), len(starts), rng)
+    out = starts.copy()
+    for b in np.unique(bins):
+        offsets = ring_offsets(int(edges[b]), int(upper[b]))
+        todo = np.flatnonzero(bins == b)
+        for rows in np.array_split(todo, -(-len(todo) * len(offsets) // chunk)):
+            col = starts[rows, None] % grid.n_cols + offsets[:, 0]
+            row = starts[rows, None] // grid.n_cols + offsets[:, 1]
+            inside = (col >= 0) & (col < grid.n_cols) & (row >= 0) & (row < grid.n_rows)
+            cand = np.where(inside, row * grid.n_cols + col, 0)
+            open_ = inside & usable[cand]
+            w = np.where(open_, density[cand], 0.0)
+            w = np.where(w.sum(axis=1, keepdims=True) > 0, w, open_)
+            some = w.sum(axis=1) > 0
+            out[rows[some]] = cand[some, pick(w[some], rng)]
+    return out
+
+
 def step_times(model: NoisyModel, n_moves: np.ndarray, pace_s: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Per cell of CSR records of ``n_moves`` moves: the time of the move into it (0 for a first cell); a
     record's moves last ``pace × m / mean(m)`` with m from the noisy step histogram, uniform within its bin (the
@@ -94,7 +145,7 @@ def synthesize_from_model(model: NoisyModel, window: ReleaseWindow, rng: np.rand
     """The records of ObjTrace's :func:`~mechanisms.objtrace.synthesis.walks` on CityTrace's fine density and
     moves, starting in ``window``, each lasting at most ``max_duration_s``."""
     params = model.params
-    n_moves, starts, kept = walks(model, density_weights(model), move_weights(model), rng)
+    n_moves, starts, kept = walks(model, density_weights(model), move_weights(model), rng, end_cells)
     pace_s = np.minimum(paces(model, len(starts), rng), params.max_duration_s / np.maximum(n_moves, 1))
     start_s = start_times(model, starts, window, rng)
     return Synthetic(np.r_[0, np.cumsum(n_moves + 1)].astype(np.int64), kept, start_s, pace_s,

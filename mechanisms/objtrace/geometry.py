@@ -11,6 +11,12 @@ from mechanisms.objtrace.params import ObjTraceParams
 from trajpub.grid import GridSpec
 
 
+def cell_distance(a: np.ndarray, b: np.ndarray, n_cols: int) -> np.ndarray:
+    """The Chebyshev distance between row-major cells ``a`` and ``b`` of a grid of ``n_cols`` columns: the fewest
+    moves between neighbouring cells from one to the other."""
+    return np.maximum(np.abs(a % n_cols - b % n_cols), np.abs(a // n_cols - b // n_cols))
+
+
 @dataclass(frozen=True, eq=False)
 class Geometry:
     """``model``: square cells of ``cell_size_m`` (the reference system of the moves); ``region``: square cells

@@ -33,7 +33,6 @@ def check_model_fields(params, scope: Scope, parts: tuple[str, ...]) -> None:
     scope.require_real(params.cell_size_m, "cell_size_m", 0)
     scope.require_real(params.region_size_m, "region_size_m", 0)
     scope.require_int(params.quadtree_levels, "quadtree_levels", 0)
-    scope.require_int(params.max_displacement, "max_displacement", 0)
     object.__setattr__(params, "length_edges", histogram_edges(params.length_edges, "length_edges", True, scope))
     scope.require_int(params.max_records_per_object, "max_records_per_object", 1)
     object.__setattr__(params, "pace_edges_s", histogram_edges(params.pace_edges_s, "pace_edges_s", False, scope))
@@ -109,6 +108,7 @@ class ObjTraceParams(Params):
 
     def __post_init__(self) -> None:
         check_model_fields(self, _P, PARTS)
+        _P.require_int(self.max_displacement, "max_displacement", 0)
 
     @property
     def max_moves(self) -> int:

@@ -27,12 +27,17 @@ def sparse_weights(noisy: np.ndarray, scale: float) -> np.ndarray:
     return kept if kept.sum() > 0 else np.clip(noisy, 0, None)
 
 
+def blocks_per_row(n_cols: int, level: int) -> int:
+    """The number of blocks of 2**level x 2**level cells in a row of ``n_cols`` cells (the last may be cut)."""
+    return -(-n_cols // (1 << level))
+
+
 def block_index(n_cols: int, n_rows: int, level: int) -> tuple[np.ndarray, int]:
     """The block of each model cell at ``level`` (row-major over blocks) and the number of blocks."""
     rows, cols = np.indices((n_rows, n_cols))
-    blocks_per_row = -(-n_cols // (1 << level))
-    block = (rows >> level) * blocks_per_row + (cols >> level)
-    return block.ravel(), blocks_per_row * -(-n_rows // (1 << level))
+    per_row = blocks_per_row(n_cols, level)
+    block = (rows >> level) * per_row + (cols >> level)
+    return block.ravel(), per_row * blocks_per_row(n_rows, level)
 
 
 def level_sums(hist: np.ndarray, n_cols: int, n_rows: int, levels: int) -> np.ndarray:

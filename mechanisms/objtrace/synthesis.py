@@ -36,7 +36,7 @@ import pandas as pd
 
 from mechanisms.dpt import Hierarchy, direction_weights
 from mechanisms.dpt.params import N_DIRECTIONS
-from mechanisms.objtrace.geometry import centre_xy
+from mechanisms.objtrace.geometry import cell_distance, centre_xy
 from mechanisms.objtrace.model import NoisyModel
 from mechanisms.objtrace.params import HOURS, WEEKDAYS
 from mechanisms.objtrace.quadtree import estimate, sparse_weights
@@ -126,7 +126,7 @@ def walk(model: NoisyModel, weights: np.ndarray, starts: np.ndarray, ends: np.nd
 def feasible_moves(starts: np.ndarray, ends: np.ndarray, n_moves: np.ndarray, n_cols: int) -> np.ndarray:
     """The fewest moves >= ``n_moves`` that lead from start to end: at least their Chebyshev distance, and not
     exactly 1 for a record that ends where it starts (it would have to stay; it takes 2)."""
-    dist = np.maximum(np.abs(ends % n_cols - starts % n_cols), np.abs(ends // n_cols - starts // n_cols))
+    dist = cell_distance(ends, starts, n_cols)
     out = np.maximum(n_moves, dist)
     return np.where((dist == 0) & (out == 1), 2, out)
 
@@ -206,19 +206,20 @@ def paces(model: NoisyModel, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(edges[b], upper[b])
 
 
-def walks(model, density: np.ndarray, moves: np.ndarray, rng: np.random.Generator
+def walks(model, density: np.ndarray, moves: np.ndarray, rng: np.random.Generator, ends_of=end_cells
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The records' cells, ObjTrace's and CityTrace's: ``n_synthetic`` records, or the noisy record count rounded
     (at least 0), each with a number of moves from the noisy length histogram, a start cell drawn from
-    ``density`` (usable cells only), an end cell and a walk of ``moves`` bridged to it. Returns (moves per record,
-    start cells, the records' cells one after another)."""
+    ``density`` (usable cells only), an end cell (``ends_of(model, starts, rng)``, :func:`end_cells` by default)
+    and a walk of ``moves`` bridged to it. Returns (moves per record, start cells, the records' cells one after
+    another)."""
     params = model.params
     n = params.n_synthetic if params.n_synthetic is not None else max(round(float(model.noisy["records"][0])), 0)
     edges = np.asarray(params.length_edges)
     b = draw(model.noisy["length"], n, rng)
     n_moves = rng.integers(edges[b], np.r_[edges[1:], edges[-1] + 1][b])
     starts = draw(density * model.geometry.usable, n, rng)
-    ends = end_cells(model, starts, rng)
+    ends = ends_of(model, starts, rng)
     n_moves = feasible_moves(starts, ends, np.minimum(n_moves, params.max_moves), model.geometry.model.n_cols)
     cells = walk(model, moves, starts, ends, n_moves, rng)
     return n_moves, starts, cells[np.arange(cells.shape[1])[None, :] <= n_moves[:, None]]

@@ -20,6 +20,7 @@ from mechanisms.citytrace.points import to_points
 from mechanisms.citytrace.synthesis import (
     Synthetic,
     direction_shares,
+    end_cells,
     move_weights,
     step_times,
     synthesize_from_model,
@@ -139,6 +140,44 @@ def _model(params: citytrace.CityTraceParams, grid: GridSpec, **noisy) -> NoisyM
     return NoisyModel(params, geometry, noisy)
 
 
+def test_an_end_lies_at_the_drawn_distance_in_proportion_to_the_density() -> None:
+    """The gravity model of :func:`end_cells`: every end at a Chebyshev distance of the one bin the noisy
+    histogram holds ([4, 6) cells), none on a cell the density says is empty, and the two dense cells of the ring
+    chosen 3 : 1 as their density (a binomial share within 5 standard deviations)."""
+    grid = GridSpec(BBOX, 4000.0)
+    params = citytrace.CityTraceParams(cell_size_m=4000.0, quadtree_levels=0, end_edges=(0, 2, 4, 6, 8))
+    geometry = citytrace.geometry_of(grid, params)
+    n_cols, n = geometry.model.n_cols, geometry.model.n_cells
+    start = (geometry.model.n_rows // 2) * n_cols + n_cols // 2
+    assert geometry.usable[start]
+    end = np.zeros(len(params.end_edges))
+    end[2] = 1e6
+    density = np.full(n, -1.0)  # empty everywhere but two cells 4 and 5 columns east of the start
+    density[[start + 4, start + 5 * n_cols - 5]] = [3e6, 1e6]
+    density[start] = 1e6
+    ends = end_cells(_model(params, grid, end=end, density=density), np.full(4000, start), np.random.default_rng(4))
+    assert set(ends) == {start + 4, start + 5 * n_cols - 5}
+    share = np.mean(ends == start + 4)
+    assert abs(share - 0.75) <= 5 * np.sqrt(0.75 * 0.25 / len(ends))
+
+
+def test_the_end_histogram_counts_each_records_start_to_end_distance_per_object(prepared) -> None:
+    grid = GridSpec(BBOX, 2000.0)
+    params = citytrace.CityTraceParams()
+    geometry = citytrace.geometry_of(grid, params)
+    taxi = prepared.groupby("object_id")["traj_id"].nunique().idxmax()
+    mine = prepared[prepared["object_id"] == taxi].sort_values(["traj_id", "seq"])
+    counts = citytrace.count_points(mine, geometry, params)
+    ends = mine.groupby("traj_id")[["x", "y"]].agg(["first", "last"])
+    first = geometry.model.cell_of(ends[("x", "first")].to_numpy(), ends[("y", "first")].to_numpy())
+    last = geometry.model.cell_of(ends[("x", "last")].to_numpy(), ends[("y", "last")].to_numpy())
+    n_cols = geometry.model.n_cols
+    dist = np.maximum(np.abs(first % n_cols - last % n_cols), np.abs(first // n_cols - last // n_cols))
+    expected = np.bincount(np.searchsorted(params.end_edges, dist, side="right") - 1,
+                           minlength=len(params.end_edges)) / len(dist)
+    np.testing.assert_allclose(counts.end, expected, atol=1e-12)
+
+
 def test_block_directions_steer_the_fine_walk_and_the_density_bars_empty_cells() -> None:
     grid = GridSpec(BBOX, 16000.0)
     params = citytrace.CityTraceParams(cell_size_m=8000.0, quadtree_levels=0, moves_level=1, prior_weight=0.0)
@@ -192,7 +231,7 @@ def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() 
     params = citytrace.CityTraceParams(epsilon=2.0, cell_size_m=16000.0, quadtree_levels=2, max_records_per_object=20)
     geometry = citytrace.geometry_of(GridSpec(BBOX, 16000.0), params)
     _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
-    shapes = {"records": 1, "length": len(params.length_edges), "end": (2 * params.max_displacement + 1) ** 2,
+    shapes = {"records": 1, "length": len(params.length_edges), "end": len(params.end_edges),
               "density": geometry.model.n_cells, "moves": n_blocks * 8, "weekday": 7,
               "hour": geometry.region.n_cells * 24, "pace": len(params.pace_edges_s), "step": len(params.step_edges)}
     zeros = CityTraceCounts(**{f.name: 0.0 if f.name == "records" else np.zeros(shapes[f.name])
@@ -257,7 +296,7 @@ def test_a_long_record_at_a_slow_pace_is_sped_up_to_last_at_most_max_duration() 
     _, n_blocks = block_index(geometry.model.n_cols, geometry.model.n_rows, params.moves_level)
     length, pace, weekday = np.zeros(len(params.length_edges)), np.zeros(len(params.pace_edges_s)), np.ones(7)
     length[-1] = pace[-1] = 1e3
-    counts = CityTraceCounts(records=50.0, length=length, end=np.ones((2 * params.max_displacement + 1) ** 2),
+    counts = CityTraceCounts(records=50.0, length=length, end=np.ones(len(params.end_edges)),
                              density=np.ones(geometry.model.n_cells), moves=np.ones(n_blocks * 8), weekday=weekday,
                              hour=np.ones(geometry.region.n_cells * 24), pace=pace, step=np.ones(len(params.step_edges)))
     model = citytrace.fit(counts, geometry, params, np.random.default_rng(2))
