@@ -80,7 +80,8 @@ def step_ratios(traj: np.ndarray, cells: np.ndarray, seconds: np.ndarray, n_cols
     at = idx[1:][~first[idx[1:]]]
     moves = cell_distance(cells[at], cells[prev], n_cols)
     rec_pace = pace.reindex(traj[at]).to_numpy()
-    ratio = (seconds[at] - seconds[prev]) / moves / rec_pace
+    with np.errstate(divide="ignore", invalid="ignore"):  # a record of pace 0: dropped below
+        ratio = (seconds[at] - seconds[prev]) / moves / rec_pace
     ok = np.isfinite(ratio) & (rec_pace > 0)
     return traj[at][ok], ratio[ok], moves[ok]
 
