@@ -25,11 +25,11 @@ and the authors' code read, none copied):
   the fine walk inside the block, whose next cell is otherwise chosen by the fine density (DPT, He et al.,
   PVLDB 2015: neighbour moves in a reference system, direction-weighted turns).
 - Where a record ends: PrivTrace calibrates its walks' starts and ends on its coarse level-1 grid; per object
-  even a displacement vector between fine cells is noise, so CityTrace releases only how far (Chebyshev, in bins
-  doubling in width) a record ends from its start and draws the end cell at that distance by the fine density,
-  a gravity model of trip distribution (Erlander & Stewart 1990): on the tuning half the trips' start/end error
-  at 6 km went from 0.46 to 0.39 (seeds 12-35), every 1.5 km figure within a standard error but the 1.5 km trips
-  (0.648 -> 0.662).
+  even a displacement vector between fine cells is noise, so CityTrace releases only how far (Chebyshev, in
+  bins widening with the distance) a record ends from its start and draws the end cell at that distance by the
+  fine density, a gravity model of trip distribution (Erlander & Stewart 1990): on the tuning half the trips'
+  start/end error at 6 km went from 0.46 to 0.39 (seeds 12-35), every 1.5 km figure within a standard error but
+  the 1.5 km trips (0.648 -> 0.662).
 - Noise-aware reading (RetraSyn, Hu et al., "Real-Time Trajectory Synthesis with Local Differential Privacy",
   ICDE 2024, ``code/RetraSyn_b.py``: a fresh noisy transition estimate replaces the previous release only where
   it differs by more than its noise variance, the "significant patterns"): a finer quadtree level or a block's

@@ -27,7 +27,7 @@ from mechanisms.citytrace.model import NoisyModel
 from mechanisms.dpt import Hierarchy
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.quadtree import block_index, estimate, sparse_weights
-from mechanisms.objtrace.synthesis import draw, paces, start_times, walks
+from mechanisms.objtrace.synthesis import draw, paces, pick, start_times, walks
 from trajpub.window import ReleaseWindow
 
 
@@ -79,13 +79,6 @@ def ring_offsets(low: int, high: int) -> np.ndarray:
     dist = np.maximum(np.abs(cols), np.abs(rows))
     on_ring = (dist >= low) & (dist < high)
     return np.column_stack([cols[on_ring], rows[on_ring]])
-
-
-def pick(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Per row of ``weights`` (>= 0, each row with a positive sum), a column drawn ∝ the row."""
-    cum = np.cumsum(weights, axis=1)
-    u = rng.random(len(weights)) * cum[:, -1]
-    return np.minimum((cum <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
 
 
 def end_cells(model: NoisyModel, starts: np.ndarray, rng: np.random.Generator, chunk: int = 2**22) -> np.ndarray:

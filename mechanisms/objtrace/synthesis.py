@@ -61,6 +61,13 @@ def draw(weights: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice(len(p), size=n, p=p)
 
 
+def pick(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per row of ``weights`` (>= 0, each row with a positive sum), a column drawn ∝ the row."""
+    cum = np.cumsum(weights, axis=1)
+    u = rng.random(len(weights)) * cum[:, -1]
+    return np.minimum((cum <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+
+
 def density_weights(model: NoisyModel) -> np.ndarray:
     """Per model cell weights of the point density, estimated from its noisy quadtree (:func:`.quadtree.estimate`)."""
     grid, params = model.geometry.model, model.params
@@ -116,8 +123,7 @@ def walk(model: NoisyModel, weights: np.ndarray, starts: np.ndarray, ends: np.nd
         w = weights[cells[rows, t - 1]] * steer
         empty = w.sum(axis=1) <= 0
         w[empty] = steer[empty]
-        cum = np.cumsum(w, axis=1)
-        d = np.minimum((cum <= (rng.random(len(rows)) * cum[:, -1])[:, None]).sum(axis=1), N_DIRECTIONS - 1)
+        d = pick(w, rng)
         cells[rows, t] = nxt[np.arange(len(rows)), d]
         previous[rows] = d
     return cells
