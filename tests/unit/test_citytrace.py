@@ -159,6 +159,15 @@ def test_an_end_lies_at_the_drawn_distance_in_proportion_to_the_density() -> Non
     assert set(ends) == {start + 4, start + 5 * n_cols - 5}
     share = np.mean(ends == start + 4)
     assert abs(share - 0.75) <= 5 * np.sqrt(0.75 * 0.25 / len(ends))
+    # on a grid of a few cells no cell lies 4 to 6 cells away: every record ends where it starts
+    small = GridSpec(BBOX, 64000.0)
+    coarse = replace(params, cell_size_m=64000.0)
+    model_grid = citytrace.geometry_of(small, coarse).model
+    assert max(model_grid.n_cols, model_grid.n_rows) <= 4
+    n_small = model_grid.n_cells
+    starts = np.arange(n_small)
+    np.testing.assert_array_equal(
+        end_cells(_model(coarse, small, end=end, density=np.ones(n_small)), starts, np.random.default_rng(5)), starts)
 
 
 def test_the_end_histogram_counts_each_records_start_to_end_distance_per_object(prepared) -> None:
