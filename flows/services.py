@@ -43,6 +43,9 @@ PGDATA = PG_HOME / "pgdata"
 PG_SOCKET_DIR = PG_HOME / "pgsocket"
 PREFECT_PID = config.STATE_DIR / "prefect-server.pid"
 PREFECT_LOG = config.STATE_DIR / "prefect-server.log"
+# Where the running local server keeps its state (its database URL without the password): a server started with
+# other storage (SQLite before) is restarted on the database.
+PREFECT_STORE = config.STATE_DIR / "prefect-server.store"
 
 
 def _is_root() -> bool:
@@ -119,11 +122,19 @@ def db_up() -> str:
 
 
 # The logins `db up` makes; stewards are added one by one (`trajpub steward add`).
-LOGINS = (config.OWNER, config.PIPELINE, config.CONSUMER)
-HBA = """# trajpub: every connection authenticates with a password (scram-sha-256); nothing is trusted.
-local   all   all                 scram-sha-256
-host    all   all   127.0.0.1/32  scram-sha-256
-host    all   all   ::1/128       scram-sha-256
+LOGINS = (config.OWNER, config.PIPELINE, config.CONSUMER, config.PREFECT_LOGIN)
+HBA = f"""# trajpub: every connection authenticates with a password (scram-sha-256); nothing is trusted.
+# The Prefect server's login reaches only its own database, which no other login but the superuser reaches.
+local   {config.PREFECT_DATABASE}   {config.PREFECT_LOGIN},{config.OWNER}                 scram-sha-256
+host    {config.PREFECT_DATABASE}   {config.PREFECT_LOGIN},{config.OWNER}   127.0.0.1/32  scram-sha-256
+host    {config.PREFECT_DATABASE}   {config.PREFECT_LOGIN},{config.OWNER}   ::1/128       scram-sha-256
+local   all       {config.PREFECT_LOGIN}                          reject
+host    all       {config.PREFECT_LOGIN}            all           reject
+local   {config.PREFECT_DATABASE}   all                                      reject
+host    {config.PREFECT_DATABASE}   all                       all           reject
+local   all       all                                      scram-sha-256
+host    all       all                       127.0.0.1/32  scram-sha-256
+host    all       all                       ::1/128       scram-sha-256
 """
 
 
@@ -255,33 +266,58 @@ def _prefect_auth() -> str:
     return auth
 
 
+def prefect_store() -> tuple[dict[str, str], str]:
+    """The environment that gives the local Prefect server its database, and how it is named (no password): the
+    local cluster's ``prefect`` database as its own login (:func:`tasks.logins.create_prefect_database`) when the
+    project runs its cluster; the operator's ``PREFECT_SERVER_DATABASE_CONNECTION_URL`` (or Prefect's own
+    SQLite file in ``PREFECT_HOME``) otherwise."""
+    for name in ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL"):
+        if os.environ.get(name):
+            return {}, _redact(os.environ[name])
+    if not config.uses_local_database():
+        return {}, "SQLite in PREFECT_HOME"
+    if not pg_running():
+        raise TrajpubError("the local database is not running, and the Prefect server keeps its state there; run "
+                           "`trajpub db up` first", "trajpub server up")
+    url = config.local_prefect_database_url()
+    return {"PREFECT_SERVER_DATABASE_CONNECTION_URL": url}, _redact(url)
+
+
 def server_up(timeout_s: float = 120) -> str:
     """Start ``prefect server start`` on loopback in the background, with API authentication (Prefect's basic
-    auth: ``PREFECT_SERVER_API_AUTH_STRING``, the string of :func:`_prefect_auth`), and wait until it is healthy.
-    A server this project started earlier without authentication is restarted with it."""
+    auth: ``PREFECT_SERVER_API_AUTH_STRING``, the string of :func:`_prefect_auth`) and its state in the database
+    of :func:`prefect_store`, and wait until it is healthy. A server this project started earlier without
+    authentication, or on other storage, is restarted."""
     if "PREFECT_API_URL" in os.environ and os.environ["PREFECT_API_URL"] != config.LOCAL_PREFECT_API_URL:
         if not prefect_healthy():
             raise TrajpubError(f"the Prefect API at {config.prefect_api_url()} does not answer", "PREFECT_API_URL")
         return f"using the existing Prefect server at {config.prefect_api_url()}"
     ui = (f"UI at http://127.0.0.1:{config.PREFECT_PORT}, which asks for the API authentication string in "
           f"{config.PREFECT_AUTH_FILE}")
+    store_env, store = prefect_store()
     if prefect_healthy(config.LOCAL_PREFECT_API_URL):
-        if prefect_requires_auth(config.LOCAL_PREFECT_API_URL):
-            return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+        authenticated = prefect_requires_auth(config.LOCAL_PREFECT_API_URL)
         if not PREFECT_PID.exists():
+            if authenticated:
+                return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL} ({ui})"
             raise TrajpubError("a Prefect server without API authentication, not started by this project, answers "
                                "on the local port; stop it or set TRAJPUB_PREFECT_PORT", config.LOCAL_PREFECT_API_URL)
-        print(server_down() + ": it ran without API authentication; starting it again with it", flush=True)
+        started_on = PREFECT_STORE.read_text().strip() if PREFECT_STORE.exists() else "SQLite in PREFECT_HOME"
+        if authenticated and started_on == store:
+            return f"Prefect server already up at {config.LOCAL_PREFECT_API_URL} ({ui}; state in {store})"
+        why = "without API authentication" if not authenticated else f"with its state in {started_on}"
+        print(f"{server_down()}: it ran {why}; starting it again", flush=True)
         _wait_until_down(timeout_s)
     config.apply_environment()
     auth = _prefect_auth()
-    env = {**os.environ, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL, "PREFECT_SERVER_API_AUTH_STRING": auth,
-           "PREFECT_API_AUTH_STRING": auth}
+    env = {**os.environ, **store_env, "PREFECT_API_URL": config.LOCAL_PREFECT_API_URL,
+           "PREFECT_SERVER_API_AUTH_STRING": auth, "PREFECT_API_AUTH_STRING": auth}
     log = PREFECT_LOG.open("ab")
     proc = subprocess.Popen([str(Path(sys.executable).with_name("prefect")), "server", "start", "--host",
                              "127.0.0.1", "--port", str(config.PREFECT_PORT)],
                             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     PREFECT_PID.write_text(str(proc.pid))
+    PREFECT_STORE.write_text(store)
     print("starting the Prefect server ", end="", flush=True)
     deadline = time.monotonic() + timeout_s
     while not prefect_healthy(config.LOCAL_PREFECT_API_URL):
@@ -292,7 +328,7 @@ def server_up(timeout_s: float = 120) -> str:
         print(".", end="", flush=True)
         time.sleep(1)
     print(flush=True)
-    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} ({ui})"
+    return f"Prefect server up at {config.LOCAL_PREFECT_API_URL} ({ui}; state in {store})"
 
 
 def _wait_until_down(timeout_s: float) -> None:

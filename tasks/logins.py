@@ -31,16 +31,38 @@ def create_database_and_logins(credentials: dict[str, str], logins: tuple[str, .
         raise TrajpubError(f"the superuser cannot log in with the password in {config.CREDENTIALS_FILE} "
                            f"({str(exc).strip().splitlines()[-1]})", "trajpub db up") from None
     with conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (config.PG_DATABASE,)).fetchone():
+        if not database_exists(conn, config.PG_DATABASE):
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config.PG_DATABASE)))
         for login in logins:
             set_login(conn, login, credentials[login])
+        if config.PREFECT_LOGIN in logins:
+            create_prefect_database(conn, credentials)
         # the steward group: members are logins made by `trajpub steward add`
         if not role_exists(conn, "trajpub_steward"):
             conn.execute("CREATE ROLE trajpub_steward NOLOGIN")
         for login, password in credentials.items():
             if login not in logins:
                 set_login(conn, login, password, group="trajpub_steward")
+
+
+def database_exists(conn, database: str) -> bool:
+    return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone() is not None
+
+
+def create_prefect_database(conn, credentials: dict[str, str]) -> None:
+    """The local Prefect server's database, owned by its login, closed to every other login (pg_hba.conf of
+    flows/services.py lets that login reach only this database), with the pg_trgm extension Prefect's schema
+    indexes names with (made here, as the superuser, before the server's first start)."""
+    import psycopg
+    from psycopg import sql
+
+    name = sql.Identifier(config.PREFECT_DATABASE)
+    if not database_exists(conn, config.PREFECT_DATABASE):
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(name, sql.Identifier(config.PREFECT_LOGIN)))
+    conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(name))
+    with psycopg.connect(host="127.0.0.1", port=config.PG_PORT, user=config.OWNER, password=credentials[config.OWNER],
+                         dbname=config.PREFECT_DATABASE, autocommit=True) as prefect:
+        prefect.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
 
 
 def role_exists(conn, role: str) -> bool:

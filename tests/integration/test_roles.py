@@ -4,6 +4,7 @@ no more, and a steward is the login the connection authenticated, not a name typ
 from __future__ import annotations
 
 import stat
+import uuid
 
 import psycopg
 import pytest
@@ -34,13 +35,35 @@ def test_no_login_without_its_password(engine, user):
 
 def test_every_connection_needs_a_password_and_the_passwords_are_the_local_users_only(engine):
     rules = [line.split() for line in services.HBA.splitlines() if line and not line.startswith("#")]
-    assert rules and all(rule[-1] == "scram-sha-256" for rule in rules)
+    assert rules and all(rule[-1] in ("scram-sha-256", "reject") for rule in rules)
     with logins.owner_connection(services._credentials()) as conn:
         hba = conn.execute("SELECT type, auth_method, error FROM pg_hba_file_rules").fetchall()
-        assert hba and all(method == "scram-sha-256" and error is None for _, method, error in hba), hba
+        assert hba and all(method in ("scram-sha-256", "reject") and error is None for _, method, error in hba), hba
         assert conn.execute("SELECT count(*) FROM pg_authid WHERE rolcanlogin AND (rolpassword IS NULL OR "
                             "rolpassword NOT LIKE 'SCRAM-SHA-256$%')").fetchone() == (0,)
     assert stat.S_IMODE(config.CREDENTIALS_FILE.stat().st_mode) == 0o600
+
+
+def test_the_prefect_server_keeps_its_state_in_its_own_database_which_no_other_login_reaches(engine, stewards):
+    """The local Prefect server's state is in the cluster's ``prefect`` database: a flow made through its API is a
+    row there, read as the server's own login. No login but that one and the superuser reaches that database, and
+    that login reaches no other."""
+    from prefect.client.orchestration import get_client
+
+    name = f"store-probe-{uuid.uuid4().hex[:12]}"
+    with get_client(sync_client=True) as client:
+        client.create_flow_from_name(name)
+    credentials = services._credentials()
+    prefect_login = config.PREFECT_LOGIN
+    with psycopg.connect(host="127.0.0.1", port=config.PG_PORT, user=prefect_login,
+                         password=credentials[prefect_login], dbname=config.PREFECT_DATABASE) as conn:
+        assert conn.execute("SELECT count(*) FROM flow WHERE name = %s", (name,)).fetchone() == (1,)
+    for user in (config.PIPELINE, config.CONSUMER, *stewards):
+        with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+            psycopg.connect(host="127.0.0.1", port=config.PG_PORT, user=user, password=credentials[user],
+                            dbname=config.PREFECT_DATABASE, connect_timeout=10).close()
+    with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+        connect(prefect_login, credentials[prefect_login]).close()
 
 
 def test_the_flow_connects_as_the_pipeline_role_not_a_superuser(engine):

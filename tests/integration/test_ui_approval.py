@@ -63,11 +63,10 @@ def form_property(dialog: Locator, label: str) -> Locator:
 
 def submit_resume(dialog: Locator, flow_run_id: str, attempts: int = 3) -> None:
     """Press the resume form's Submit until the server has accepted the resume: the dialog closes, or the run has
-    left PAUSED (the UI is slow to close it). The Prefect server keeps its state in SQLite; under the test workers'
-    load a write there can fail at once with "database is locked" (in WAL mode a read transaction that another
-    writer overtook cannot become a write; SQLite's busy timeout does not apply), and the UI then keeps the dialog
-    open with nothing resumed (a fresh clone's server log showed it). A person presses Submit again; so does this,
-    up to ``attempts`` times, and only while the run is still paused."""
+    left PAUSED (the UI is slow to close it). When the server does not take the answer the UI keeps the dialog
+    open with nothing resumed (with the SQLite store of before, "database is locked" under the test workers' load,
+    a fresh clone's server log showed it); as docs/operations.md tells a steward, a person presses Submit again;
+    so does this, up to ``attempts`` times, and only while the run is still paused."""
     for _ in range(attempts):
         dialog.get_by_role("button", name="Submit", exact=True).click()
         with contextlib.suppress(AssertionError):
