@@ -67,7 +67,8 @@ LOCAL_PREFECT_API_URL = f"http://127.0.0.1:{PREFECT_PORT}/api"
 PREFECT_AUTH_FILE = STATE_DIR / "prefect-api-auth"
 
 
-def local_database_url(login: str = PIPELINE, database: str = PG_DATABASE, driver: str = "postgresql+psycopg") -> str:
+def local_database_url(login: str = PIPELINE, database: str = PG_DATABASE,
+                       driver: str = "postgresql+psycopg") -> str:
     """The SQLAlchemy URL of the local cluster's ``database`` for ``login``, with its password from
     :data:`CREDENTIALS_FILE`."""
     from sqlalchemy.engine import URL
