@@ -152,7 +152,7 @@ def test_an_end_lies_at_the_drawn_distance_in_proportion_to_the_density() -> Non
     assert geometry.usable[start]
     end = np.zeros(len(params.end_edges))
     end[2] = 1e6
-    density = np.full(n, -1.0)  # empty everywhere but two cells 4 and 5 columns east of the start
+    density = np.full(n, -1.0)  # empty but the start and two cells of the ring: 4 columns east; 5 rows on, 5 west
     density[[start + 4, start + 5 * n_cols - 5]] = [3e6, 1e6]
     density[start] = 1e6
     ends = end_cells(_model(params, grid, end=end, density=density), np.full(4000, start), np.random.default_rng(4))
