@@ -60,7 +60,8 @@ def test_the_parts_sum_to_epsilon_and_the_density_levels_to_its_part(epsilon: fl
 def test_params_refuse_bad_values_with_the_field() -> None:
     for bad in ({"shares": [0.5, 0.5]}, {"shares": [0.05] * 8 + [0.6]}, {"level_ratio": 0}, {"level_ratio": 5}, {"days": 7},
                 {"first_date": "2008-02-02"}, {"step_edges": [0, 1, 1]}, {"max_speed_kmh": -1}, {"cell_size": 3},
-                {"density_cells": 0}, {"density_cells": 2.5}):
+                {"density_cells": 0}, {"density_cells": 2.5}, {"end_edges": [1, 2]}, {"end_edges": [0, 2, 2]},
+                {"max_displacement": 30}):
         with pytest.raises(ParameterError) as err:
             CityTrace().parse_params(bad)
         assert err.value.where.startswith("citytrace."), bad
