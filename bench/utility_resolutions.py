@@ -307,6 +307,15 @@ def render(fleet: Fleet) -> None:
     references.RESULTS_MD.write_text(before + begin + "\n" + table(fleet, results) + end + rest.split(end, 1)[1])
 
 
+def seed_list(text: str) -> list[int]:
+    """``--seeds``: "first-last" (both included) or a comma-separated list; a clear exit on anything else."""
+    first, dash, last = text.partition("-")
+    try:
+        return list(range(int(first), int(last) + 1)) if dash else [int(x) for x in text.split(",")]
+    except ValueError:
+        raise SystemExit(f"--seeds: {text!r} is neither first-last nor a comma-separated list of integers") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fleet", choices=sorted(FLEETS), default="halves",
@@ -318,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--runs", type=int, default=3)
     m = sub.add_parser("mechanisms", help="run trajpub's mechanisms (models()) on the fleet's reported taxis")
     m.add_argument("--only", default="")
-    m.add_argument("--seeds", default="0,1,2")
+    m.add_argument("--seeds", default="0,1,2", help="first-last, or a comma-separated list")
     sub.add_parser("score", help="score every kept run and the floor into bench/UTILITY_RESULTS.md")
     sub.add_parser("table", help="rewrite the table of bench/UTILITY_RESULTS.md from the kept scores")
     t = sub.add_parser("tune", help="CityTrace's defaults against variants on the tuning half")
@@ -329,17 +338,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run":
         run_reference(fleet, args.tool, args.epsilon, args.runs)
     elif args.command == "mechanisms":
-        run_mechanisms(fleet, {x for x in args.only.split(",") if x}, [int(x) for x in args.seeds.split(",")])
+        run_mechanisms(fleet, {x for x in args.only.split(",") if x}, seed_list(args.seeds))
     elif args.command == "score":
         score(fleet)
     elif args.command == "tune":
         from trajpub.errors import ParameterError
 
+        seeds = seed_list(args.seeds)
         try:
             variants = json.loads(args.variants)
-            first, _, last = args.seeds.partition("-")
-            seeds = list(range(int(first), int(last) + 1)) if last else [int(x) for x in args.seeds.split(",")]
-        except ValueError as err:  # json.JSONDecodeError is a ValueError
+        except json.JSONDecodeError as err:
             raise SystemExit(f"tune: {err}") from None
         if isinstance(variants, dict) and not all(isinstance(v, dict) for v in variants.values()):
             variants = {args.variants: variants}  # one variant's parameters, named by its text
