@@ -37,13 +37,14 @@ from trajpub.errors import PolicyError, TrajpubError
 
 class StewardPick(RunInput):
     """The steward's answer: the release to publish (the recommended one is filled in) and the one-time decision
-    code issued for THAT release (``trajpub steward code RELEASE --steward LOGIN``), which names the steward. A
-    pick already recorded with ``trajpub release pick`` resumes the flow without a code."""
+    code issued to pick THAT release (``trajpub steward code RELEASE --steward LOGIN --decision pick``), which names
+    the steward and binds the pick and its comment (sql/035). A pick already recorded with ``trajpub release
+    pick`` resumes the flow without a code."""
 
     pick: int = Field(description="Release id of the candidate to publish (see the table).")
-    decision_code: str = Field(default="", description="Your one-time code for that release: trajpub steward "
-                                                       "code RELEASE --steward LOGIN")
-    comment: str = Field(default="", description="Why this candidate (optional).")
+    decision_code: str = Field(default="", description="Your one-time code to pick that release: trajpub steward "
+                                                       "code RELEASE --steward LOGIN --decision pick")
+    comment: str = Field(default="", description="Empty, or the comment you gave with the code.")
 
 
 @flow(name="compare", log_prints=True)

@@ -19,15 +19,16 @@ from tasks.review import Review
 
 class StewardDecision(RunInput):
     """What the steward answers. The form cannot tell who fills it in: the decision code, issued to the steward's
-    login by ``trajpub steward code RELEASE --steward LOGIN``, says who decides (the database records that login).
-    A decision already recorded with ``trajpub approve/reject`` resumes the flow without a code. A rejection needs
-    a comment."""
+    login for one decision by ``trajpub steward code RELEASE --steward LOGIN --decision approve|reject``, says who
+    decides and what (the database records that login, that decision and the comment given with the code; an
+    answer with another decision or comment is refused: sql/035). A decision already recorded with ``trajpub
+    approve/reject`` resumes the flow without a code. A rejection needs a comment."""
 
     release_id: int = Field(description="The release under review (for reference; not editable in effect).")
     decision: Literal["approve", "reject"] = Field(description="Approve to publish; reject to stop it for good.")
-    decision_code: str = Field(default="", description="Your one-time code: trajpub steward code RELEASE "
-                                                       "--steward LOGIN")
-    comment: str = Field(default="", description="Why (required for a rejection).")
+    decision_code: str = Field(default="", description="Your one-time code for this decision: trajpub steward code "
+                                                       "RELEASE --steward LOGIN --decision approve|reject")
+    comment: str = Field(default="", description="Empty, or the comment you gave with the code.")
 
 
 Answer = TypeVar("Answer", bound=RunInput)
@@ -104,6 +105,7 @@ def review_markdown(review: Review) -> str:
                 lines.append(f"- {e['kind']}: ε_x = {e['epsilon_x']:.4g}, ε_y = {e['epsilon_y']:.4g}, "
                              f"total {e['epsilon_total']:.4g}")
     lines += ["", (f"Approve or reject here with the decision code from `trajpub steward code {release_id} "
-                   f"--steward LOGIN` (it records your login), or with `trajpub approve {release_id} --steward "
+                   f"--steward LOGIN --decision approve|reject [--comment WHY]` (it records your login, that "
+                   f"decision and that comment; an answer that says otherwise is refused), or with `trajpub approve {release_id} --steward "
                    f"NAME` / `trajpub reject {release_id} --steward NAME --comment WHY`.")]
     return "\n".join(lines)

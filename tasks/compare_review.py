@@ -146,7 +146,8 @@ def markdown(name: str, outcomes: list[dict], recommendation: Recommendation, ar
     lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in table_rows(outcomes)]
     awaiting = [o for o in outcomes if o["status"] == "awaiting_approval"]
     lines += ["", ("Pick: type the release id of the candidate to publish, with the decision code from "
-                   "`trajpub steward code RELEASE --steward LOGIN` for that release (it records your login); the "
+                   "`trajpub steward code RELEASE --steward LOGIN --decision pick` for that release (it records "
+                   "your login and binds the pick); the "
                    "other candidates are rejected as not picked and their staging is discarded. Or: "
                    "`trajpub release pick RELEASE --steward LOGIN`."),
               "", "Candidates you can pick: " + (", ".join(f"{_number(o)} ({o['label']})" for o in awaiting)

@@ -438,11 +438,14 @@ def present_code(engine: sa.Engine, statement: str, params: dict) -> str:
     return decided_by
 
 
-def issue_decision_code(conn: sa.Connection, release_id: int) -> str:
-    """A one-time code (valid one hour, for this release only) that carries the connected steward's login into
-    the Prefect UI form."""
+def issue_decision_code(conn: sa.Connection, release_id: int, decision: str, comment: str | None = None) -> str:
+    """A one-time code (valid one hour, for this release only) that carries the connected steward's login and
+    ``decision`` ('approved', 'rejected' or 'picked') with its ``comment`` into the Prefect UI form: presented
+    with another decision or comment it is refused (sql/035), so a swapped answer cannot change what was
+    decided."""
     with refusals():
-        return conn.execute(sa.text("SELECT governance.issue_decision_code(:r)"), {"r": release_id}).scalar_one()
+        return conn.execute(sa.text("SELECT governance.issue_decision_code(:r, :d, :c)"),
+                            {"r": release_id, "d": decision, "c": comment or ""}).scalar_one()
 
 
 def approval(conn: sa.Connection, release_id: int) -> dict | None:

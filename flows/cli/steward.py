@@ -52,16 +52,23 @@ def requester_add(name: str) -> None:
     click.echo(services.add_requester(name))
 
 
+DECISIONS = {"approve": "approved", "reject": "rejected", "pick": "picked"}
+
+
 @steward.command("code")
 @click.argument("release_id", type=int)
 @STEWARD_OPTION
-def steward_code(release_id: int, steward: str) -> None:
-    """Issue a one-time decision code (one release, one hour) for the Prefect UI form: the decision made with it
-    records your login."""
+@click.option("--decision", type=click.Choice(list(DECISIONS)), required=True,
+              help="What the code decides: the form's answer must say the same (pick: a comparison's candidate).")
+@click.option("--comment", help="Your comment (required to reject); the form's comment must be empty or the same.")
+def steward_code(release_id: int, steward: str, decision: str, comment: str | None) -> None:
+    """Issue a one-time decision code (one release, one decision, one hour) for the Prefect UI form: the decision
+    made with it records your login, your decision and your comment; an answer that says anything else is
+    refused and spends the code."""
     from tasks import governance
 
-    code = transaction(lambda conn: governance.issue_decision_code(conn, release_id), "issue a decision code",
-                       steward_engine(steward))
+    code = transaction(lambda conn: governance.issue_decision_code(conn, release_id, DECISIONS[decision], comment),
+                       "issue a decision code", steward_engine(steward))
     click.echo(code)
 
 

@@ -83,17 +83,20 @@ def test_the_pick_approves_one_and_rejects_its_siblings_as_one_steward(engine, s
         to_awaiting_approval(engine, rid)
     def code() -> str:
         with stewards[STEWARD].begin() as conn:
-            return governance.issue_decision_code(conn, rids[1])
+            return governance.issue_decision_code(conn, rids[1], "picked", "the best")
 
     with pytest.raises(PolicyError, match="not valid for release"):
         compare.pick_by_code(engine, rids[0], "", code())  # a code picks only the release it was issued for
+    with pytest.raises(PolicyError, match="comment differs"):
+        compare.pick_by_code(engine, rids[1], "another comment", code())  # the comment is bound to the code
     issued = code()
-    assert compare.pick_by_code(engine, rids[1], "the best", issued) == STEWARD
+    assert compare.pick_by_code(engine, rids[1], "", issued) == STEWARD  # the code's comment is recorded
     decided = {r["release_id"]: r for r in q(engine, "SELECT r.release_id, r.status, a.steward, a.comment FROM "
                                                      "governance.releases r LEFT JOIN governance.approvals a USING "
                                                      "(release_id) WHERE release_id = ANY(:r)", r=rids)}
     assert [decided[r]["status"] for r in rids] == ["rejected", "approved", "rejected", "awaiting_approval"]
     assert {decided[r]["steward"] for r in rids[:3]} == {STEWARD}
+    assert decided[rids[1]]["comment"] == "the best"
     assert decided[rids[0]]["comment"] == f"not picked: release {rids[1]} of the same comparison was picked"
     with pytest.raises(PolicyError, match="not valid for release"):
         compare.pick_by_code(engine, rids[1], "again", issued)  # a code is used once
@@ -196,7 +199,7 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
             expect(dialog.get_by_text("Recommended", exact=True)).to_be_visible()
             pick = form_property(dialog, "Pick (Optional)").locator("input")
             expect(pick).to_have_value(str(recommended))
-            issued = cli("steward", "code", str(recommended), "--steward", STEWARD)
+            issued = cli("steward", "code", str(recommended), "--steward", STEWARD, "--decision", "pick")
             assert issued.returncode == 0, issued.stderr
             form_property(dialog, "Decision Code (Optional)").locator("textarea").fill(issued.stdout.strip())
             submit_resume(dialog, flow_run_id)

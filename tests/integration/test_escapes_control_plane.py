@@ -184,10 +184,12 @@ def flow_inputs(flow_run_id: str) -> list[str]:
                                                               exclude_keys=set())]
 
 
-def test_a_decision_code_is_spent_when_refused_and_does_not_stay_in_prefect(engine, loaded_tdrive, tmp_path):
-    """The steward answers the form with a rejection and no comment: the flow refuses it. After that, the API
-    shows the paused run's inputs to no one without the authentication string, the server holds no input with
-    the code, and the code, presented again with an approval, is refused: the release still awaits a decision."""
+def test_a_swapped_answer_is_refused_and_its_code_spent_and_gone_from_prefect(engine, loaded_tdrive, tmp_path):
+    """Alice issues a code to reject with a comment; a holder of the Prefect API string, who deleted her answer
+    before the flow read it, posts the same code with ``decision: approve``: the flow refuses it (the code was
+    issued to reject) and the code is spent, so her own rejection presented after it is refused too. The API shows
+    the paused run's inputs to no one without the authentication string, and the server holds no input with the
+    code: the release still awaits a decision, with no approval recorded."""
     from prefect.flow_runs import resume_flow_run
 
     def paused(flow_run_id) -> bool:
@@ -205,14 +207,15 @@ def test_a_decision_code_is_spent_when_refused_and_does_not_stay_in_prefect(engi
             flow_run_id = conn.execute(sa.text("SELECT flow_run_id FROM governance.releases WHERE release_id = :r"),
                                        {"r": rid}).scalar()
         wait_until(lambda: paused(flow_run_id), 60, "the flow to pause")
-        issued = cli("steward", "code", str(rid), "--steward", "alice")
+        issued = cli("steward", "code", str(rid), "--steward", "alice", "--decision", "reject",
+                     "--comment", "too risky")
         assert issued.returncode == 0, issued.stderr
         code = issued.stdout.strip()
-        resume_flow_run(flow_run_id, run_input={"release_id": rid, "decision": "reject", "comment": "",
+        resume_flow_run(flow_run_id, run_input={"release_id": rid, "decision": "approve", "comment": "",
                                                 "decision_code": code})
         wait_until(lambda: run.output().count("the decision was refused") == 1 and paused(flow_run_id), 120,
-                   "the flow to refuse the rejection without a comment and pause again")
-        assert "a rejection needs a comment" in run.output()
+                   "the flow to refuse the swapped approval and pause again")
+        assert "was issued to rejected, not to approved" in run.output()
 
         anyone = httpx.Client(timeout=30)
         for path in (f"/flow_runs/{flow_run_id}/input/filter", "/flow_runs/filter"):
@@ -220,7 +223,7 @@ def test_a_decision_code_is_spent_when_refused_and_does_not_stay_in_prefect(engi
         inputs = flow_inputs(flow_run_id)
         assert inputs and not [v for v in inputs if code in v]  # the review's description stays, not the answer
 
-        resume_flow_run(flow_run_id, run_input={"release_id": rid, "decision": "approve", "comment": "",
+        resume_flow_run(flow_run_id, run_input={"release_id": rid, "decision": "reject", "comment": "too risky",
                                                 "decision_code": code})
         wait_until(lambda: run.output().count("the decision was refused") == 2 and paused(flow_run_id), 120,
                    "the flow to refuse the code presented again")

@@ -167,7 +167,7 @@ def test_a_decision_code_carries_the_issuing_login_once(engine, stewards, datase
 
     def code_of(login: str) -> str:
         with stewards[login].begin() as conn:
-            return governance.issue_decision_code(conn, rid)
+            return governance.issue_decision_code(conn, rid, "approved")
 
     alices = code_of("alice")
     with pytest.raises(PolicyError, match="four-eyes policy: alice"):
@@ -176,6 +176,9 @@ def test_a_decision_code_carries_the_issuing_login_once(engine, stewards, datase
     for wrong_code, release in (("0" * 32, rid), (bobs, other), (bobs, rid)):  # bob's spent by the 2nd
         with pytest.raises(PolicyError, match="not valid for release"):
             governance.decide_by_code(engine, release, "approved", None, wrong_code)
+    bobs = code_of("bob")
+    with pytest.raises(PolicyError, match="issued to approved, not to rejected"):  # the code binds the decision
+        governance.decide_by_code(engine, rid, "rejected", "swapped", bobs)
     bobs = code_of("bob")
     assert governance.decide_by_code(engine, rid, "approved", None, bobs) == "bob"
     with pytest.raises(PolicyError, match="not valid for release"):
@@ -218,7 +221,8 @@ def test_the_flow_refuses_a_wrong_code_and_waits_for_a_right_one(engine, loaded_
         wait_until(lambda: "the decision was refused" in run.output() and paused(flow_run_id), 60,
                    "the flow to refuse the code and pause again")
         assert wait_for_status(engine, run, {"awaiting_approval"}) == "awaiting_approval"
-        issued = cli("steward", "code", str(run.release_id), "--steward", "alice")
+        issued = cli("steward", "code", str(run.release_id), "--steward", "alice", "--decision", "approve",
+                     "--comment", "ok")
         assert issued.returncode == 0, issued.stderr
         resume_flow_run(flow_run_id, run_input={**answer, "decision_code": issued.stdout.strip()})
         assert run.proc.wait(timeout=180) == 0, run.output()[-3000:]

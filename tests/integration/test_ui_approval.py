@@ -168,7 +168,7 @@ def test_steward_approves_a_paused_release_in_the_prefect_ui(engine, loaded_tdri
             options.filter(has_text=re.compile(r"^approve$")).click()
             expect(decision).to_have_text("approve")
             # the steward's login comes with the one-time code they issue as themselves
-            issued = cli("steward", "code", str(rid), "--steward", STEWARD)
+            issued = cli("steward", "code", str(rid), "--steward", STEWARD, "--decision", "approve", "--comment", COMMENT)
             assert issued.returncode == 0, issued.stderr
             code_field.fill(issued.stdout.strip())
             comment.fill(COMMENT)
