@@ -3,9 +3,10 @@
 
 Every step records its outcome in ``governance``; any failure marks the release ``failed`` with the reason and
 emits a lineage FAIL event, and nothing is published. The flow run's final state says how it ended: Completed
-(published, rejected by the steward, or still awaiting approval), ``Blocked`` (the gate stopped it),
-``Refused`` (refused before any data was read: the budget, the gate policy, the public inputs) or Failed (an
-error); the last three are Prefect Failed states, so that nothing downstream takes them for a success.
+(published, or still awaiting approval), ``Skipped`` (Completed: its window holds no data; nothing was planned or
+charged), ``Rejected`` (Cancelled: the steward said no), ``Blocked`` (the gate stopped it), ``Refused`` (refused
+before any data was read: the budget, the gate policy, the public inputs) or Failed (an error); the last three
+are Prefect Failed states, so that nothing downstream takes them for a success.
 """
 
 # No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value
@@ -16,7 +17,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
-from prefect.states import Failed, State
+from prefect.states import Cancelled, Completed, Failed, State
 
 from flows.review import StewardDecision, review_markdown, wait_for_answer
 from mechanisms import registry
@@ -25,7 +26,7 @@ from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock
 from tasks.db import engine as db_engine
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
-from trajpub.errors import PolicyError, ReleaseBlocked, TrajpubError
+from trajpub.errors import PolicyError, ReleaseBlocked, ReleaseRejected, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
@@ -80,7 +81,10 @@ def release_flow(spec: ReleaseSpec) -> dict:
     window is resolved at the run's expected start in the dataset's time zone (:mod:`tasks.windows`). Ends
     :func:`refused` or :func:`blocked` when the release is (module docstring)."""
     try:
-        spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time())
+        spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time(), windows.started_by_hand())
+        if reason := windows.skipped(db_engine(), spec):
+            print(reason)
+            return Completed(name="Skipped", message=reason, data={"status": "skipped", "reason": reason})
         mech = registry.mechanism(spec.mechanism)
         params, inputs = public_inputs.resolve(db_engine(), mech, params, spec.grid, spec)
     except TrajpubError as exc:
@@ -147,8 +151,10 @@ def carry_out(release_id: int, status: str, steward: str) -> dict | State:
     nothing, marks the release failed and ends the run ``Refused``."""
     if status == "rejected":
         outcomes.abort(release_id, f"rejected by the steward {steward}", flow_run.get_id())
-        print(f"release {release_id} rejected by {steward}")
-        return {"release_id": release_id, "status": "rejected"}
+        reason = f"release {release_id} rejected by {steward}"
+        print(reason)
+        outcome = {"release_id": release_id, "status": "rejected"}
+        return Cancelled(name="Rejected", message=reason, data=ReleaseRejected(reason, outcome))
     outcome = outcomes.publish_or_fail(release_id, flow_run.get_id())
     if outcome["status"] != "published":
         return refused(TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",

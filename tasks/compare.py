@@ -12,7 +12,8 @@ scores to be computed privately, and the gate's scores read the raw data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import sqlalchemy as sa
 
@@ -24,6 +25,7 @@ from trajpub.comparison import Comparison, parse_comparison
 from trajpub.errors import ParameterError, PolicyError, TrajpubError
 from trajpub.guarantee import Charge
 from trajpub.mechanism import Mechanism, PublicInputs
+from trajpub.periods import touched, worst_run
 from trajpub.spec import ReleaseSpec
 
 
@@ -75,12 +77,15 @@ def resolve(engine: sa.Engine, planned: list[Planned]) -> list[Planned]:
 @dataclass(frozen=True)
 class Bill:
     """What a comparison (or a backfill, ``flows/deploy.py``) costs: each item's charge, and per account the total
-    with what is left. ``item``: what the items are called (candidate, window)."""
+    with what is left. ``item``: what the items are called (candidate, window). ``peaks``: under a per-period
+    unit, per account the most that any run of the unit's periods the items touch would hold after them (ledger
+    included) and where that run starts: the figure the cap bounds."""
 
     charges: list[tuple[str, Charge]]
     totals: dict[str, tuple[float, float]]  # account -> (epsilon, delta) summed over its items
     accounts: dict[str, governance.Account]
     item: str = "candidate"
+    peaks: dict[str, tuple[float, datetime]] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """The bill as a steward reads it before confirming."""
@@ -90,11 +95,21 @@ class Bill:
                for label, c in self.charges]
         for account, (eps, delta) in self.totals.items():
             acc = self.accounts[account]
-            out.append(f"TOTAL {account}: epsilon {eps:g} per {acc.unit}" + (f", delta {delta:g}" if delta else "")
-                       + f" for {sum(1 for _, c in self.charges if c.account == account)} {self.item}(s); "
-                       + (f"{acc.left:g} of the cap {acc.cap:g} is left before them, {acc.left - eps:g} after"
-                          if acc.unit in ("object", "record") else
-                          f"within the cap {acc.cap:g} {acc.cap_words} for their windows' periods"))
+            n = f"{sum(1 for _, c in self.charges if c.account == account)} {self.item}(s)"
+            if acc.unit in ("object", "record") or acc.cap is None:
+                out.append(f"TOTAL {account}: epsilon {eps:g} per {acc.unit}" + (f", delta {delta:g}" if delta else "")
+                           + f" for {n}; " + (f"{acc.left:g} of the cap {acc.cap:g} is left before them, "
+                                              f"{acc.left - eps:g} after" if acc.cap is not None else "not capped"))
+                continue
+            most, start = self.peaks[account]
+            period = acc.unit.removeprefix("object-")
+            one = acc.cap_words == f"per {acc.unit}"  # per period, or w-event over runs of periods
+            span, where = ((period, f"the {period} from {start:%Y-%m-%d}") if one else
+                           (f"run of {period}s the cap spans", f"the run from {start:%Y-%m-%d}"))
+            out.append(f"TOTAL {account}: epsilon {eps:g} per object over {n}" + (f", delta {delta:g}" if delta else "")
+                       + f" (each charged to the {period}s its window touches); the most any {span} holds after "
+                       f"them is epsilon {most:g} ({where}, the ledger included), within the cap {acc.cap:g} "
+                       f"{acc.cap_words}")
         return out
 
 
@@ -114,6 +129,7 @@ def bill(conn: sa.Connection, planned: list[Planned], item: str = "candidate") -
             raise PolicyError(f"{item} {p.label}: {exc.message}", exc.where) from None
     accounts = governance.accounts(conn, dataset)
     totals: dict[str, tuple[float, float]] = {}
+    peaks: dict[str, tuple[float, datetime]] = {}
     for _, c in charges:
         if c.epsilon is not None:
             eps, delta = totals.get(c.account, (0.0, 0.0))
@@ -131,11 +147,17 @@ def bill(conn: sa.Connection, planned: list[Planned], item: str = "candidate") -
                                       f"charged: their releases of the same objects compose), and {item} {label} "
                                       f"would find {why}; ask for fewer or cheaper {item}s", "governance.budget_ledger")
                 replay.charge(*window, c.epsilon)
+            if (unit := replay.unit).period is not None:  # the figure the per-period cap bounds, after every item
+                runs = [worst_run(replay.spent, *touched(p.spec.window_start, p.spec.window_end, unit.period, unit.tz,
+                                                          unit.week_start), unit)
+                        for p, (_, c) in zip(planned, charges, strict=True) if c.account == account]
+                start, most = max(runs, key=lambda r: r[1])
+                peaks[account] = (most, start)
         if delta > 0 and acc.delta_spent + delta > acc.delta_cap * (1 + 1e-12):
             raise PolicyError(f"the {item}s together need delta {delta:g} per {acc.unit} but dataset "
                               f"'{dataset}' has only {max(acc.delta_cap - acc.delta_spent, 0):g} of its delta cap "
                               f"{acc.delta_cap:g} left", "governance.budget_ledger")
-    return Bill(charges, totals, accounts, item)
+    return Bill(charges, totals, accounts, item, peaks)
 
 
 def share_validation(conn: sa.Connection, validated: int, release_id: int) -> None:

@@ -83,12 +83,12 @@ class Forecast:
                 f"{self.stopped[0]:%Y-%m-%d %H:%M} UTC after {self.allowed} more run(s): {self.stopped[1]}")
 
 
-def run_windows(spec: ReleaseSpec, timezone: str | None,
-                dates: list[datetime]) -> list[tuple[datetime, datetime | None, datetime | None]]:
+def run_windows(spec: ReleaseSpec, timezone: str | None, dates: list[datetime],
+                week_start: str | None = None) -> list[tuple[datetime, datetime | None, datetime | None]]:
     """(run time, window start, window end) of each scheduled run: the deployment's spec window as the flow
-    resolves it at that run (a relative window in the dataset's ``timezone``, :meth:`ReleaseSpec.resolved`; a
-    fixed one as it is, a side left open staying open, which a per-period unit refuses)."""
-    return [(at, (run := spec.resolved(at, timezone)).window_start, run.window_end) for at in dates]
+    resolves it at that run (a relative window in the dataset's ``timezone`` and weeks, :meth:`ReleaseSpec.resolved`;
+    a fixed one as it is, a side left open staying open, which a per-period unit refuses)."""
+    return [(at, (run := spec.resolved(at, timezone, week_start)).window_start, run.window_end) for at in dates]
 
 
 def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods: int = 8,
@@ -97,19 +97,19 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
     parsed = ReleaseSpec.from_dict(spec)
     unit = governance.unit_of(conn, parsed.dataset)
     # checked as a run now would be: a relative window resolved first (a mechanism may need the window's ends)
-    params = parse_params(parsed.resolved(now, unit.tz))
+    params = parse_params(parsed.resolved(now, unit.tz, unit.week_start))
     guarantee = mechanism(parsed.mechanism).guarantee(params)
     charge = governance.charge_of(conn, parsed.dataset, guarantee)
     acc = governance.accounts(conn, parsed.dataset)[charge.account]
     epsilon = charge.epsilon if charge.bounded else None
     result = Forecast(parsed.dataset, unit, charge.account, epsilon, acc.cap, acc.lifetime_cap)
-    result.runs = run_windows(parsed, unit.tz, run_dates(schedule, now, now + horizon))
+    result.runs = run_windows(parsed, unit.tz, run_dates(schedule, now, now + horizon), unit.week_start)
     if epsilon is None or acc.cap is None:
         result.allowed = len(result.runs)
         return result
     replay = Replay.read(conn, parsed.dataset, charge.account)
     if unit.period is not None:
-        first = period_start(now, unit.period, unit.tz)
+        first = period_start(now, unit.period, unit.tz, unit.week_start)
         last = first + STEP[unit.period] * (n_periods - 1)
         result.periods = [(p, acc.cap - worst_run(replay.spent, p, p, unit)[1])
                           for p in periods_between(first, last, unit.period)]
@@ -152,7 +152,7 @@ class Replay:
         else:
             if ws is None or we is None:
                 return f"a release needs a window with both ends to know the {unit.period}s it reads"
-            first, last = touched(ws, we, unit.period, unit.tz)
+            first, last = touched(ws, we, unit.period, unit.tz, unit.week_start)
             run_start, used = worst_run(self.spent, first, last, unit)
             if used + epsilon > cap + 1e-12:
                 where = (f"in the {unit.period} from {run_start:%Y-%m-%d}" if unit.w == 1 else
@@ -165,5 +165,5 @@ class Replay:
     def charge(self, ws: datetime | None, we: datetime | None, epsilon: float) -> None:
         """Add a simulated charge (one that :meth:`refusal` let through)."""
         if self.unit.period is not None:
-            self.spent.append(Spend(*touched(ws, we, self.unit.period, self.unit.tz), epsilon))
+            self.spent.append(Spend(*touched(ws, we, self.unit.period, self.unit.tz, self.unit.week_start), epsilon))
         self.lifetime += epsilon

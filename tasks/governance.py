@@ -232,11 +232,11 @@ def dataset_unit(conn: sa.Connection, dataset: str) -> str:
 
 def unit_of(conn: sa.Connection, dataset: str) -> Unit:
     """The dataset's declared unit of protection: object or record, and its period and w (sql/031)."""
-    row = conn.execute(sa.text("SELECT privacy_unit, budget_period, budget_w, timezone FROM governance.datasets"
-                               " WHERE dataset = :d"), {"d": dataset}).first()
+    row = conn.execute(sa.text("SELECT privacy_unit, budget_period, budget_w, timezone, week_start"
+                               " FROM governance.datasets WHERE dataset = :d"), {"d": dataset}).first()
     if row is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    return Unit(row.privacy_unit, row.budget_period, row.budget_w, row.timezone)
+    return Unit(row.privacy_unit, row.budget_period, row.budget_w, row.timezone, row.week_start)
 
 
 def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str, Account]:
@@ -247,7 +247,7 @@ def accounts(conn: sa.Connection, dataset: str, lock: bool = False) -> dict[str,
         {"d": dataset}).mappings().first()
     if row is None:
         raise TrajpubError(f"dataset '{dataset}' has not been loaded", "governance.datasets")
-    unit = Unit(row["privacy_unit"], row["budget_period"], row["budget_w"], row["timezone"])
+    unit = Unit(row["privacy_unit"], row["budget_period"], row["budget_w"], row["timezone"], row["week_start"])
     sums = {r.account: r for r in conn.execute(sa.text(
         "SELECT account, coalesce(sum(unit_epsilon), 0) AS eps, coalesce(sum(unit_delta), 0) AS delta,"
         " count(*) FILTER (WHERE entry_kind = 'charge') - count(*) FILTER (WHERE entry_kind = 'release') AS n,"
@@ -378,7 +378,8 @@ def ledger(conn: sa.Connection, dataset: str | None = None) -> list[dict]:
     return [dict(r) for r in conn.execute(sa.text(
         "SELECT l.entry_id, l.dataset, l.release_id, l.entry_kind, l.mechanism, l.account, l.unit, l.unit_epsilon,"
         " l.unit_delta, l.epsilon, l.delta, l.privacy_unit, l.max_records_per_object, l.conversion, l.charged_at,"
-        " r.status FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
+        " l.period, l.period_first, l.period_last, r.status"
+        " FROM governance.budget_ledger l JOIN governance.releases r USING (release_id)"
         " WHERE (CAST(:d AS text) IS NULL OR l.dataset = :d) ORDER BY l.entry_id"), {"d": dataset}).mappings()]
 
 
@@ -524,8 +525,9 @@ def set_privacy_unit(conn: sa.Connection, dataset: str, unit: Unit) -> None:
         raise TrajpubError(f"dataset '{dataset}' already has {charged} ledger entries in its unit; the unit "
                            "cannot change under them", "budget unit")
     with refusals():
-        conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u, budget_period = :p, budget_w = :w"
-                             " WHERE dataset = :d"), {"u": unit.subject, "p": unit.period, "w": unit.w, "d": dataset})
+        conn.execute(sa.text("UPDATE governance.datasets SET privacy_unit = :u, budget_period = :p, budget_w = :w,"
+                             " week_start = :ws WHERE dataset = :d"),
+                     {"u": unit.subject, "p": unit.period, "w": unit.w, "ws": unit.week_start, "d": dataset})
 
 
 def set_dataset_policy(conn: sa.Connection, dataset: str, **values: Any) -> None:

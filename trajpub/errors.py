@@ -44,6 +44,16 @@ class ReleaseBlocked(PolicyError):
         self.outcome = outcome or {}
 
 
+class ReleaseRejected(TrajpubError):
+    """A release the steward rejected: nothing is published, as the steward decided. The flow run ends in a
+    Prefect state named ``Rejected`` (of type Cancelled: not a success, not an error) carrying this error, and
+    ``trajpub release run --wait`` prints ``outcome`` and exits 0 (the release reached its steward)."""
+
+    def __init__(self, message: str, outcome: dict | None = None):
+        super().__init__(message)
+        self.outcome = outcome or {}
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of an error: a database error's own message (SQLAlchemy's ``orig``), without the statement
     and the hint lines the server adds; the error's type when it says nothing."""

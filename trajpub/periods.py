@@ -4,9 +4,10 @@ A dataset is accounted per object over its whole life (the default), per object 
 releases of disjoint periods compose in parallel, since each period's data is a disjoint part of an object's
 data; McSherry 2009, Thm 4), or w-event (Kellaris et al., VLDB 2014, Def. 3: the releases touching any w
 consecutive periods together spend at most the cap). Periods are aligned in the dataset's time zone: days at
-local midnight, ISO weeks from Monday 00:00, months from the 1st at 00:00 (docs/design.md, "Units of protection
-per period"). The database enforces the caps with the same alignment (``governance.period_start``, sql/031); this
-module is its arithmetic for statements and forecasts.
+local midnight, weeks from 00:00 of the dataset's first day of the week (Monday, the ISO week, unless it records
+another: ``governance.datasets.week_start``, sql/040), months from the 1st at 00:00 (docs/design.md, "Units of
+protection per period"). The database enforces the caps with the same alignment (``governance.period_start``,
+sql/031, sql/040); this module is its arithmetic for statements and forecasts.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from zoneinfo import ZoneInfo
 from dateutil.relativedelta import relativedelta
 
 from trajpub.errors import ParameterError
+from trajpub.window import week_day, week_start_day
 
 PERIODS = ("day", "week", "month")
 #: How many periods a year holds, for the lifetime figure stated beside a per-period unit.
 PER_YEAR = {"day": 365, "week": 52, "month": 12}
-ALIGNMENT = {"day": "days from local midnight", "week": "ISO weeks from Monday 00:00",
+ALIGNMENT = {"day": "days from local midnight", "week": "weeks from {week_start} 00:00",
              "month": "calendar months from the 1st, 00:00"}
 STEP = {"day": relativedelta(days=1), "week": relativedelta(weeks=1), "month": relativedelta(months=1)}
 
@@ -31,14 +33,17 @@ STEP = {"day": relativedelta(days=1), "week": relativedelta(weeks=1), "month": r
 @dataclass(frozen=True)
 class Unit:
     """A dataset's unit of protection: ``subject`` ('object' or 'record'), ``period`` (None: the dataset's whole
-    life), ``w`` (the w of w-event privacy; 1: per period) and the time zone that aligns the periods."""
+    life), ``w`` (the w of w-event privacy; 1: per period), the time zone that aligns the periods and the first day
+    of a week."""
 
     subject: str = "object"
     period: str | None = None
     w: int = 1
     tz: str | None = None
+    week_start: str = "monday"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "week_start", week_day(self.week_start, "budget unit --week-starts"))
         if self.period is None and self.w != 1:
             raise ParameterError("w-event privacy needs a period (day, week or month)", "budget unit --w-event")
         if self.period is not None:
@@ -70,8 +75,9 @@ class Unit:
             return (f"one {self.subject} over the dataset's whole life"
                     + (" (a person, a vehicle: all its records together)" if self.subject == "object" else
                        " (one trajectory record; an object with several records is protected less)"))
-        head = (f"one object-{self.period} (one object's records in one {self.period}; {ALIGNMENT[self.period]}, "
-                f"{self.tz or 'UTC'})")
+        alignment = ("ISO weeks from Monday 00:00" if self.period == "week" and self.week_start == "monday" else
+                     ALIGNMENT[self.period].format(week_start=self.week_start.capitalize()))
+        head = f"one object-{self.period} (one object's records in one {self.period}; {alignment}, {self.tz or 'UTC'})"
         if self.w == 1:
             return head + f"; releases of different {self.period}s compose in parallel"
         return head + f"; w-event privacy: the releases of any {self.w} consecutive {self.period}s together"
@@ -97,25 +103,27 @@ def local_zone(tz: str | None) -> ZoneInfo:
     return ZoneInfo(tz or "UTC")
 
 
-def period_start(t: datetime, period: str, tz: str | None) -> datetime:
-    """The start (naive local wall time) of the period holding instant ``t`` (aware) in zone ``tz``."""
+def period_start(t: datetime, period: str, tz: str | None, week_start: str | None = None) -> datetime:
+    """The start (naive local wall time) of the period holding instant ``t`` (aware) in zone ``tz``; a week
+    starts on ``week_start`` (Monday when None)."""
     local = t.astimezone(local_zone(tz)).replace(tzinfo=None)
     day = local.replace(hour=0, minute=0, second=0, microsecond=0)
     if period == "day":
         return day
     if period == "week":
-        return day - timedelta(days=day.weekday())
+        return datetime.combine(week_start_day(day.date(), week_start), day.time())
     if period == "month":
         return day.replace(day=1)
     raise ParameterError(f"unknown period {period!r}; one of {', '.join(PERIODS)}", "period")
 
 
-def touched(window_start: datetime, window_end: datetime, period: str, tz: str | None) -> tuple[datetime, datetime]:
+def touched(window_start: datetime, window_end: datetime, period: str, tz: str | None,
+            week_start: str | None = None) -> tuple[datetime, datetime]:
     """The first and last period (local starts) that the window [window_start, window_end) touches."""
     if not window_start < window_end:
         raise ParameterError("window_start must be before window_end", "window")
-    return (period_start(window_start, period, tz),
-            period_start(window_end - timedelta(microseconds=1), period, tz))
+    return (period_start(window_start, period, tz, week_start),
+            period_start(window_end - timedelta(microseconds=1), period, tz, week_start))
 
 
 def periods_between(first: datetime, last: datetime, period: str) -> list[datetime]:

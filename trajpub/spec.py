@@ -19,12 +19,58 @@ from trajpub.config import PROJECT_ROOT
 from trajpub.errors import ParameterError
 from trajpub.grid import GridSpec
 from trajpub.identity import canonical_identity
-from trajpub.window import RelativeWindow
+from trajpub.window import ALIGNMENTS, WEEKDAYS, RelativeWindow
 from trajpub.yamlfile import read_yaml
 
 DATASET_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 POLICY_NAME = DATASET_NAME  # registered gate policies: governance.gate_policies (tasks/policies.py)
 EXAMPLES_DIR = PROJECT_ROOT / "flows" / "specs"
+
+#: The run form's words (the Prefect UI draws a deployment's custom-run form from the spec's JSON schema): a title
+#: and a plain description per field, no markup.
+FORM_DESCRIPTION = ("One governed release: which data (dataset, bounding box, time window), which mechanism with "
+                    "which parameters, and who asks. The run is planned, charged, validated, protected, audited "
+                    "and reviewed by a steward before anything is published.")
+FORM_FIELDS = {
+    "dataset": ("Dataset", "The loaded dataset to release (trajpub dataset list)."),
+    "bbox": ("Bounding box", ("The public area, four numbers in degrees: min longitude, min latitude, max longitude, "
+                             "max latitude. Points outside it are quarantined.")),
+    "mechanism": ("Mechanism", "The privacy mechanism, e.g. citytrace, objtrace, glove."),
+    "params": ("Mechanism parameters", ("The mechanism's parameters, e.g. {\"epsilon\": 5}; omitted ones take the "
+                                       "mechanism's defaults.")),
+    "window_start": ("Window start", ("First instant read, an ISO date or time (UTC unless it carries an offset), "
+                                     "e.g. 2008-02-04. Leave empty with a relative window.")),
+    "window_end": ("Window end", ("First instant not read (excluded), an ISO date or time, e.g. 2008-02-11. Leave "
+                                 "empty with a relative window.")),
+    "window": ("Relative window", ("Instead of a start and an end: e.g. {\"last\": \"7d\", \"align\": \"local_week\", "
+                                  "\"week_starts\": \"sunday\"}, resolved in the dataset's time zone when the run "
+                                  "starts. A run started by hand releases the last complete window that holds data.")),
+    "requested_by": ("Requested by", "Who asks: a registered requester or a steward's login."),
+    "validation": ("Validation", "How much bad raw data a release tolerates before it fails."),
+    "prepare": ("Preparation", "How points become trajectories and grid cells."),
+    "gate_policy": ("Gate policy", ("Optional: a registered policy at least as strict as the dataset's (its name, or "
+                                   "its name and version). Empty: the dataset's policy.")),
+    "approval_timeout_s": ("Approval timeout (seconds)", ("How long the run waits for the steward; the release then "
+                                                         "stays awaiting approval.")),
+    "queue_timeout_s": ("Queue timeout (seconds)", ("How long the run waits while another release of the dataset "
+                                                   "computes.")),
+    "time_precision_s": ("Time precision (seconds)", "Released timestamps are floored to this many seconds."),
+}
+SECTION_FORM_FIELDS = {
+    "validation": {
+        "max_speed_mps": ("Maximum speed (m/s)", ("A point reached faster than this from the previous one is "
+                                                 "quarantined.")),
+        "max_quarantine_share": ("Maximum quarantined share", ("The release fails when a larger share of points "
+                                                              "fails validation (0 to 1).")),
+        "max_duplicate_share": ("Maximum duplicate share", "The same for exact duplicate points (0 to 1)."),
+    },
+    "prepare": {
+        "time_gap_minutes": ("Trip gap (minutes)", "A trajectory ends where two points are further apart in time."),
+        "split_by_day": ("Split at midnight", "End every trajectory at midnight UTC."),
+        "cell_size_m": ("Grid cell size (m)", "The public grid's cell size."),
+        "min_points": ("Minimum points", "Trajectories with fewer points are dropped."),
+    },
+}
 
 
 def _check_keys(cls: type, data: dict, where: str) -> None:
@@ -196,7 +242,7 @@ class ReleaseSpec:
         if self.window_start and self.window_end and self.window_start >= self.window_end:
             raise ParameterError("window_start must be before window_end", "window")
         if self.window is not None:
-            RelativeWindow.parse({k: self.window[k] for k in ("last", "align") if k in self.window})
+            RelativeWindow.parse(self.window)
         for name in ("approval_timeout_s", "queue_timeout_s", "time_precision_s"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
@@ -212,59 +258,77 @@ class ReleaseSpec:
 
     @property
     def relative_window(self) -> RelativeWindow | None:
-        return None if self.window is None else RelativeWindow.parse({k: self.window[k] for k in ("last", "align")})
+        return None if self.window is None else RelativeWindow.parse(self.window)
 
     @property
     def unresolved(self) -> bool:
         """A relative window not yet resolved to ``window_start``/``window_end``."""
         return self.window is not None and "resolved_at" not in self.window
 
-    def resolved(self, at: datetime, timezone: str | None) -> ReleaseSpec:
-        """The spec with its relative window resolved for a run at ``at`` in the dataset's ``timezone``
-        (:meth:`trajpub.window.RelativeWindow.resolve`); a spec without one, or already resolved, as it is."""
+    def resolved(self, at: datetime, timezone: str | None, week_start: str | None = None) -> ReleaseSpec:
+        """The spec with its relative window resolved for a run at ``at`` in the dataset's ``timezone``, a
+        ``local_week`` starting on the window's own ``week_starts`` or else the dataset's ``week_start``
+        (:meth:`trajpub.window.RelativeWindow.resolve`); a spec without one, or already resolved, as it is. The
+        record keeps the week's first day it was resolved with."""
         if not self.unresolved:
             return self
-        start, end = self.relative_window.resolve(at, timezone)
-        record = {**self.window, "resolved_at": at.astimezone(UTC).isoformat(), "timezone": timezone or "UTC"}
+        relative = self.relative_window.with_week_start(week_start)
+        start, end = relative.resolve(at, timezone)
+        record = {**relative.to_dict(), "resolved_at": at.astimezone(UTC).isoformat(), "timezone": timezone or "UTC"}
         return replace(self, window_start=start, window_end=end, window=record)
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: type, handler: Any) -> Any:
         """As a flow's parameter type (pydantic, which Prefect uses): the JSON schema of the spec's fields, so
         that the deployment's parameter schema and the Prefect UI's run form show them; a value is parsed by
-        :meth:`from_dict` (the same checks and one-sentence errors as a YAML spec), an instance taken as it
-        is."""
-        return parameter_core_schema(cls, cls.from_dict, handler(source))
+        :meth:`from_parameters` (the checks and one-sentence errors of a YAML spec, and never a seed), an
+        instance taken as it is."""
+        return parameter_core_schema(cls, cls.from_parameters, handler(source))
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:
-        """The fields' JSON schema with what :meth:`from_dict` accepts beyond the parsed types: a window end as
-        an ISO date or time, a gate policy as a registered policy's name (the Prefect server checks a run's
-        parameters against this schema)."""
+        """The run form a person reads (the Prefect UI draws it from this schema, and the server checks a run's
+        parameters against it): every field labelled in words with a plain description, what :meth:`from_dict`
+        accepts beyond the parsed types (a window end as ISO text, a gate policy by name), and no ``seed``: a run
+        started from the form or the API cannot carry one (:meth:`from_parameters`)."""
         json_schema = handler(schema)
         fields_schema = handler.resolve_ref_schema(json_schema)
         fields_schema["additionalProperties"] = False  # from_dict refuses unknown keys
+        fields_schema["description"] = FORM_DESCRIPTION
         props = fields_schema["properties"]
-        props["window"] = {"title": props["window"]["title"], "default": None,
-                           "description": "A relative window instead of window_start/window_end, resolved when the "
-                                          "run starts in the dataset's time zone: {last: 7d, align: local_week | "
-                                          "local_day | none}",
-                           "anyOf": [{"type": "object", "properties": {"last": {"type": "string"},
-                                                                        "align": {"type": "string",
-                                                                                  "enum": ["local_week", "local_day",
-                                                                                           "none"]}}},
-                                     {"type": "null"}]}
+        props.pop("seed")
         for key in ("window_start", "window_end"):
-            props[key] = {"title": props[key]["title"], "default": None, "description": "ISO date or time (UTC "
-                          "unless it carries an offset)", "anyOf": [{"type": "string", "format": "date"},
-                                                                     {"type": "string", "format": "date-time"},
-                                                                     {"type": "null"}]}
-        props["gate_policy"] = {"title": props["gate_policy"]["title"], "default": None,
-                                "description": "A registered policy at least as strict as the dataset's: NAME or "
-                                               "{name: NAME, version: N}",
-                                "anyOf": [{"type": "string"}, {"type": "object", "properties": {
-                                    "name": {"type": "string"}, "version": {"type": "integer"}}}, {"type": "null"}]}
+            props[key] = {"default": None, "anyOf": [{"type": "string", "title": "ISO date or time"},
+                                                     {"type": "null"}]}
+        props["window"] = {"default": None, "anyOf": [{"type": "object", "title": "last and align", "properties": {
+            "last": {"type": "string", "title": "Length (7d, 2w, 24h)"},
+            "align": {"type": "string", "title": "Aligned to", "enum": list(ALIGNMENTS)},
+            "week_starts": {"type": "string", "title": "First day of the week", "enum": list(WEEKDAYS)}}},
+            {"type": "null"}]}
+        props["gate_policy"] = {"default": None, "anyOf": [
+            {"type": "string", "title": "Policy name"},
+            {"type": "object", "title": "Policy name and version", "properties": {
+                "name": {"type": "string", "title": "Name"}, "version": {"type": "integer", "title": "Version"}}},
+            {"type": "null"}]}
+        for key, (title, description) in FORM_FIELDS.items():
+            props[key].update(title=title, description=description)
+        for key in ("validation", "prepare"):
+            sub = handler.resolve_ref_schema(props[key])
+            sub["title"], sub["description"] = FORM_FIELDS[key]
+            for name, (title, description) in SECTION_FORM_FIELDS[key].items():
+                sub["properties"][name].update(title=title, description=description)
         return json_schema
+
+    @classmethod
+    def from_parameters(cls, data: Any) -> ReleaseSpec:
+        """A flow run's ``spec`` parameter (a deployment's defaults, the Prefect UI's run form, the API) parsed as
+        :meth:`from_dict` parses a YAML spec, refusing a ``seed`` even in test mode: a seed and the output give
+        the noise back, and a run's parameters are stored by the Prefect server (a test that needs a fixed seed
+        hands the flow a parsed spec)."""
+        if isinstance(data, dict) and data.get("seed") is not None:
+            raise ParameterError("a run's parameters cannot carry a random seed: a seed and the output give the "
+                                 "noise back; every run draws its own", "seed")
+        return cls.from_dict({k: v for k, v in data.items() if k != "seed"} if isinstance(data, dict) else data)
 
     @classmethod
     def from_dict(cls, data: dict) -> ReleaseSpec:
@@ -289,10 +353,16 @@ class ReleaseSpec:
                 data[key] = sub(**data[key])
         for key in ("window_start", "window_end"):
             data[key] = parse_utc(data.get(key), key)
-        if data.get("window") is not None:
-            if data["window_start"] or data["window_end"]:
+        if (window := data.get("window")) is not None:
+            relative = RelativeWindow.parse(window).to_dict()
+            if isinstance(window, dict) and "resolved_at" in window and data["window_start"] and data["window_end"]:
+                # a spec as a run recorded it (resolved, :meth:`resolved`): read back as it was
+                relative |= {"resolved_at": str(window["resolved_at"]), "timezone": str(window.get("timezone"))}
+                if window.get("latest_with_data"):
+                    relative["latest_with_data"] = True
+            elif data["window_start"] or data["window_end"]:
                 raise ParameterError("a spec has a relative window or window_start/window_end, not both", "window")
-            data["window"] = RelativeWindow.parse(data["window"]).to_dict()
+            data["window"] = relative
         return cls(**data)
 
     def to_record(self) -> dict:

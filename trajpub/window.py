@@ -8,7 +8,10 @@ absolute ``[start, end)`` the snapshot reads and the release records (docs/desig
 - ``align: none``: ``end = at``, ``start = at - last`` (an exact duration);
 - ``align: local_day``: ``end`` is the local midnight at or before ``at`` (the day of ``at`` is not over yet),
   ``start`` the local midnight ``last`` days earlier;
-- ``align: local_week``: ``end`` is the local Monday 00:00 at or before ``at``, ``start`` ``last`` days earlier.
+- ``align: local_week``: ``end`` is the local start of the week (00:00 of its first day) at or before ``at``,
+  ``start`` ``last`` days earlier. The week's first day is the window's ``week_starts`` (``{last: 7d, align:
+  local_week, week_starts: sunday}``), else its dataset's (``governance.datasets.week_start``, sql/040), else
+  Monday.
 
 Aligned windows count local calendar days, so a day of a daylight-saving change lasts 23 or 25 hours; a local
 midnight that does not exist (a change at midnight) is read as the first instant of that day.
@@ -25,6 +28,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from trajpub.errors import ParameterError
 
 ALIGNMENTS = ("local_week", "local_day", "none")
+#: What a resolved window records beside its relative form: when, in which zone, and whether a run started by hand
+#: moved back to the last complete window with data (tasks/windows.py).
+RESOLUTION_KEYS = ("resolved_at", "timezone", "latest_with_data")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")  # date.weekday() order
 DURATION = re.compile(r"([1-9][0-9]{0,4})([wdh])")
 UNIT_WORDS = {"w": "week", "d": "day", "h": "hour"}
 
@@ -52,6 +59,19 @@ def zone(name: str | None, where: str = "governance.datasets.timezone") -> ZoneI
         raise ParameterError(f"{name!r} is not an IANA time zone", where) from None
 
 
+def week_day(name: Any, where: str) -> str:
+    """A week's first day by name (``sunday``; any case), refused in one sentence otherwise."""
+    day = name.lower() if isinstance(name, str) else None
+    if day not in WEEKDAYS:
+        raise ParameterError(f"a week starts on one of {', '.join(WEEKDAYS)}, got {str(name)[:40]!r}", where)
+    return day
+
+
+def week_start_day(day: date, first: str | None) -> date:
+    """The first day (``first``, Monday when None) of the week holding local ``day``."""
+    return day - timedelta(days=(day.weekday() - WEEKDAYS.index(first or "monday")) % 7)
+
+
 def local_midnight(day: date, tz: ZoneInfo) -> datetime:
     """The first instant of local ``day`` in ``tz``, in UTC (a midnight skipped by a clock change: the instant
     after the gap, which is what fold 0 gives for a time in a gap)."""
@@ -60,10 +80,12 @@ def local_midnight(day: date, tz: ZoneInfo) -> datetime:
 
 @dataclass(frozen=True)
 class RelativeWindow:
-    """The last ``last`` (a duration) up to the run's time, its end aligned as ``align`` says (module docstring)."""
+    """The last ``last`` (a duration) up to the run's time, its end aligned as ``align`` says (module docstring);
+    ``week_starts``: a ``local_week`` window's first day of the week (None: its dataset's)."""
 
     last: timedelta
     align: str = "none"
+    week_starts: str | None = None
 
     def __post_init__(self) -> None:
         if self.align not in ALIGNMENTS:
@@ -74,20 +96,36 @@ class RelativeWindow:
         if self.align != "none" and self.last % timedelta(days=1):
             raise ParameterError(f"a window aligned to {self.align.removeprefix('local_')}s lasts whole days, got "
                                  f"{duration_text(self.last)}", "window.last")
+        if self.week_starts is not None and self.align != "local_week":
+            raise ParameterError("week_starts goes with align: local_week", "window.week_starts")
 
     @classmethod
     def parse(cls, value: Any, where: str = "window") -> RelativeWindow:
-        """From a spec's ``{last: 7d, align: local_week}`` (``align`` defaults to ``none``)."""
-        if not isinstance(value, dict) or "last" not in value or set(value) - {"last", "align"}:
-            raise ParameterError("a relative window is a mapping {last: DURATION, align: local_week|local_day|none}, "
-                                 f"got {str(value)[:80]!r}", where)
-        return cls(parse_duration(value["last"], f"{where}.last"), value.get("align", "none"))
+        """From a spec's ``{last: 7d, align: local_week, week_starts: sunday}`` (``align`` defaults to ``none``,
+        ``week_starts`` to the dataset's); the keys a resolved window records beside them are left out."""
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k not in RESOLUTION_KEYS}
+        if not isinstance(value, dict) or "last" not in value or set(value) - {"last", "align", "week_starts"}:
+            raise ParameterError("a relative window is a mapping {last: DURATION, align: local_week|local_day|none, "
+                                 f"week_starts: DAY (local_week only)}}, got {str(value)[:80]!r}", where)
+        first = value.get("week_starts")
+        return cls(parse_duration(value["last"], f"{where}.last"), value.get("align", "none"),
+                   None if first is None else week_day(first, f"{where}.week_starts"))
 
     def to_dict(self) -> dict:
-        return {"last": duration_text(self.last), "align": self.align}
+        out = {"last": duration_text(self.last), "align": self.align}
+        return out if self.week_starts is None else {**out, "week_starts": self.week_starts}
+
+    def with_week_start(self, first: str | None) -> RelativeWindow:
+        """A ``local_week`` window with its first day of the week settled: its own, else ``first`` (the
+        dataset's), else Monday; any other window as it is."""
+        if self.align != "local_week" or self.week_starts is not None:
+            return self
+        return RelativeWindow(self.last, self.align, first or "monday")
 
     def resolve(self, at: datetime, timezone: str | None) -> tuple[datetime, datetime]:
-        """The absolute ``[start, end)`` (UTC) of this window for a run at ``at`` (aware) in ``timezone``."""
+        """The absolute ``[start, end)`` (UTC) of this window for a run at ``at`` (aware) in ``timezone`` (a week
+        without ``week_starts`` starts on Monday: :meth:`with_week_start` settles it first)."""
         if at.tzinfo is None:
             raise ValueError("the run's time must be timezone-aware")
         if self.align == "none":
@@ -96,7 +134,7 @@ class RelativeWindow:
         tz = zone(timezone)
         day = at.astimezone(tz).date()
         if self.align == "local_week":
-            day -= timedelta(days=day.weekday())
+            day = week_start_day(day, self.week_starts)
         return local_midnight(day - timedelta(days=self.last.days), tz), local_midnight(day, tz)
 
     def describe(self, timezone: str | None) -> str:
@@ -105,7 +143,7 @@ class RelativeWindow:
         length = f"the last {n} {unit}{'s' if n != '1' else ''}"
         if self.align == "none":
             return f"{length} up to the run's time"
-        end = "Monday 00:00" if self.align == "local_week" else "midnight"
+        end = f"{(self.week_starts or 'monday').capitalize()} 00:00" if self.align == "local_week" else "midnight"
         return f"{length} up to the local {end} at or before the run's time ({timezone or 'UTC'})"
 
 
@@ -116,8 +154,10 @@ def window_words(start: datetime | None, end: datetime | None, record: dict | No
     span = f"{start.isoformat() if start else 'open'} to {end.isoformat() if end else 'open'} (end excluded)"
     if not record:
         return span
-    relative = RelativeWindow.parse({k: record[k] for k in ("last", "align")})
-    return (f"{span}: {relative.describe(record.get('timezone'))}, resolved for a run at "
+    relative = RelativeWindow.parse(record)
+    moved = (", the last complete window with data before the run (the run's own window held none)"
+             if record.get("latest_with_data") else "")
+    return (f"{span}: {relative.describe(record.get('timezone'))}{moved}, resolved for a run at "
             f"{record.get('resolved_at', '(not resolved)')}")
 
 

@@ -182,11 +182,14 @@ def release_compare(spec_file: Path, yes: bool) -> None:
 def _unless_blocked(run) -> dict:
     """The outcome of ``run`` (a flow called as a function); a run that ends ``Blocked`` prints its outcome,
     then its reason in one sentence on stderr, and exits with :attr:`ReleaseBlocked.EXIT_CODE` (3), so that a
-    script tells it from a release that reached the steward (0) and from an error or a refusal (1)."""
-    from trajpub.errors import ReleaseBlocked
+    script tells it from a release that reached the steward (0) and from an error or a refusal (1). A rejected
+    release (its run ends ``Rejected``, not Completed) reached its steward: its outcome, exit 0."""
+    from trajpub.errors import ReleaseBlocked, ReleaseRejected
 
     try:
         return run()
+    except ReleaseRejected as exc:
+        return exc.outcome
     except ReleaseBlocked as exc:
         click.echo(json.dumps(exc.outcome))
         click.secho(f"blocked: {exc}", fg="red", err=True)

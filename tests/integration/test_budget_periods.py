@@ -42,9 +42,9 @@ def weekly(owner, stewards, bare_dataset):
         conn.execute(sa.text("UPDATE governance.datasets SET timezone = 'Asia/Shanghai', epsilon_cap = 10"
                              " WHERE dataset = :d"), {"d": bare_dataset})
 
-    def declare(period: str | None = "week", w: int = 1) -> str:
+    def declare(period: str | None = "week", w: int = 1, week_start: str = "monday") -> str:
         with stewards["ada"].begin() as conn:
-            governance.set_privacy_unit(conn, bare_dataset, Unit("object", period, w))
+            governance.set_privacy_unit(conn, bare_dataset, Unit("object", period, w, week_start=week_start))
         return bare_dataset
 
     return declare
@@ -213,6 +213,30 @@ def test_python_and_the_database_align_periods_alike(engine):
             db = conn.execute(sa.text("SELECT governance.period_start(:t, :p, :z)"),
                               {"t": t, "p": period, "z": tz}).scalar_one()
             assert db == period_start(t, period, tz), (t, period, tz)
+            for first in ("monday", "sunday", "saturday"):  # a week from the dataset's first day (sql/040)
+                db = conn.execute(sa.text("SELECT governance.period_start(:t, :p, :z, :w)"),
+                                  {"t": t, "p": period, "z": tz, "w": first}).scalar_one()
+                assert db == period_start(t, period, tz, first), (t, period, tz, first)
+
+
+def test_a_sunday_week_dataset_charges_a_sunday_to_saturday_window_to_one_week(engine, weekly, stewards):
+    """A dataset whose weeks start on Sunday (`budget unit --week-starts sunday`): a Sunday-to-Sunday window is one
+    object-week (under ISO weeks it touched two), the ledger's periods and the cap follow it, and the first day
+    cannot change under charges."""
+    dataset = weekly("week", week_start="sunday")
+    sunday = week(0, offset_days=-1)  # Sunday 3 to Sunday 10 February 2008, Beijing
+    rid = charge(engine, dataset, sunday, 6.0)
+    with engine.connect() as conn:
+        first, last = conn.execute(sa.text("SELECT period_first, period_last FROM governance.budget_ledger"
+                                           " WHERE release_id = :r"), {"r": rid}).one()
+        assert governance.unit_of(conn, dataset).week_start == "sunday"
+    assert first == last == datetime(2008, 2, 3)
+    charge(engine, dataset, week(0, days=1, offset_days=6), 4.0)  # Sunday 10 February: the next week, its own cap
+    with pytest.raises(PolicyError, match="only 4 of its cap 10 left in the week from 2008-02-03"):
+        charge(engine, dataset, week(0, days=1, offset_days=5), 5.0)  # Saturday 9 February: the first week
+    with pytest.raises(Exception, match="cannot change under"), stewards["ada"].begin() as conn:
+        conn.execute(sa.text("UPDATE governance.datasets SET week_start = 'monday' WHERE dataset = :d"),
+                     {"d": dataset})
 
 
 def test_the_unit_is_stated_in_the_review_lineage_and_the_consumers_card(engine, weekly):
@@ -383,7 +407,9 @@ def test_a_comparison_is_billed_on_the_weeks_of_its_window(engine, weekly):
         compare.bill(conn, planned)
     with engine.connect() as conn:
         bill = compare.bill(conn, planned[:1])
-    assert bill.lines()[-1].endswith("within the cap 10 per object-week for their windows' periods")
+    assert bill.lines()[-1] == ("TOTAL epsilon-DP: epsilon 3 per object over 1 candidate(s) (each charged to the "
+                                "weeks its window touches); the most any week holds after them is epsilon 7 (the "
+                                "week from 2008-02-11, the ledger included), within the cap 10 per object-week")
 
 
 def test_a_year_of_weekly_releases_fits_a_per_week_cap(engine, weekly):

@@ -202,7 +202,7 @@ def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loa
     assert utc == [(datetime(2008, 1, 27, 16, tzinfo=UTC), datetime(2008, 2, 3, 16, tzinfo=UTC)),
                    (datetime(2008, 2, 3, 16, tzinfo=UTC), datetime(2008, 2, 10, 16, tzinfo=UTC))]  # Beijing weeks
     assert [r.spec["window"] for r in rows] == [
-        {"last": "7d", "align": "local_week", "resolved_at": at, "timezone": "Asia/Shanghai"}
+        {"last": "7d", "align": "local_week", "week_starts": "monday", "resolved_at": at, "timezone": "Asia/Shanghai"}
         for at in ("2008-02-03T16:00:00+00:00", "2008-02-10T16:00:00+00:00")]  # the Mondays' local midnights
     assert {r.requested_by for r in rows} == {"backfill-operator"}
     first, second = rows
@@ -223,11 +223,12 @@ def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loa
         return states if all(s is not None and s.is_final() for s in states) else None
 
     states = wait_until(finished, 180, "both backfilled flow runs to finish after the rejection")
-    # a rejected release's run completed; a blocked one's ended in a Failed state named Blocked, with its reason
+    # a rejected release's run ended Cancelled, named Rejected (not a green Completed); a blocked one's in a Failed
+    # state named Blocked, with its reason
     ended = dict(zip(run_ids, states, strict=True))
     for r in rows:
         state = ended[str(r.flow_run_id)]
-        expected = ("COMPLETED", "Completed") if r.status == "awaiting_approval" else ("FAILED", "Blocked")
+        expected = ("CANCELLED", "Rejected") if r.status == "awaiting_approval" else ("FAILED", "Blocked")
         assert (state.type.value, state.name) == expected, (r, state)
         if r.status == "blocked":  # by the gate, or before it: a week's budget that released nothing
             assert state.message.startswith((f"release {r.release_id} is blocked by the audit gate: ",

@@ -24,7 +24,8 @@ SPEC = {"name": "first_look", "dataset": "tdrive", "bbox": [116.0, 39.6, 116.8, 
 
 def test_the_parameter_schema_is_the_release_spec_without_mechanism_and_params_plus_name_and_candidates():
     schema = parameter_schema(compare_flow).model_dump()["properties"]["spec"]
-    assert set(schema["properties"]) == ({f.name for f in fields(ReleaseSpec)} - SHARED_ONLY) | {"name", "candidates"}
+    assert set(schema["properties"]) == ({f.name for f in fields(ReleaseSpec)} - SHARED_ONLY - {"seed"}
+                                         | {"name", "candidates"})
     assert set(schema["required"]) == {"dataset", "bbox", "candidates"}
     assert schema["additionalProperties"] is False
     candidate = schema["properties"]["candidates"]["items"]

@@ -24,6 +24,19 @@ def test_periods_start_at_local_midnight_monday_and_the_first():
     assert period_start(utc(2008, 2, 29, 16, 0), "month", "Asia/Shanghai") == datetime(2008, 3, 1)
 
 
+def test_a_dataset_whose_weeks_start_on_sunday_counts_one_period_for_a_sunday_to_saturday_window():
+    sf = "America/Los_Angeles"  # Sunday 24 May 2026 00:00 PDT is 07:00 UTC
+    start, end = utc(2026, 5, 24, 7), utc(2026, 5, 31, 7)
+    assert touched(start, end, "week", sf, "sunday") == (datetime(2026, 5, 24), datetime(2026, 5, 24))
+    assert touched(start, end, "week", sf) == (datetime(2026, 5, 18), datetime(2026, 5, 25))  # ISO: two weeks
+    assert period_start(utc(2026, 5, 31, 6, 59), "week", sf, "saturday") == datetime(2026, 5, 30)
+    unit = Unit("object", "week", 1, sf, "Sunday")
+    assert unit.week_start == "sunday" and "weeks from Sunday 00:00" in unit.describe()
+    assert "ISO weeks from Monday 00:00" in Unit("object", "week").describe()
+    with pytest.raises(ParameterError, match="a week starts on one of"):
+        Unit("object", "week", 1, sf, "sun")
+
+
 def test_a_window_touches_every_period_from_its_start_to_its_last_instant():
     # the shipped weekly window, 2 to 9 February 2008 (UTC), read in Beijing: Saturday 08:00 to Saturday 08:00
     assert touched(utc(2008, 2, 2), utc(2008, 2, 9), "week", "Asia/Shanghai") == (datetime(2008, 1, 28),

@@ -2,6 +2,7 @@
 draws its run form from, lists the spec's fields, and Prefect parses a mapping with ReleaseSpec.from_dict."""
 
 import pickle
+import re
 from dataclasses import fields
 
 import cloudpickle
@@ -22,12 +23,48 @@ SPEC = {"dataset": "tdrive", "bbox": ["116.0", 39.6, 116.8, 40.2], "window_start
 def test_the_parameter_schema_lists_every_field_of_the_spec_and_its_required_ones():
     everything = parameter_schema(release_flow).model_dump()
     schema = everything["properties"]["spec"]
-    assert set(schema["properties"]) == {f.name for f in fields(ReleaseSpec)}
+    assert set(schema["properties"]) == {f.name for f in fields(ReleaseSpec)} - {"seed"}  # never from a form
     assert set(schema["required"]) == {"dataset", "bbox"}
     assert schema["additionalProperties"] is False
     for name, section in (("prepare", PrepareSpec), ("validation", ValidationSpec)):
         ref = schema["properties"][name]["$ref"].rsplit("/", 1)[1]
         assert set(everything["definitions"][ref]["properties"]) == {f.name for f in fields(section)}
+
+
+def test_the_run_form_reads_as_words_without_markup():
+    """What the Prefect UI's custom-run form shows: every field and every alternative of a field titled in words
+    (the UI labels untitled alternatives of a choice by their type, `str`), every description plain text (no reST roles or
+    double backquotes, which the UI prints as they are)."""
+    everything = parameter_schema(release_flow).model_dump()
+    texts, untitled = [], []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            texts.extend(str(node[k]) for k in ("title", "description") if k in node)
+            choices = [alt for alt in node.get("anyOf", []) if alt.get("type") != "null"]
+            untitled.extend(f"{path}.anyOf" for alt in choices if len(choices) > 1 and "title" not in alt)
+            for key, value in node.items():
+                walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}[{i}]")
+
+    walk(everything, "")
+    assert not untitled
+    assert not [t for t in texts if re.search(r":[a-z]+:`|``", t)]
+    spec = everything["properties"]["spec"]["properties"]
+    assert (spec["window_start"]["title"], spec["window_end"]["title"]) == ("Window start", "Window end")
+    assert all(p.get("title") and p.get("description") for p in spec.values() if "$ref" not in p)
+    assert spec["window"]["anyOf"][0]["properties"]["week_starts"]["enum"][-1] == "sunday"
+
+
+def test_a_run_cannot_carry_a_seed_even_in_test_mode(monkeypatch):
+    monkeypatch.setenv("TRAJPUB_TEST_MODE", "1")
+    with pytest.raises(ParameterTypeError) as refused:
+        release_flow.validate_parameters({"spec": {**SPEC, "seed": 7}})
+    assert "cannot carry a random seed" in str(refused.value)
+    seeded = ReleaseSpec.from_dict({**SPEC, "seed": 7})  # a test hands the flow a parsed spec instead
+    assert release_flow.validate_parameters({"spec": seeded})["spec"].seed == 7
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.parent.name if p.stem == "example" else p.stem)

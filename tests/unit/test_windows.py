@@ -37,6 +37,28 @@ def test_a_weekly_run_on_monday_morning_in_beijing_releases_the_last_local_week(
     assert week.resolve(local(SHANGHAI, 2008, 2, 18), SHANGHAI) == (end, end + timedelta(days=7))
 
 
+def test_a_week_that_starts_on_sunday_ends_on_the_local_sunday_midnight():
+    """San Francisco counts its weeks from Sunday: a run on Monday 1 June 2026 releases Sunday 24 to Saturday 30
+    May, whole, not a one-day "week" and a Monday-to-Saturday one; the window's own first day wins over the
+    dataset's, and the dataset's over Monday."""
+    sf = "America/Los_Angeles"
+    week = RelativeWindow.parse({"last": "7d", "align": "local_week", "week_starts": "Sunday"})
+    start, end = week.resolve(local(sf, 2026, 6, 1, 3), sf)
+    assert (start, end) == (local(sf, 2026, 5, 24), local(sf, 2026, 5, 31))
+    assert week.resolve(local(sf, 2026, 5, 31), sf) == (start, end)  # Sunday 00:00 itself: the week just ended
+    assert week.resolve(local(sf, 2026, 5, 30, 23, 59), sf) == (start - timedelta(days=7), start)
+    plain = ReleaseSpec.from_dict({"dataset": "d", "bbox": BBOX, "window": {"last": "7d", "align": "local_week"}})
+    assert plain.resolved(local(sf, 2026, 6, 1, 3), sf, "sunday").window_end == end  # the dataset's first day
+    assert plain.resolved(local(sf, 2026, 6, 1, 3), sf).window_end == local(sf, 2026, 6, 1)  # Monday by default
+    own = ReleaseSpec.from_dict({"dataset": "d", "bbox": BBOX, "window": week.to_dict()})
+    assert own.resolved(local(sf, 2026, 6, 1, 3), sf, "monday").window_end == end
+    assert "up to the local Sunday 00:00" in week.describe(sf)
+    for bad, says in (({"last": "7d", "align": "local_week", "week_starts": "sun"}, "a week starts on one of"),
+                      ({"last": "7d", "align": "local_day", "week_starts": "sunday"}, "goes with align: local_week")):
+        with pytest.raises(ParameterError, match=says):
+            RelativeWindow.parse(bad)
+
+
 def test_aligned_days_are_local_calendar_days_across_daylight_saving():
     two_days = RelativeWindow.parse({"last": "2d", "align": "local_day"})
     # New York springs forward on Sunday 14 March 2021: 13 and 14 March last 24 + 23 hours
@@ -90,8 +112,9 @@ def test_a_resolved_spec_records_the_relative_window_with_its_time_and_zone():
     assert (resolved.window_start, resolved.window_end) == (utc(2008, 2, 3, 16), utc(2008, 2, 10, 16))
     assert not resolved.unresolved and resolved.resolved(utc(2030, 1, 1), SHANGHAI) is resolved
     record = resolved.to_record()
-    assert record["window"] == {"last": "7d", "align": "local_week", "resolved_at": "2008-02-10T19:00:00+00:00",
-                                "timezone": SHANGHAI}
+    assert record["window"] == {"last": "7d", "align": "local_week", "week_starts": "monday",
+                                "resolved_at": "2008-02-10T19:00:00+00:00", "timezone": SHANGHAI}
+    assert ReleaseSpec.from_dict(record) == resolved  # a recorded spec reads back as it ran
     assert (record["window_start"], record["window_end"]) == ("2008-02-03T16:00:00+00:00", "2008-02-10T16:00:00+00:00")
     words = window_words(resolved.window_start, resolved.window_end, record["window"])
     assert words == ("2008-02-03T16:00:00+00:00 to 2008-02-10T16:00:00+00:00 (end excluded): the last 7 days up to "
