@@ -7,6 +7,9 @@ as the previous point of the piece) dropped; pieces with < 2 points dropped. On 
 
 - T-Drive (``tdrive_sample_odd_taxis.csv.gz``, Beijing time): bbox :data:`TDRIVE_BBOX` = lon 115.4-117.6,
   lat 39.4-41.1 (the issue's).
+- Cabspotting (``cabspotting_sf_odd_cabs_3days.csv.gz``, San Francisco local time): bbox :data:`SF_BBOX` = lon
+  -122.6 to -122.0, lat 37.2-38.0 (53 x 89 km: the San Francisco peninsula and the East Bay shore, the extent of
+  issue 39's release), its metric cells over :data:`SF_CORE` (32 x 44 km, the city and the airport).
 - GeoLife (``skmob_geolife_sample.txt.gz``, 2 users, times in UTC as GeoLife's PLT files): bbox
   :data:`GEOLIFE_BBOX` = lon 116.0-116.8, lat 39.6-40.3, the Beijing urban area inside the 5th/6th ring road
   where GeoLife users mostly move (chosen by us; trips out of Beijing are dropped, as points outside the bbox).
@@ -25,9 +28,13 @@ from trajpub.window import ReleaseWindow
 
 TDRIVE_BBOX = (115.4, 39.4, 117.6, 41.1)
 GEOLIFE_BBOX = (116.0, 39.6, 116.8, 40.3)
+SF_BBOX = (-122.6, 37.2, -122.0, 38.0)
+SF_CORE = (-122.55, 37.55, -122.19, 37.95)
 #: The public windows of the samples' releases (where a synthesizer places its timestamps), in Beijing time.
 TDRIVE_WINDOW = ReleaseWindow(datetime(2008, 2, 2, tzinfo=UTC), datetime(2008, 2, 9, tzinfo=UTC), "Asia/Shanghai")
 GEOLIFE_WINDOW = ReleaseWindow(datetime(2008, 10, 1, tzinfo=UTC), datetime(2009, 4, 1, tzinfo=UTC), "Asia/Shanghai")
+SF_WINDOW = ReleaseWindow(datetime(2008, 5, 18, 7, tzinfo=UTC), datetime(2008, 5, 21, 7, tzinfo=UTC),
+                          "America/Los_Angeles")
 MAX_GAP_S = 30 * 60
 COLUMNS = ["object_id", "traj_id", "t", "lon", "lat"]
 
@@ -54,6 +61,15 @@ def tdrive_records(path: Path = DATA / "tdrive_sample_odd_taxis.csv.gz") -> pd.D
     points = pd.DataFrame({"object_id": d["taxi_id"].astype(str), "t": t, "lon": d["longitude"],
                            "lat": d["latitude"]})
     return clean(points, TDRIVE_BBOX)
+
+
+def sf_records(path: Path = DATA / "cabspotting_sf_odd_cabs_3days.csv.gz") -> pd.DataFrame:
+    """The Cabspotting sample (255 cabs, 18-20 May 2008, San Francisco time), cleaned in SF_BBOX."""
+    d = pd.read_csv(path)
+    t = pd.to_datetime(d["datetime"]).dt.tz_localize("America/Los_Angeles").dt.tz_convert("UTC")
+    points = pd.DataFrame({"object_id": d["taxi_id"].astype(str), "t": t, "lon": d["longitude"],
+                           "lat": d["latitude"]})
+    return clean(points, SF_BBOX)
 
 
 def geolife_records() -> pd.DataFrame:

@@ -11,7 +11,8 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
   cells, in the ``end_edges`` bins;
 - ``density``: each object's ``density_cells`` most visited fine cells (by its points), 1/k each
   (:func:`top_cells_histogram`): L1 norm 1 as every histogram, spread over the cells most taxis frequent rather
-  than over the points of the few that wait long in one cell;
+  than over the points of the few that wait long in one cell; with ``density_model: privtree``, each object's
+  points' shares over the ``fine_cell_m`` cells instead (:func:`point_shares`, L1 norm 1 too);
 - ``moves``: (block, direction) of each move of the record written in blocks of 2**L x 2**L fine cells
   (its first ``max_moves`` moves at that level);
 - ``step``: for each fine move of a record, its time relative to the record's pace (seconds per move): the time
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mechanisms.citytrace.params import HOURS, CityTraceParams
+from mechanisms.citytrace.params import HOURS, CityTraceParams, fine_grid
 from mechanisms.dpt import Hierarchy, discretise
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.counting import ObjTraceCounts, length_bin, per_object_histogram
@@ -59,6 +60,26 @@ def top_cells_histogram(objects: np.ndarray, cells: np.ndarray, k: int, size: in
         "object").head(k)
     weight = 1.0 / kept.groupby("object")["object"].transform("size").to_numpy()
     return np.bincount(kept["cell"].to_numpy(), weights=weight, minlength=size)
+
+
+def point_shares(objects: np.ndarray, cells: np.ndarray, size: int) -> np.ndarray:
+    """``Σ_o`` of each object's points in each cell divided by its number of points (a point off the grid,
+    cell -1, adds nothing): each object's vector is >= 0 with L1 norm <= 1, a function of its own points only."""
+    if len(cells) == 0:
+        return np.zeros(size)
+    codes = pd.factorize(objects)[0]
+    on = cells >= 0
+    return np.bincount(cells[on], weights=(1.0 / np.bincount(codes)[codes])[on], minlength=size)
+
+
+def density_of(df: pd.DataFrame, mcell: np.ndarray, geometry: Geometry, params: CityTraceParams) -> np.ndarray:
+    """The ``density`` statistic of the points of ``df`` (module docstring), on the model grid or, for
+    ``privtree``, on the fine grid (points in the model grid are in the fine grid: it nests in it)."""
+    objects = df["object_id"].astype(str).to_numpy()
+    if params.density_model == "privtree":
+        fine = fine_grid(geometry, params)
+        return point_shares(objects, fine.cell_of(df["x"].to_numpy(), df["y"].to_numpy()), fine.n_cells)
+    return top_cells_histogram(objects, mcell, params.density_cells, geometry.model.n_cells)
 
 
 def first_moves(disc, limit: int) -> np.ndarray:
@@ -134,7 +155,7 @@ def count_points(points: pd.DataFrame, geometry: Geometry, params: CityTracePara
         end=per_object_histogram(owner, length_bin(cell_distance(disc.cells[disc.offsets[:-1]],
                                                                  disc.cells[disc.offsets[1:] - 1], grid.n_cols),
                                                    params.end_edges), len(params.end_edges)),
-        density=top_cells_histogram(df["object_id"].astype(str).to_numpy(), mcell, params.density_cells, grid.n_cells),
+        density=density_of(df, mcell, geometry, params),
         moves=moves,
         weekday=per_object_histogram(owner, local.dt.weekday.to_numpy(), WEEKDAYS),
         hour=per_object_histogram(owner, hour_key, geometry.region.n_cells * HOURS),

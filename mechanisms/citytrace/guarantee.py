@@ -20,6 +20,12 @@ def guarantee(params: CityTraceParams) -> Guarantee:
       fine cells (:func:`~.counting.top_cells_histogram`, a function of o's points only); a level's block sums
       of o's density vector have L1 norm 1 too, so the L1 sensitivity is 1; Laplace(1 / ε) on every bin of a
       public, data-independent key space.
+    - ``density_model: privtree``: o's vector is its points' shares over the fine cells (>= 0, L1 norm <= 1);
+      the decomposition is ε_tests-DP by :func:`~.privtree.calibration` (PrivTree's Theorem 3.1, SIGMOD 2016,
+      extended there to fractional contributions: a path costs at most (2β-1)/((β-1)λ) per unit of mass, and
+      o's unit of mass is split over paths); the leaves, and each of the J sub-level depths below them, are
+      partitions of the grid given the released tree, so their counts have sensitivity 1 and get Laplace(1/ε)
+      with ε_leaves and ε_j (:meth:`CityTraceParams.privtree_epsilons`, summing to ε_density with ε_tests).
     - Sequential composition: Σ_k ε_k over the density levels is ε_density
       (:meth:`CityTraceParams.level_epsilons`) and Σ ε_part = ε (:meth:`CityTraceParams.budget`). The grids,
       bins, the release's window, the dataset's time zone, the speed bound and every parameter are public; the walks, positions and timestamps are
@@ -28,19 +34,30 @@ def guarantee(params: CityTraceParams) -> Guarantee:
     eps = params.epsilon
     b = params.budget()
     parts = ", ".join(f"{name} (epsilon {b[name]:.4g})" for name in PARTS)
+    if params.density_model == "privtree":
+        tests, leaves, subs = params.privtree_epsilons()
+        density = (f"the density as a PrivTree decomposition of {params.fine_cell_m:g} m cells whose depth follows "
+                   f"the data (Zhang, Xiao and Xie, SIGMOD 2016: split tests with epsilon {tests:.4g}, the leaves' "
+                   f"counts with epsilon {leaves:.4g}"
+                   + (f", and {len(subs)} finer partition(s) below them with epsilon {subs[0]:.4g} each"
+                      if subs else "") + ")")
+        share = "its points divided by its number of points"
+    else:
+        density = f"the density as a quadtree of {params.quadtree_levels + 1} levels sharing its epsilon"
+        share = f"1/{params.density_cells} on each of its {params.density_cells} most visited cells"
     how = (
         f"CityTrace releases, with Laplace noise, {len(PARTS)} statistics by "
-        f"sequential composition: {parts}; the density as a quadtree of {params.quadtree_levels + 1} "
-        "levels sharing its epsilon. Each object adds to each histogram its own histogram divided by its number "
-        f"of items (to the density, 1/{params.density_cells} on each of its {params.density_cells} most visited "
-        f"cells): at most 1 in total, and to the record count at most {params.max_records_per_object} records, "
-        "so the noise is calibrated to one whole object. The synthetic trajectories, their positions "
-        "and their timestamps are drawn from these noisy values only."
+        f"sequential composition: {parts}; {density}. Each object adds to each histogram its own histogram "
+        f"divided by its number of items (to the density, {share}): at most 1 in total, and to the record count "
+        f"at most {params.max_records_per_object} records, so the noise is calibrated to one whole object. The "
+        "synthetic trajectories, their positions and their timestamps are drawn from these noisy values only."
     )
     caveats = (
         (f"The bounding box, the model cells of {params.cell_size_m:g} m, the blocks of the move directions, the "
          "start-time regions, the histogram bins and every parameter are public and fixed before the data is "
-         f"read. The moves of a record after its first {params.max_moves} are not modelled."),
+         f"read. The moves of a record after its first {params.max_moves} are not modelled."
+         + (" PrivTree's split thresholds depend on epsilon and the fanout only; the split tests' noise is "
+            "snapped to an exact grid, paid for in its scale." if params.density_model == "privtree" else "")),
         ("Timestamps are synthetic and lie in the release's window: a local day of the window from a noisy "
          "day-of-week histogram, a local hour of day per start region (the dataset's time zone), a pace per "
          "record and a time per move drawn from noisy histograms; a released segment is never faster than "

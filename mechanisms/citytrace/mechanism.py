@@ -36,7 +36,7 @@ def release_from_counts(counts, geometry: Geometry, grid: GridSpec, params: City
     part)."""
     model = fit(counts, geometry, params, rng)
     synthetic = synthesize_from_model(model, window, rng)
-    return CityTraceResult(model, synthetic, to_points(synthetic, geometry, grid, params, window, rng))
+    return CityTraceResult(model, synthetic, to_points(synthetic, model, grid, window, rng))
 
 
 def synthesize(points: pd.DataFrame, grid: GridSpec, params: CityTraceParams, window: ReleaseWindow,

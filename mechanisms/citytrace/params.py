@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 from mechanisms.objtrace.params import check_model_fields, histogram_edges
 from trajpub.errors import ParameterError
+from trajpub.grid import GridSpec
 from trajpub.params import Scope
 
 _P = Scope("citytrace")
@@ -20,6 +21,7 @@ _P = Scope("citytrace")
 #: The released statistics, in the order they are drawn; each gets ``epsilon * share`` (:meth:`budget`).
 PARTS = ("records", "length", "end", "density", "moves", "weekday", "hour", "pace", "step")
 HOURS = 24
+DENSITY_MODELS = ("quadtree", "privtree")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,17 @@ class CityTraceParams:
         6 seeds, with K = 4: pattern F1 at 1.5 km 0.30 -> 0.33, density 0.227 -> 0.220, trip-duration JSD
         0.012 -> 0.019; the start-hour JSD, 0.08-0.09, did not move with the hour's share).
     n_synthetic: number of synthetic records; None = the noisy record count.
+    density_model: "quadtree" (the fixed-height quadtree over the model cells above) or "privtree": the density
+        as a PrivTree decomposition of ``fine_cell_m`` cells whose depth follows the data (:mod:`.privtree`),
+        each object adding its points' shares (its points in a cell over all its points, L1 norm 1); the walks
+        read its sums over the model cells and a point's position is drawn from it inside its model cell.
+        Its own thresholds come from ε and the fanout only (:func:`.privtree.calibration`).
+    fine_cell_m: the finest cells of the PrivTree density; ``cell_size_m / fine_cell_m`` must be a power of two
+        (the fine cells nest in the model cells).
+    tree_share: the fraction (in (0, 0.95]) of the density's ε spent on PrivTree's split tests; the rest is
+        shared evenly by the leaves' counts and the ``sub_levels`` partitions below them.
+    sub_levels: J >= 0: below each leaf the counts of its descendants 1..J levels down (each depth a partition
+        of the grid, sensitivity 1) refine the leaf's mass top-down (:func:`.privtree.refine`).
 
     The timestamps lie in the release's window (a public input), each record's local day of week and start hour
     drawn from the noisy ``weekday`` and ``hour`` histograms as ObjTrace's (:func:`mechanisms.objtrace.synthesis.
@@ -113,6 +126,10 @@ class CityTraceParams:
     snr: float = 3.0
     shares: tuple[float, ...] = (0.03, 0.03, 0.06, 0.71, 0.06, 0.02, 0.04, 0.025, 0.025)
     n_synthetic: int | None = None
+    density_model: str = "quadtree"
+    fine_cell_m: float = 125.0
+    tree_share: float = 0.3
+    sub_levels: int = 1
 
     def __post_init__(self) -> None:
         check_model_fields(self, _P, PARTS)
@@ -123,6 +140,14 @@ class CityTraceParams:
         object.__setattr__(self, "step_edges", histogram_edges(self.step_edges, "step_edges", False, _P))
         _P.require_real(self.max_speed_kmh, "max_speed_kmh", 0)
         _P.require_real(self.max_duration_s, "max_duration_s", 0)
+        _P.require_choice(self.density_model, "density_model", DENSITY_MODELS)
+        _P.require_real(self.fine_cell_m, "fine_cell_m", 0)
+        ratio = self.cell_size_m / self.fine_cell_m
+        if ratio < 1 or not math.isclose(2 ** round(math.log2(ratio)), ratio, rel_tol=1e-9):
+            raise ParameterError(f"cell_size_m / fine_cell_m must be a power of two (>= 1), got {ratio:g}",
+                                 _P.where("fine_cell_m"))
+        _P.require_real(self.tree_share, "tree_share", 0, 0.95)
+        _P.require_int(self.sub_levels, "sub_levels", 0)
         if self.shares[-1] > 0.5:
             raise ParameterError(f"the last share ({PARTS[-1]}) must be at most 1/2, got {self.shares[-1]}",
                                  _P.where("shares"))
@@ -156,6 +181,21 @@ class CityTraceParams:
         out = [eps * w / sum(weights) for w in weights[:-1]]
         return [*out, eps - math.fsum(out)]
 
+    @property
+    def fine_levels(self) -> int:
+        """F: a model cell is 2**F x 2**F fine cells."""
+        return round(math.log2(self.cell_size_m / self.fine_cell_m))
+
+    def privtree_epsilons(self) -> tuple[float, float, list[float]]:
+        """(ε of the split tests, ε of the leaves' counts, ε of each sub-level): the density's ε, the tests
+        getting ``tree_share`` of it and the leaves and the J sub-levels the rest evenly (sequential
+        composition: they sum to the density's ε)."""
+        eps = self.budget()["density"]
+        tree = eps * self.tree_share
+        each = (eps - tree) / (self.sub_levels + 1)
+        subs = [each] * self.sub_levels
+        return tree, eps - tree - math.fsum(subs), subs
+
     def sensitivity(self, part: str) -> float:
         """L1 sensitivity of part ``part`` (of each density level) under adding or removing one object."""
         return float(self.max_records_per_object) if part == "records" else 1.0
@@ -167,3 +207,9 @@ class CityTraceParams:
     def level_scales(self) -> list[float]:
         """Laplace scale of each density level (sensitivity 1 each)."""
         return [1.0 / e for e in self.level_epsilons()]
+
+
+def fine_grid(geometry, params: CityTraceParams) -> GridSpec:
+    """The PrivTree density's fine cells over the release's bbox: same projection and origin as the model grid,
+    so a model cell is exactly 2**F x 2**F of them (``geometry``: :class:`mechanisms.objtrace.geometry.Geometry`)."""
+    return GridSpec(geometry.model.bbox, params.fine_cell_m)

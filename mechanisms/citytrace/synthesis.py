@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms.citytrace.model import NoisyModel
+from mechanisms.citytrace.params import fine_grid
 from mechanisms.dpt import Hierarchy
 from mechanisms.dpt.params import N_DIRECTIONS
 from mechanisms.objtrace.quadtree import block_index, estimate, sparse_weights
@@ -44,10 +45,25 @@ class Synthetic:
 
 
 def density_weights(model: NoisyModel) -> np.ndarray:
-    """Per fine cell weights of the density, estimated top-down from its noisy quadtree."""
+    """Per model cell weights of the density, estimated top-down from its noisy quadtree, or the sums of the
+    PrivTree density's fine weights over each model cell."""
     grid, params = model.geometry.model, model.params
+    if model.fine is not None:
+        return np.bincount(model_cell_of_fine(model), weights=model.fine, minlength=grid.n_cells)
     return estimate(model.noisy["density"], grid.n_cols, grid.n_rows, params.quadtree_levels,
                     np.asarray(params.level_scales()), params.snr)
+
+
+def model_cell_of_fine(model: NoisyModel) -> np.ndarray:
+    """Per fine cell of the PrivTree density, the model cell that holds it (row-major, 2**F x 2**F per cell)."""
+    block, _ = block_index(*fine_shape(model), model.params.fine_levels)
+    return block
+
+
+def fine_shape(model: NoisyModel) -> tuple[int, int]:
+    """(columns, rows) of the PrivTree density's fine grid."""
+    fine = fine_grid(model.geometry, model.params)
+    return fine.n_cols, fine.n_rows
 
 
 def direction_shares(model: NoisyModel) -> np.ndarray:

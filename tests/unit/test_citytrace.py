@@ -227,7 +227,7 @@ def test_a_record_lasts_its_pace_times_its_moves_and_no_segment_beats_the_speed_
     start = geometry.model.n_cols * (geometry.model.n_rows // 2) + geometry.model.n_cols // 2
     cells = np.concatenate([start + np.arange(k + 1) for k in n_moves])
     synth = Synthetic(offsets, cells, np.array([0.0, 3600.0, 86400.0, 6 * 86400.0]), pace, times)
-    points = to_points(synth, geometry, grid, params, TDRIVE_WINDOW, rng)
+    points = to_points(synth, NoisyModel(params, geometry, {}), grid, TDRIVE_WINDOW, rng)
     start_t, end_t = TDRIVE_WINDOW.start, TDRIVE_WINDOW.end
     assert (points["t"] >= start_t).all() and (points["t"] < end_t).all()  # the last one moved to end inside
     same = points["traj_id"].eq(points["traj_id"].shift()).to_numpy()[1:]
