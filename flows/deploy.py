@@ -90,13 +90,20 @@ def backfill_spec(spec: dict, every: timedelta) -> dict:
 
 @dataclass(frozen=True)
 class Backfill:
-    """A priced backfill: the deployment, the spec every run gets, each run's time with its resolved release, and
-    the bill of all of them (:class:`tasks.compare.Bill`)."""
+    """A priced backfill: the deployment, the spec every run gets, each run's time with its resolved release, the
+    bill of those whose window holds data (:class:`tasks.compare.Bill`; None when none does) and the labels of the
+    windows without data, which their runs skip (:func:`tasks.windows.skipped`: nothing planned or charged)."""
 
     deployment: str
     spec: dict
     runs: list[tuple[datetime, compare.Planned]]
-    bill: compare.Bill
+    bill: compare.Bill | None
+    empty: frozenset[str] = frozenset()
+
+    def lines(self) -> list[str]:
+        """The bill as the steward reads it before confirming, a line per window without data."""
+        return ([f"- {label}: no data in the window; its run is skipped, charged nothing" for _, p in self.runs
+                 if (label := p.label) in self.empty] + (self.bill.lines() if self.bill else []))
 
 
 def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overrides: dict | None = None) -> Backfill:
@@ -137,17 +144,20 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
         label = " to ".join(t.astimezone(zone(timezone)).isoformat() for t in window)  # the dataset's local times
         runs.append((at, compare.Planned(label, resolved, mech, params, inputs)))
     policies.check(runs[0][1].spec)
-    bill = db.transaction(lambda conn: compare.bill(conn, [p for _, p in runs], item="window"), "price the backfill",
-                          eng)
-    return Backfill(deployment, spec, runs, bill)
+    with eng.connect() as conn:
+        empty = frozenset(p.label for _, p in runs if not windows.holds_points(conn, p.spec))
+    charged = [p for _, p in runs if p.label not in empty]
+    bill = charged and db.transaction(lambda conn: compare.bill(conn, charged, item="window"), "price the backfill",
+                                      eng)
+    return Backfill(deployment, spec, runs, bill or None, empty)
 
 
 def run_backfill(plan: Backfill, say: Callable[[str], None], timeout_s: float = 3600.0) -> list[dict]:
     """Start the priced windows one at a time, oldest first, each a governed release of the deployment at its run
     time (its expected start, at which the flow resolves the same window); the next starts when the previous has
     reached the steward or ended (its flow run paused for the steward, or final). Returns one outcome per window
-    started: run time, flow run id, release id and status (None when refused before a release existed), and the
-    flow run's state message. Refuses (one sentence) when a run does not get there within ``timeout_s``: the
+    started: run time, flow run id, release id and status (None when refused before a release existed; then the
+    flow run's state name: ``skipped`` for a window without data), and the flow run's state message. Refuses (one sentence) when a run does not get there within ``timeout_s``: the
     windows after it are not started."""
     from prefect.client.orchestration import get_client
     from prefect.deployments import run_deployment

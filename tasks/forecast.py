@@ -122,6 +122,45 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
     return result
 
 
+def past_periods(conn: sa.Connection, dataset: str, n_periods: int) -> list[str]:
+    """What each of the last ``n_periods`` periods up to the latest one its ledger charged used of a per-period
+    dataset's capped accounts: the epsilon charged to the period (give-backs netted), the releases charged to it,
+    and what is left of the cap there (under w-event, over the worst run of w periods holding it), as a steward
+    reads it; periods between charged ones are listed too (nothing spent)."""
+    unit = governance.unit_of(conn, dataset)
+    if unit.period is None:
+        return [f"{dataset}: accounted per {unit.subject} over its whole life (no periods); see trajpub budget show"]
+    last = conn.execute(sa.text("SELECT max(period_last) FROM governance.budget_ledger WHERE dataset = :d"),
+                        {"d": dataset}).scalar_one()
+    if last is None:
+        return [f"{dataset}: no charge yet ({unit.describe()})"]
+    starts = periods_between(last - STEP[unit.period] * (n_periods - 1), last, unit.period)
+    out = [f"{dataset}: {unit.describe()}"]
+    for account, acc in governance.accounts(conn, dataset).items():
+        if acc.cap is None:
+            continue
+        rows = conn.execute(sa.text(
+            "SELECT release_id, entry_kind, unit_epsilon, period_first, period_last FROM governance.budget_ledger"
+            " WHERE dataset = :d AND account = :a AND period_first IS NOT NULL AND unit_epsilon IS NOT NULL"),
+            {"d": dataset, "a": account}).all()
+        if not rows:
+            out.append(f" {account}: nothing charged")
+            continue
+        spends = [Spend(r.period_first, r.period_last, float(r.unit_epsilon)) for r in rows]
+        table = []
+        for start in starts:
+            on = [r for r in rows if r.period_first <= start <= r.period_last]
+            charged = {r.release_id for r in on if r.entry_kind == "charge"} - {
+                r.release_id for r in on if r.entry_kind == "release"}
+            used = sum(float(r.unit_epsilon) for r in on)
+            run = worst_run(spends, start, start, unit)[1] if unit.w > 1 else used
+            table.append(f"  {unit.period} from {start:%Y-%m-%d}: epsilon {used:g} spent by "
+                         f"{len(charged)} release(s)" + (f" ({', '.join(map(str, sorted(charged)))})" if charged else "")
+                         + f"; {acc.cap - run:g} of the cap {acc.cap:g} {acc.cap_words} left")
+        out += [f" {account}:", *table]
+    return out
+
+
 @dataclass
 class Replay:
     """One capped account's ledger as a forecast (or any bill of several releases on different windows) replays

@@ -188,6 +188,19 @@ def too_close(attacks: list[dict]) -> list[str]:
             for a in attacks if a.get("verdict") == "too close to call"]
 
 
+def indistinguishable(a: list[dict], b: list[dict]) -> bool:
+    """Whether two candidates' audits cannot be ordered on one draw: every attack (at every cell size) both ran
+    has risk intervals (``risk_ci_low``..``risk_ci_high``) that overlap, so neither is shown to be safer; another
+    draw of the same releases may order them either way. False when they share no measured attack."""
+    def intervals(attacks: list[dict]) -> dict:
+        return {(x["attack"], x.get("resolution_m")): (x["risk_ci_low"], x["risk_ci_high"]) for x in attacks
+                if x.get("risk_ci_low") is not None and x.get("risk_ci_high") is not None}
+
+    mine, theirs = intervals(a), intervals(b)
+    shared = mine.keys() & theirs.keys()
+    return bool(shared) and all(mine[k][0] <= theirs[k][1] and theirs[k][0] <= mine[k][1] for k in shared)
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """The recommended candidate's release id (None when no candidate passed the gate) and why."""
@@ -224,8 +237,12 @@ def recommend(outcomes: list[dict]) -> Recommendation:
     gated = {n: e for n, e in best["gate"].get("per_utility", {}).items() if "max" in e or "min" in e}
     figures = ", ".join(f"{n} {e['value']:.3g} ({'max' if 'max' in e else 'min'} {e.get('max', e.get('min')):g})"
                         for n, e in gated.items())
+    alike = [o["label"] for o in passing if o is not best and indistinguishable(best["attacks"], o["attacks"])]
+    tie = (f". On privacy there is no winner on one draw: every attack's risk interval of {best['label']} overlaps "
+           f"that of {', '.join(alike)}, so the ranking rests on utility and another draw may order their risks "
+           "either way" if alike else "")
     return Recommendation(best["release_id"], (
         f"{best['label']} (release {best['release_id']}) passes privacy (the worst attack's upper confidence bound "
         f"at {privacy:.0%} of its threshold) and the utility floor, and uses the least of it of the "
         f"{len(passing)} candidate(s) that pass: mean {load:.0%} of its limits" + (f" ({figures})" if figures else "")
-        + f"; {len(outcomes) - len(passed)} candidate(s) did not pass the gate{close}"))
+        + f"; {len(outcomes) - len(passed)} candidate(s) did not pass the gate{close}{tie}"))

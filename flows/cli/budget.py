@@ -23,12 +23,24 @@ def budget() -> None:
 @click.option("--forecast", "deployment", metavar="DEPLOYMENT",
               help="A deployment (release/NAME): what is left per upcoming period and how many more scheduled runs "
                    "the caps allow.")
-@click.option("--periods", "n_periods", type=click.IntRange(1, 366), default=8, show_default=True,
-              help="How many upcoming periods the forecast lists.")
-def budget_show(dataset: str | None, deployment: str | None, n_periods: int) -> None:
-    """The ledger of each dataset in its unit of protection; with --forecast, a deployment's budget forecast."""
+@click.option("--periods", "n_periods", type=click.IntRange(1, 366), is_flag=False, flag_value=8, default=None,
+              metavar="[N]", help="What each of the last N periods up to the latest charged one used and has left "
+                                  "(8 when N is left out); with --forecast, how many upcoming periods it lists "
+                                  "(default 8).")
+def budget_show(dataset: str | None, deployment: str | None, n_periods: int | None) -> None:
+    """The ledger of each dataset in its unit of protection, each row with the periods it is charged to; with
+    --periods, the spend per past period; with --forecast, a deployment's budget forecast."""
     from tasks import governance
 
+    if n_periods is not None and not deployment:
+        from tasks.forecast import past_periods
+
+        def periods(conn) -> list[str]:
+            return [line for ds in governance.datasets(conn, dataset) for line in past_periods(conn, ds, n_periods)]
+
+        click.echo("\n".join(transaction(periods, "read the budget per period", pipeline_engine())))
+        return
+    n_periods = n_periods or 8
     if deployment:
         from datetime import datetime
 
@@ -104,8 +116,11 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, 
                    "parallel; a window touching two periods is charged to both).")
 @click.option("--w-event", "w", type=click.IntRange(1, 366), default=1, show_default=True,
               help="With --period: the cap bounds the releases of any W consecutive periods together (w-event).")
+@click.option("--week-starts", "week_start", default="monday", show_default=True, metavar="DAY",
+              help="The first day of the dataset's week (e.g. sunday): per-week periods and relative windows "
+                   "aligned to local_week start there.")
 @STEWARD_OPTION
-def budget_unit(dataset: str, unit: str, period: str | None, w: int, steward: str) -> None:
+def budget_unit(dataset: str, unit: str, period: str | None, w: int, week_start: str, steward: str) -> None:
     """Declare what DATASET protects: one object (a person, a vehicle; the default), one object per period, or
     one trajectory record. Only before its first charge: a ledger is kept in one unit."""
     from tasks import governance
@@ -113,7 +128,7 @@ def budget_unit(dataset: str, unit: str, period: str | None, w: int, steward: st
     from trajpub.spec import validate_dataset_name
 
     validate_dataset_name(dataset)
-    declared = Unit(unit, period, w)
+    declared = Unit(unit, period, w, week_start=week_start)
     def declare(conn):
         governance.set_privacy_unit(conn, dataset, declared)
         return governance.unit_of(conn, dataset)

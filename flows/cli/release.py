@@ -396,13 +396,14 @@ def backfill_command(deployment: str, start: str, end: str, every: str, dataset:
     is resolved in the dataset's time zone and the whole backfill is priced first (refused over a cap before
     anything starts); the windows then run in order, each once the previous one has reached the steward."""
     from flows.deploy import plan_backfill, run_backfill
+    from tasks.windows import SKIPPED
     from trajpub.window import parse_duration
 
     step = parse_duration(every, "backfill --every")
     overrides = {k: v for k, v in (("dataset", dataset), ("requested_by", requested_by)) if v}
     plan = plan_backfill(deployment, start, end, step, overrides)
     click.echo(f"{len(plan.runs)} window(s) of {plan.runs[0][1].spec.dataset}; each is charged when it runs:")
-    for line in plan.bill.lines():
+    for line in plan.lines():
         click.echo(line)
     if not yes and not click.confirm("Charge these windows and run the backfill?", default=False):
         raise TrajpubError("the backfill was not started: nothing was charged", "backfill")
@@ -410,9 +411,11 @@ def backfill_command(deployment: str, start: str, end: str, every: str, dataset:
     outcomes = run_backfill(plan, click.echo, timeout_s)
     for o in outcomes:
         click.echo(f"flow run {o['flow_run_id']}: window {o['window']}: "
-                   + (f"release {o['release_id']} {o['status']}" if o["release_id"] else o["status"])
+                   + (f"release {o['release_id']} {o['status']}" if o["release_id"] else
+                      SKIPPED if o["status"] == "skipped" else o["status"])
                    + (f" ({o['message']})" if o["status"] in ("failed", "refused", "blocked") and o["message"] else ""))
-    failed = [o for o in outcomes if o["status"] not in ("awaiting_approval", "blocked", "published", "rejected")]
+    failed = [o for o in outcomes
+              if o["status"] not in ("awaiting_approval", "blocked", "published", "rejected", "skipped")]
     if failed:
         raise TrajpubError(f"{len(failed)} of {len(outcomes)} window(s) did not reach the steward (see above)",
                            "backfill")

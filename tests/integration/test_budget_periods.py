@@ -478,6 +478,36 @@ def test_a_given_back_reservation_frees_its_weeks(engine, weekly):
     charge(engine, dataset, week(1), 10.0)
 
 
+def test_budget_show_fills_the_periods_and_lists_spend_per_past_period(engine, weekly):
+    """Each ledger row with the periods it is charged to; `--periods` the spend of each past week, a give-back
+    netted, a week between charges listed with nothing spent."""
+    dataset = weekly("week")
+    first = charge(engine, dataset, week(0), 4.0)
+    failed = charge(engine, dataset, week(0, days=9), 3.0)  # weeks 0 and 1, given back below
+    third = charge(engine, dataset, week(2), 6.0)
+    with engine.begin() as conn:
+        governance.transition(conn, failed, "failed", "the window was empty")
+        governance.release_reservation(conn, failed, "the window was empty")
+    shown = cli("budget", "show", "--dataset", dataset)
+    assert shown.returncode == 0, shown.stderr
+    row = next(line for line in shown.stdout.splitlines() if line.split()[1:3] == [str(third), "charge"])
+    assert "object  2008-02-18 00:00:00  2008-02-18 00:00:00" in row, row  # unit, period_first, period_last
+    periods = cli("budget", "show", "--dataset", dataset, "--periods")
+    assert periods.returncode == 0, periods.stderr
+    lines = periods.stdout.splitlines()
+    assert lines[1:] == [" epsilon-DP:", *(f"  week from {d}: epsilon 0 spent by 0 release(s); 10 of the cap 10 "
+                                          "per object-week left" for d in ("2007-12-31", "2008-01-07", "2008-01-14",
+                                                                           "2008-01-21", "2008-01-28"))
+                         ] + lines[7:10] + [" epsilon-LDP: nothing charged", " Pufferfish: nothing charged"]
+    assert lines[7:10] == [
+        f"  week from 2008-02-04: epsilon 4 spent by 1 release(s) ({first}); 6 of the cap 10 per object-week left",
+        "  week from 2008-02-11: epsilon 0 spent by 0 release(s); 10 of the cap 10 per object-week left",
+        f"  week from 2008-02-18: epsilon 6 spent by 1 release(s) ({third}); 4 of the cap 10 per object-week left"]
+    two = cli("budget", "show", "--dataset", dataset, "--periods", "2").stdout.splitlines()
+    assert [line.split(":")[0] for line in two if line.startswith("  week")] == ["  week from 2008-02-11",
+                                                                                   "  week from 2008-02-18"]
+
+
 def test_a_release_run_is_charged_to_its_weeks_and_states_its_unit(engine, loaded_tdrive, tmp_path):
     """A real run under a per-week unit: the plan charges the weeks its window touches (Saturday 2 to Tuesday
     5 February 2008 in Beijing: the weeks of 28 January and 4 February), `release show` states the unit, and a

@@ -60,17 +60,23 @@ def test_deployment_has_cron_schedule_and_default_spec(served):
 
 
 def test_the_deployment_run_form_has_the_spec_fields(served):
-    """The Prefect UI draws the run form from the deployment's parameter schema: the spec's fields, typed."""
+    """The Prefect UI draws the run form from the deployment's parameter schema: the spec's fields, typed and
+    labelled in words (the window's ends too, not `str (Optional)`), plain descriptions, and no seed field."""
     _, _, deployment = served
     spec = deployment.parameter_openapi_schema["properties"]["spec"]
-    assert set(spec["properties"]) == {f.name for f in fields(ReleaseSpec)}
+    assert set(spec["properties"]) == {f.name for f in fields(ReleaseSpec)} - {"seed"}
     assert "dask_address" not in spec["properties"]  # the operator's setting, not the requester's
     assert spec["properties"]["bbox"]["type"] == "array" and spec["properties"]["dataset"]["type"] == "string"
     with chromium_page() as page:  # the custom run form in the real UI: one labelled field per spec field
         log_in(page, f"/deployments/deployment/{deployment.id}/run")
-        for name in ("dataset", "mechanism", "bbox", "window_start", "approval_timeout_s"):
+        for name in ("dataset", "mechanism", "bbox", "window_start", "window_end", "window", "approval_timeout_s"):
             label = spec["properties"][name]["title"] + ("" if name in spec["required"] else " (Optional)")
             expect(page.locator(".p-label").filter(has=page.get_by_text(label, exact=True)).first).to_be_visible()
+        expect(page.get_by_text("Window start (Optional)", exact=True).first).to_be_visible()
+        expect(page.get_by_text("First instant read, an ISO date or time", exact=False).first).to_be_visible()
+        text = page.locator("body").inner_text()
+        for unreadable in ("Seed", "str (Optional)", ":mod:", ":meth:", "``"):
+            assert unreadable not in text, unreadable
 
 
 def test_manual_run_with_changed_parameters_is_governed_and_published(engine, served):
@@ -100,18 +106,25 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
 
 @pytest.fixture(scope="module")
 def yaml_deployments():
-    """The deployments of prefect.yaml, registered with `prefect deploy --all`, and a process worker."""
+    """The deployments of prefect.yaml, registered with `prefect deploy --all`, and the trajpub worker, which
+    creates the `trajpub` pool (docs/operations.md, "Deploy and schedule")."""
     from trajpub.config import PROJECT_ROOT
 
-    prefect = str(Path(TRAJPUB).with_name("prefect"))
     env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
-    for args in (["work-pool", "create", "trajpub", "--type", "process", "--overwrite"],
-                 ["--no-prompt", "deploy", "--all"]):
-        done = subprocess.run([prefect, *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                              timeout=300, check=False)
-        assert done.returncode == 0, done.stdout + done.stderr
-    worker = subprocess.Popen([prefect, "worker", "start", "--pool", "trajpub"], cwd=PROJECT_ROOT, env=env,
+    worker = subprocess.Popen([TRAJPUB, "worker", "start"], cwd=PROJECT_ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def pool_exists() -> bool:
+        with get_client(sync_client=True) as client:
+            try:
+                return client.read_work_pool("trajpub").type == "trajpub"
+            except ObjectNotFound:
+                return False
+
+    wait_until(pool_exists, 120, "the trajpub worker to create its pool")
+    done = subprocess.run([str(Path(TRAJPUB).with_name("prefect")), "--no-prompt", "deploy", "--all"],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
     yield
     worker.terminate()  # its flow runs have ended (the backfill test waits for them); a slow shutdown is killed
     try:
@@ -174,17 +187,31 @@ def test_a_backfill_over_the_cap_is_refused_whole_before_anything_starts(engine,
 
 
 def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loaded_tdrive, yaml_deployments):
-    """The weekly deployment's relative window ({last: 7d, align: local_week}) for two past Mondays: the local
+    """The weekly deployment's relative window ({last: 7d, align: local_week}) for three past Mondays: the local
     weeks before them in Beijing time, priced first, then run one after the other (the second starts once the
     first has reached the steward), each recording its window and how it was resolved, with ObjTrace's
-    timestamps inside it."""
+    timestamps inside it. The third week holds no data: it is skipped, not failed (no release, nothing charged,
+    exit 0, a line saying so, no traceback)."""
     dataset = loaded_tdrive("bf")
     out = cli("backfill", "release/tdrive-weekly", "--dataset", dataset, "--start", "2008-01-28",
-              "--end", "2008-02-11", "--every", "7d", "--requested-by", "backfill-operator", "--yes", timeout=1200)
+              "--end", "2008-02-18", "--every", "7d", "--requested-by", "backfill-operator", "--yes", timeout=1200)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "TOTAL epsilon-DP: epsilon 10 per object for 2 window(s)" in out.stdout
-    run_ids = [line.split()[2].rstrip(":") for line in out.stdout.splitlines() if line.startswith("flow run")]
+    assert "TOTAL epsilon-DP: epsilon 10 per object for 2 window(s)" in out.stdout  # the empty week is not billed
+    assert "- 2008-02-11T00:00:00+08:00 to 2008-02-18T00:00:00+08:00: no data in the window" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.startswith("flow run")]
+    assert lines[-1].endswith("window 2008-02-11T00:00:00+08:00 to 2008-02-18T00:00:00+08:00: skipped: no data in "
+                              "the window"), lines
+    skipped_run = lines[-1].split()[2].rstrip(":")
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(uuid.UUID(skipped_run)).state
+    assert (state.type.value, state.name) == ("COMPLETED", "Skipped") and "nothing was planned or charged" in \
+        state.message
+    run_ids = [line.split()[2].rstrip(":") for line in lines[:-1]]
     assert len(run_ids) == 2
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM governance.releases WHERE flow_run_id = :f"),
+                            {"f": skipped_run}).scalar() == 0
 
     with engine.connect() as conn:
         rows = conn.execute(sa.text(

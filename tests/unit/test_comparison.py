@@ -10,6 +10,7 @@ from tasks import compare
 from trajpub.comparison import (
     MAX_CANDIDATES,
     expand_grid,
+    indistinguishable,
     parse_comparison,
     recommend,
     too_close,
@@ -124,6 +125,18 @@ def test_a_candidate_too_close_to_call_is_never_recommended_even_when_a_point_po
     alone = recommend([close])
     assert alone.release_id is None and "too close to call" in alone.reason
     assert "with every attack's interval under its threshold" in alone.reason
+
+
+def test_the_recommendation_says_when_the_candidates_risk_intervals_overlap():
+    """Two passing candidates whose risk intervals overlap (one draw each: 0.05..0.15 and 0.04..0.12) have no
+    winner on privacy; one whose interval lies wholly above the other's does."""
+    better = {"density_jsd": {"value": 0.1, "max": 0.5}}
+    worse = {"density_jsd": {"value": 0.3, "max": 0.5}}
+    rec = recommend([outcome(1, False, better, risk=0.1, high=0.15), outcome(2, False, worse, risk=0.08, high=0.12)])
+    assert rec.release_id == 1 and "no winner on one draw" in rec.reason and "overlaps that of c2" in rec.reason
+    apart = recommend([outcome(3, False, better, risk=0.02, high=0.03), outcome(4, False, worse, risk=0.12, high=0.16)])
+    assert apart.release_id == 3 and "no winner" not in apart.reason  # 0.01..0.03 against 0.06..0.16
+    assert indistinguishable([], outcome(5, False, better)["attacks"]) is False
 
 
 def test_no_recommendation_when_nothing_passes():
