@@ -52,6 +52,23 @@ def server() -> None:
     """The Prefect server (UI and API) on loopback, unless PREFECT_API_URL points elsewhere."""
 
 
+@main.group()
+def worker() -> None:
+    """The worker of the trajpub work pool: runs trajpub's deployments and nothing else (flows/worker.py)."""
+
+
+@worker.command("start")
+@click.option("--pool", default="trajpub", show_default=True, help="The work pool to serve (created if missing).")
+def worker_start(pool: str) -> None:
+    """Serve the work pool until interrupted: each run is built from trajpub's fixed job template; a run that sets
+    job variables (a command, an environment), or whose deployment is not one of trajpub's flows, is refused."""
+    import asyncio
+
+    from flows.worker import run_worker
+
+    asyncio.run(run_worker(pool, say=click.echo))
+
+
 up_and_down(db, services.db_up, services.db_down)
 up_and_down(server, services.server_up, services.server_down)
 
