@@ -11,8 +11,8 @@ each object's own histogram divided by its number of items (L1 norm 1), the reco
   cells, in the ``end_edges`` bins;
 - ``density``: each object's ``density_cells`` most visited fine cells (by its points), 1/k each
   (:func:`top_cells_histogram`): L1 norm 1 as every histogram, spread over the cells most taxis frequent rather
-  than over the points of the few that wait long in one cell; with ``density_model: privtree``, each object's
-  points' shares over the ``fine_cell_m`` cells instead (:func:`point_shares`, L1 norm 1 too);
+  than over the points of the few that wait long in one cell; with ``density_model: privtree``, the same over the
+  ``fine_cell_m`` cells (a point off the fine grid, at the bbox's edge, counts for none);
 - ``moves``: (block, direction) of each move of the record written in blocks of 2**L x 2**L fine cells
   (its first ``max_moves`` moves at that level);
 - ``step``: for each fine move of a record, its time relative to the record's pace (seconds per move): the time
@@ -62,23 +62,14 @@ def top_cells_histogram(objects: np.ndarray, cells: np.ndarray, k: int, size: in
     return np.bincount(kept["cell"].to_numpy(), weights=weight, minlength=size)
 
 
-def point_shares(objects: np.ndarray, cells: np.ndarray, size: int) -> np.ndarray:
-    """``Σ_o`` of each object's points in each cell divided by its number of points (a point off the grid,
-    cell -1, adds nothing): each object's vector is >= 0 with L1 norm <= 1, a function of its own points only."""
-    if len(cells) == 0:
-        return np.zeros(size)
-    codes = pd.factorize(objects)[0]
-    on = cells >= 0
-    return np.bincount(cells[on], weights=(1.0 / np.bincount(codes)[codes])[on], minlength=size)
-
-
 def density_of(df: pd.DataFrame, mcell: np.ndarray, geometry: Geometry, params: CityTraceParams) -> np.ndarray:
     """The ``density`` statistic of the points of ``df`` (module docstring), on the model grid or, for
     ``privtree``, on the fine grid (points in the model grid are in the fine grid: it nests in it)."""
     objects = df["object_id"].astype(str).to_numpy()
     if params.density_model == "privtree":
         fine = fine_grid(geometry, params)
-        return point_shares(objects, fine.cell_of(df["x"].to_numpy(), df["y"].to_numpy()), fine.n_cells)
+        cells = fine.cell_of(df["x"].to_numpy(), df["y"].to_numpy())
+        return top_cells_histogram(objects[cells >= 0], cells[cells >= 0], params.density_cells, fine.n_cells)
     return top_cells_histogram(objects, mcell, params.density_cells, geometry.model.n_cells)
 
 

@@ -20,7 +20,7 @@ def guarantee(params: CityTraceParams) -> Guarantee:
       fine cells (:func:`~.counting.top_cells_histogram`, a function of o's points only); a level's block sums
       of o's density vector have L1 norm 1 too, so the L1 sensitivity is 1; Laplace(1 / ε) on every bin of a
       public, data-independent key space.
-    - ``density_model: privtree``: o's vector is its points' shares over the fine cells (>= 0, L1 norm <= 1);
+    - ``density_model: privtree``: o's vector is 1/k on each of its k most visited fine cells (L1 norm <= 1);
       the decomposition is ε_tests-DP by :func:`~.privtree.calibration` (PrivTree's Theorem 3.1, SIGMOD 2016,
       extended there to fractional contributions: a path costs at most (2β-1)/((β-1)λ) per unit of mass, and
       o's unit of mass is split over paths); the leaves, and each of the J sub-level depths below them, are
@@ -41,10 +41,9 @@ def guarantee(params: CityTraceParams) -> Guarantee:
                    f"counts with epsilon {leaves:.4g}"
                    + (f", and {len(subs)} finer partition(s) below them with epsilon {subs[0]:.4g} each"
                       if subs else "") + ")")
-        share = "its points divided by its number of points"
     else:
         density = f"the density as a quadtree of {params.quadtree_levels + 1} levels sharing its epsilon"
-        share = f"1/{params.density_cells} on each of its {params.density_cells} most visited cells"
+    share = f"1/{params.density_cells} on each of its {params.density_cells} most visited cells"
     how = (
         f"CityTrace releases, with Laplace noise, {len(PARTS)} statistics by "
         f"sequential composition: {parts}; {density}. Each object adds to each histogram its own histogram "

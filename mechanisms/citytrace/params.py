@@ -91,9 +91,13 @@ class CityTraceParams:
     n_synthetic: number of synthetic records; None = the noisy record count.
     density_model: "quadtree" (the fixed-height quadtree over the model cells above) or "privtree": the density
         as a PrivTree decomposition of ``fine_cell_m`` cells whose depth follows the data (:mod:`.privtree`),
-        each object adding its points' shares (its points in a cell over all its points, L1 norm 1); the walks
-        read its sums over the model cells and a point's position is drawn from it inside its model cell.
-        Its own thresholds come from ε and the fanout only (:func:`.privtree.calibration`).
+        each object adding 1/k to its k = ``density_cells`` most visited fine cells (L1 norm 1); the walks read
+        its sums over the model cells and a point's position is drawn from it inside its model cell. Its own
+        thresholds come from ε and the fanout only (:func:`.privtree.calibration`). Chosen on the San
+        Francisco sample's tuning half (``bench/UTILITY_RESULTS.md``, "San Francisco"): with 500 m model cells
+        and k = 400 (125 m cells, seeds 0-2), against each object's points' shares (seeds 0-1): density JSD at
+        500 m 0.14 either way, pattern F1 on the 128 grid 0.335 -> 0.347, the raw's 10 busiest 500 m cells
+        kept within x1.5: 7.5 -> 7.7 (k = 200: 4.3, k = 1000: 2.3; this count is noisy).
     fine_cell_m: the finest cells of the PrivTree density; ``cell_size_m / fine_cell_m`` must be a power of two
         (the fine cells nest in the model cells).
     tree_share: the fraction (in (0, 0.95]) of the density's ε spent on PrivTree's split tests; the rest is
