@@ -184,6 +184,13 @@ def candidates(conn: sa.Connection, release_id: int) -> list[int]:
         " governance.releases WHERE release_id = :r) ORDER BY release_id"), {"r": release_id})] or [release_id]
 
 
+def of_flow_run(conn: sa.Connection, flow_run_id: str) -> list[dict]:
+    """``release_id`` and ``status`` of each candidate a comparison's flow run planned, in order."""
+    return [dict(r) for r in conn.execute(sa.text(
+        "SELECT release_id, status FROM governance.releases WHERE flow_run_id = :f ORDER BY release_id"),
+        {"f": str(flow_run_id)}).mappings()]
+
+
 def pick(conn: sa.Connection, release_id: int, comment: str | None) -> str:
     """Record the steward's pick (sql/021) as the login of ``conn`` (the CLI): ``release_id`` approved and named
     the pick in its comparison record, the comparison's other candidates that await approval rejected, as one

@@ -168,6 +168,7 @@ DECIDE_ON_WORDS = {
               "the threshold), blocked (the whole interval above it) or too close to call (it crosses the "
               "threshold); the policy decides on the point estimate, so too close to call passes when the "
               "estimate is under the threshold: another draw of the release may not."),
+    None: "No attack was decided: the release ended before its audit, and its gate never ran.",
 }
 """The review's sentence on how the verdicts were reached, by the policy's ``decide_on``."""
 
@@ -305,9 +306,9 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
                if decision.get("blocked") else "The audit gate passed this release to the steward.")
     parts = [
         f"<h1>Release {rid}: {html.escape(rel['mechanism'])} on <code>{html.escape(rel['dataset'])}</code></h1>",
-        (f"<p>Requested by <b>{html.escape(str(rel.get('requested_by')))}</b>; snapshot of "
-        f"{rel.get('snapshot_points')} points (sha256 <code>{html.escape((rel.get('snapshot_hash') or '')[:16])}"
-        f"</code>); window {html.escape(review.window)}.</p>"),
+        (f"<p>Requested by <b>{html.escape(str(rel.get('requested_by')))}</b>; {html.escape(review.snapshot)}; "
+         f"window {html.escape(review.window)}.</p>"),
+        quarantine_section(review),
         f"<p class='verdict'>{html.escape(verdict)}</p>",
         html_table(["privacy verdict", "utility verdict"], [verdicts(decision)]),
         "<h2>Guarantee</h2>", f"<p>{html.escape(g.get('statement', '(none stated)'))}</p>",
@@ -325,6 +326,9 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         f"<p>{html.escape(words)}</p>" if (words := controls_words(review.summary)) else "",
         html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "risk 95% CI", "threshold",
                     "verdict"], attack_rows),
+        ("<p>Cell sizes set aside (the gate decided on the attack's other cell sizes):</p><ul>"
+         + "".join(f"<li>{html.escape(attack)} at {html.escape(size)} m: {html.escape(why)}</li>"
+                   for attack, size, why in review.set_aside) + "</ul>") if review.set_aside else "",
         "<h2>Utility</h2>",
         html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         f"<p>{html.escape(words)}</p>" if (words := support_words(review)) else "",
@@ -348,6 +352,17 @@ def page_body(page: str) -> str:
     tables and the inlined PNG plots included), so that the review form links to a page the UI can open
     (a ``file://`` link cannot be opened from an http page)."""
     return page.split("<body>", 1)[1].rsplit("</body>", 1)[0]
+
+
+def quarantine_section(review) -> str:
+    """Why raw points were quarantined (:attr:`tasks.review.Review.quarantine_reasons`), as HTML; empty when none
+    was."""
+    lines = review.quarantine_words()
+    if not lines:
+        return ""
+    v = review.validation
+    return (f"<p>Validation quarantined {v['n_quarantined']:,} of {v['n_rows']:,} raw points (a point may fail "
+            "several expectations):</p><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>")
 
 
 def store(conn: sa.Connection, release_id: int, page: str) -> Path:

@@ -25,7 +25,8 @@ class Review:
     failed or is not applicable has ``success_rate`` None, its ``outcome`` and its reason in ``error``; a measured
     one its risk's interval ``risk_ci_low``/``risk_ci_high`` and its three-way ``verdict``, None when not gated:
     :func:`tasks.report.attack_verdict` words it);
-    ``validation``: the raw-point validation's ``n_rows`` and ``n_quarantined`` (None before it);
+    ``validation``: the raw-point validation's ``n_rows``, ``n_quarantined`` and ``result`` (each expectation's
+    count, :func:`tasks.validate`; None before it);
     ``transitions``: the status history, oldest first; ``approval``: the steward's recorded decision (None
     before it)."""
 
@@ -48,11 +49,50 @@ class Review:
     mechanism_run = _part("summary", "mechanism",
                           "The mechanism's run figures (steward only: never in lineage or published).")
 
+    planned_decide_on: str | None = None
+
     @property
-    def decide_on(self) -> str:
+    def decide_on(self) -> str | None:
         """What the gate compared with each threshold (:data:`audits.gate.DECIDE_ON`), as the stored policy says;
-        ``point`` for a release audited before policies said (the gate then decided on the point estimate)."""
-        return (self.gate.get("policy") or {}).get("decide_on", "point")
+        ``point`` for a release audited before policies said (the gate then decided on the point estimate); for a
+        release that never reached its gate, what the policy it was planned under decides on
+        (``planned_decide_on``; None when not even that is recorded)."""
+        if self.gate:
+            return (self.gate.get("policy") or {}).get("decide_on", "point")
+        return self.planned_decide_on
+
+    @property
+    def snapshot(self) -> str:
+        """The snapshot in words: its points and digest, or that none was taken (a release that ended before
+        reading data)."""
+        n = self.release.get("snapshot_points")
+        if n is None:
+            return "no snapshot taken (the release ended before it read any data)"
+        return f"snapshot of {n:,} points, sha256 {self.release.get('snapshot_hash')}"
+
+    @property
+    def quarantine_reasons(self) -> list[tuple[str, int]]:
+        """Why raw points were quarantined: each failed expectation's words and how many points failed it, the
+        most first (a point may fail several)."""
+        found = ((self.validation or {}).get("result") or {}).get("expectations", [])
+        counts = [(e.get("says") or e.get("expectation"), int(e.get("unexpected_count") or 0)) for e in found]
+        return sorted(((says, n) for says, n in counts if n > 0), key=lambda x: -x[1])
+
+    def quarantine_words(self) -> list[str]:
+        """:attr:`quarantine_reasons` as lines: count and share of the validated points."""
+        total = (self.validation or {}).get("n_rows") or 0
+        return [f"{says}: {n:,} points" + (f" ({n / total:.1%})" if total else "")
+                for says, n in self.quarantine_reasons]
+
+    @property
+    def set_aside(self) -> list[tuple[str, str, str]]:
+        """The adversary's cell sizes an attack could not measure and the gate set aside (attack, size in m,
+        why: too few objects there), as the audit recorded them with the attack's measured results."""
+        seen: dict[tuple[str, str], str] = {}
+        for a in self.audits:
+            for size, why in ((a.get("evidence") or {}).get("unmeasured_resolutions") or {}).items():
+                seen.setdefault((a["attack"], str(size)), why)
+        return [(attack, size, why) for (attack, size), why in sorted(seen.items())]
 
     @property
     def window(self) -> str:
@@ -75,9 +115,23 @@ def read_review(conn: sa.Connection, release_id: int) -> Review:
         " threshold, verdict, passed, outcome, error, evidence FROM governance.audit_results WHERE release_id = :r"
         " ORDER BY attack, resolution_m"),
         {"r": release_id}).mappings()]
-    validation = conn.execute(sa.text("SELECT n_rows, n_quarantined FROM governance.validation_results "
+    validation = conn.execute(sa.text("SELECT n_rows, n_quarantined, result FROM governance.validation_results "
                                       "WHERE release_id = :r"), {"r": release_id}).mappings().first()
     return Review(release=rel, budget=governance.budget_lines(conn, rel), audits=audits,
                   validation=dict(validation) if validation else None,
                   transitions=tuple(governance.transitions(conn, release_id)),
-                  approval=governance.approval(conn, release_id))
+                  approval=governance.approval(conn, release_id), planned_decide_on=_planned_decide_on(conn, rel))
+
+
+def _planned_decide_on(conn: sa.Connection, rel: dict) -> str | None:
+    """What the registered policy a release was planned under decides on (None when it names none)."""
+    from tasks import policies
+    from trajpub.errors import PolicyError
+
+    p = (rel.get("summary") or {}).get("gate_policy") or {}
+    if not p:
+        return None
+    try:
+        return policies.load(conn, p["name"], p.get("version")).policy.decide_on
+    except PolicyError:
+        return None

@@ -134,8 +134,9 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
     if not wait:
         from flows.launch import start
 
-        started = start({**spec.to_record(), "seed": spec.seed}, click.echo)  # the window resolved now, as --wait
+        started = start({**spec.to_record(), "seed": spec.seed}, _to_stderr)  # the window resolved now, as --wait
         if started.outcome is None:
+            click.echo(started.output, nl=False)
             sys.exit(started.exit_code)
         rid = started.outcome["release_id"]
         click.echo(f"release {rid} awaits its steward; the flow run goes on in the background (output: "
@@ -154,9 +155,15 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
               help="Comparison spec YAML: the shared release spec and a list of candidates (e.g. "
                    "flows/specs/compare/tdrive_compare.yaml).")
 @click.option("--yes", is_flag=True, help="Charge the candidates without asking (the total is still printed).")
-def release_compare(spec_file: Path, yes: bool) -> None:
+@click.option("--wait", is_flag=True, help="Stay in the foreground until the comparison ends (a pick published) "
+                                           "instead of returning once it awaits the steward's pick.")
+@click.option("--flow-run-name", hidden=True, help="The flow run's name (set by a comparison that returns).")
+def release_compare(spec_file: Path, yes: bool, wait: bool, flow_run_name: str | None) -> None:
     """Compare candidate releases of one snapshot; every candidate is charged its epsilon (the total is shown
-    first), and the steward picks the one to publish. Runs on Dask as ``release run`` does."""
+    first), and the steward picks the one to publish. It returns once the candidates await the steward's pick
+    (the flow run goes on in the background; its output goes to .trajpub/runs/), or when it ends before (no
+    candidate to recommend: exit code 3; refused or failed: 1); ``--wait`` stays until it ends. Runs on Dask as
+    ``release run`` does."""
     from trajpub.spec import read_spec_file
 
     data = read_spec_file(spec_file)
@@ -169,14 +176,34 @@ def release_compare(spec_file: Path, yes: bool) -> None:
     planned = compare.resolve(pipeline_engine(), planned)  # the public inputs each candidate names
     # refused over a cap here, before a flow run exists
     bill = transaction(lambda conn: compare.bill(conn, planned), "price the comparison", pipeline_engine())
-    click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")
-    for line in bill.lines():
-        click.echo(line)
+    if flow_run_name is None:  # a comparison started in the background: its command printed the bill
+        click.echo(f"{len(planned)} candidates on {planned[0].spec.dataset}; each is charged before it runs:")
+        for line in bill.lines():
+            click.echo(line)
     if not yes and not click.confirm("Charge these candidates and run the comparison?", default=False):
         raise TrajpubError("the comparison was not started: nothing was charged", "release compare")
+    if not wait:
+        from flows.launch import comparison_awaits, start
+
+        started = start(data, _to_stderr, command=("compare", "--yes"), awaits=comparison_awaits)
+        if started.outcome is None:
+            click.echo(started.output, nl=False)
+            sys.exit(started.exit_code)
+        ids = ", ".join(str(r["release_id"]) for r in started.outcome["releases"])
+        click.echo(f"the candidates (releases {ids}) await the steward's pick; the flow run goes on in the background "
+                   f"(output: {started.log}). Review: trajpub release show ID; the comparison's report in the "
+                   "Prefect UI. Pick: trajpub release pick ID --steward LOGIN")
+        click.echo(json.dumps(started.outcome))
+        return
     from flows.compare import compare_flow
     tracebacks_to_the_log_only()
-    click.echo(json.dumps(_unless_blocked(lambda: compare_flow(spec=data))))
+    run = compare_flow.with_options(flow_run_name=flow_run_name) if flow_run_name else compare_flow
+    click.echo(json.dumps(_unless_blocked(lambda: run(spec=data))))
+
+
+def _to_stderr(line: str) -> None:
+    """A line of a background run's log, relayed: logs go to stderr, the outcome alone to stdout."""
+    click.echo(line, err=True)
 
 
 def _unless_blocked(run) -> dict:
@@ -251,8 +278,7 @@ def release_show(release_id: int) -> None:
     click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
     if rel["failure_reason"]:
         click.echo(f"failure: {rel['failure_reason']}")
-    click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; "
-               f"snapshot {rel['snapshot_points']} points, sha256 {rel['snapshot_hash']}")
+    click.echo(f"requested by {rel['requested_by']}; flow run {rel['flow_run_id']}; {review.snapshot}")
     click.echo(f"window: {review.window}")
     click.echo(f"published table: {rel['published_table'] or '-'}")
     click.echo(f"gate policy: {review.policy_label}")
@@ -264,11 +290,16 @@ def release_show(release_id: int) -> None:
         click.echo(f"  caveat: {c}")
     click.echo("\nstatus history:\n" + table(list(review.transitions), ["at", "from_status", "to_status", "detail"]))
     if v := review.validation:
-        click.echo(f"\nvalidation: {v['n_quarantined']} of {v['n_rows']} raw points quarantined")
+        click.echo(f"\nvalidation: {v['n_quarantined']:,} of {v['n_rows']:,} raw points quarantined"
+                   + (" (a point may fail several expectations):" if review.quarantine_reasons else ""))
+        for line in review.quarantine_words():
+            click.echo(f"  {line}")
     click.echo("\naudits (cells_m: the adversary's grid, 0 = no grid):\n"
                + table([audit_row(a) for a in review.audits], ["attack", "cells_m", "success", "ci_low", "ci_high",
                                                                  "baseline", "risk", "risk_ci", "threshold",
                                                                  "verdict", "outcome", "error"]))
+    for attack, size, why in review.set_aside:
+        click.echo(f"  set aside: {attack} at {size} m: {why}; the gate decided on its other cell sizes")
     click.echo(f"  {DECIDE_ON_WORDS[review.decide_on]}")
     run = mechanism_rows(review.mechanism_run)
     if run:

@@ -6,6 +6,7 @@ published with lineage naming the comparison, the other's staging gone."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -174,7 +175,6 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
 
         def reviewed() -> bool:
             statuses = {release_status(engine, r) for r in rids}
-            assert proc.poll() is None, "".join(lines) + proc.stdout.read()
             return not statuses & {"planned", "validated", "protected", "audited"}
 
         wait_until(reviewed, 420, "every candidate to be audited")
@@ -188,6 +188,13 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
         assert q(engine, "SELECT 1 FROM staging.candidate_points WHERE release_id = :r LIMIT 1", r=rids[1])
         flow_run_id = str(rows[rids[0]]["flow_run_id"])
         wait_until(lambda: flow_run_state(flow_run_id) == "PAUSED", 60, "the comparison to pause")
+        # `release compare` returns at the pause, as `release run` does: the candidates on stdout, the run goes on
+        assert proc.wait(timeout=120) == 0, "".join(lines)
+        rest = proc.stdout.read()
+        returned = json.loads(rest.strip().splitlines()[-1])
+        assert returned["status"] == "awaiting_pick" and returned["flow_run_id"] == flow_run_id
+        assert [r["release_id"] for r in returned["releases"]] == rids, rest
+        assert "Pick: trajpub release pick ID --steward LOGIN" in rest and "Traceback" not in "".join(lines) + rest
 
         with chromium_page() as page:
             page.set_viewport_size({"width": 1400, "height": 1000})
@@ -204,7 +211,6 @@ def test_a_comparison_is_charged_reviewed_and_only_the_pick_published(engine, ow
             form_property(dialog, "Decision Code (Optional)").locator("textarea").fill(issued.stdout.strip())
             submit_resume(dialog, flow_run_id)
             expect(page.locator(".state-badge").first).to_have_text("Completed", timeout=180_000)
-        assert proc.wait(timeout=60) == 0
 
         final = {r["release_id"]: r for r in q(engine, "SELECT release_id, status, published_table, staging_purged_at"
                                                        " FROM governance.releases WHERE release_id = ANY(:r)", r=rids)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pandas as pd
@@ -79,17 +80,24 @@ def test_budget_cap_refuses_before_reading_data(engine, bare_dataset, tmp_path):
     assert (state.type.value, state.name) == ("FAILED", "Refused") and "cap 0.5" in state.message
 
 
-def test_empty_window_fails_clearly_and_publishes_nothing(engine, loaded_tdrive, tmp_path):
+def test_an_empty_window_is_skipped_not_failed(engine, loaded_tdrive, tmp_path):
+    """A window without data (a quiet week of a weekly deployment) is skipped before anything is planned: no
+    release, nothing charged, no lineage, exit 0 with the outcome on stdout, the flow run Completed in a state
+    named Skipped that says so, and no traceback."""
     dataset = loaded_tdrive("empty")
     run = start_release(base_spec(dataset, window_start="2009-01-01", window_end="2009-01-02"), tmp_path)
-    assert run.proc.wait(timeout=240) == 1
-    [(rid, status, reason)] = releases_of(engine, dataset)
-    assert status == "failed" and "has no points to release" in reason
-    assert run.output().strip().splitlines()[-1].startswith("error: dataset")  # the CLI's last word: one sentence
-    assert published_tables(engine, dataset) == 0
+    assert run.proc.wait(timeout=240) == 0, run.output()
+    run.reader.join(timeout=30)
+    outcome = json.loads(run.output().strip().splitlines()[-1])
+    assert outcome["status"] == "skipped" and outcome["reason"].startswith(
+        f"skipped: no data in the window 2009-01-01T00:00:00+00:00 to 2009-01-02T00:00:00+00:00 of dataset '{dataset}'")
+    assert "Traceback" not in run.output()
+    assert releases_of(engine, dataset) == [] and published_tables(engine, dataset) == 0
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT event_type FROM governance.lineage_events WHERE release_id = :r "
-                                    "ORDER BY event_id"), {"r": rid}).scalars().all() == ["START", "FAIL"]
+        assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
+                            {"d": dataset}).scalar() == 0
+    state = final_state(flow_run_in(run.output()))
+    assert (state.type.value, state.name) == ("COMPLETED", "Skipped") and state.message == outcome["reason"]
 
 
 def test_time_regressions_and_impossible_points_are_quarantined_and_fail_the_release(engine, tmp_path):

@@ -71,3 +71,30 @@ def test_an_upper_bound_review_says_too_close_to_call_blocks():
     markdown = review_markdown(review)
     assert "| 0.200 | too close to call: BLOCK |" in markdown
     assert "the policy decides on the upper bound, so too close to call blocks" in markdown
+
+
+def test_the_review_tells_why_points_were_quarantined_which_cell_sizes_were_set_aside_and_what_a_failure_read():
+    """Quarantine reasons from the validation's result (most first, with their share), the adversary's cell sizes
+    an attack could not measure (recorded in its evidence), and a release that failed before reading data (no
+    snapshot; its planned policy says how it would have decided)."""
+    from dataclasses import replace
+
+    expectations = [{"says": "implausible speed from the previous point", "unexpected_count": 180},
+                    {"says": "longitude outside the release bbox", "unexpected_count": 2},
+                    {"says": "time is missing", "unexpected_count": 0}]
+    measured = {**MEASURED, "evidence": {"unmeasured_resolutions": {"2000": "too few objects to measure"}}}
+    review = replace(REVIEW, audits=[measured, TOO_CLOSE],
+                     validation={"n_rows": 1000, "n_quarantined": 182, "result": {"expectations": expectations}})
+    assert review.quarantine_words() == ["implausible speed from the previous point: 180 points (18.0%)",
+                                         "longitude outside the release bbox: 2 points (0.2%)"]
+    assert review.set_aside == [("signature_linkage", "2000", "too few objects to measure")]
+    page = render(review, pd.DataFrame({"lon": [], "lat": []}), None, None)
+    assert "implausible speed from the previous point: 180 points (18.0%)" in page
+    assert "signature_linkage at 2000 m: too few objects to measure" in page
+    assert review.snapshot == f"snapshot of 1,000 points, sha256 {'ab' * 32}"
+    failed = replace(review, release={**REVIEW.release, "snapshot_points": None, "snapshot_hash": None,
+                                      "summary": {"gate_policy": {"name": "default", "version": 1}}},
+                     audits=[], planned_decide_on="upper_bound")
+    assert failed.snapshot.startswith("no snapshot taken") and failed.decide_on == "upper_bound"
+    assert replace(failed, planned_decide_on=None).decide_on is None
+    assert "None points" not in render(failed, pd.DataFrame({"lon": [], "lat": []}), None, None)
