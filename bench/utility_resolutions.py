@@ -1,7 +1,11 @@
-"""Utility of synthetic T-Drive releases at 6, 3 and 1.5 km cells (32, 64, 128 cells over the data's bbox), with
-the sampling floor, plus segment-speed and trip-duration plausibility.
+"""Utility of synthetic T-Drive and San Francisco releases at 32, 64, 128 cells over the data's bbox (6, 3, 1.5 km
+in Beijing; 1.7 x 2.8, 0.8 x 1.4, 0.4 x 0.7 km in San Francisco) and at square metric cells of 250 m to 2 km over
+the city's core, with the sampling floor, plus segment-speed and trip-duration plausibility.
 
-Two fleets (``--fleet``, :data:`FLEETS`). ``halves``: the sample's taxis split in two halves
+Three fleets (``--fleet``, :data:`FLEETS`). ``sf``: the San Francisco sample's cabs split in two halves as the
+T-Drive halves are (:func:`bench.utility_data.taxi_halves`), the report half released and scored, the tuning half
+its floor; CityTrace's PrivTree variant (:data:`PRIVTREE`) was chosen on the whole sample (its rows here are not
+held out), its defaults on the T-Drive tuning half. ``halves``: the sample's taxis split in two halves
 (:func:`bench.utility_data.taxi_halves`): hyper-parameters of CityTrace were chosen on the *tuning* half only;
 every row is a release of the *report* half, scored against it. ``unseen``: the 299 T-Drive taxis the sample leaves
 out (:mod:`bench.tdrive_unseen`), never used to choose anything, released and scored against themselves, the
@@ -16,13 +20,15 @@ as the floor). Per fleet:
   :func:`bench.references.run_ldptrace`; set-up in :mod:`bench.references`).
 
 Scoring: :func:`audits.trajectory_utility.trajectory_metrics` at ``grid_size`` 32, 64 and 128 (density, trip, pattern F1,
-transition per grid; query and length are grid-free), and, for timed releases, the p99 segment speed
+transition per grid; query and length are grid-free), :func:`square_cells` over the fleet's core (the density JSD
+at 250 m, 500 m, 1 km and 2 km, how many of the raw's 10 busiest 500 m cells hold their share within x1.5, the
+released share in 500 m cells where the raw has none), and, for timed releases, the p99 segment speed
 (:func:`audits.trajectory_utility.segment_speeds`), the speed JSD and the trip-duration JSD, both on 20 buckets up to the
 raw p99 (:func:`audits.trajectory_utility.speed_jsd`, :func:`audits.trajectory_utility.duration_jsd`).
 
     .venv/bin/python -m bench.utility_resolutions run --tool privtrace --epsilon 5 --runs 3 [--fleet unseen]
     .venv/bin/python -m bench.utility_resolutions run --tool ldptrace --epsilon 5 --runs 3 [--fleet unseen]
-    .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2 [--fleet unseen]
+    .venv/bin/python -m bench.utility_resolutions mechanisms --seeds 0,1,2 [--fleet unseen|sf]
     .venv/bin/python -m bench.utility_resolutions score [--fleet unseen]   # the fleet's table in UTILITY_RESULTS.md
     .venv/bin/python -m bench.utility_resolutions tune '{"snr": 2}' --seeds 0-23   # a choice on the tuning half
 
@@ -46,17 +52,28 @@ import numpy as np
 import pandas as pd
 
 from audits.trajectory_utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
+from audits.utility import jsd
 from bench import references, utility_data
 from bench.fgs_pufferfish import machine
+from trajpub.grid import GridSpec
+from trajpub.window import ReleaseWindow
 
 BBOX = utility_data.TDRIVE_BBOX
 GRIDS = (32, 64, 128)
 GRID_METRICS = ("density", "trip", "pattern_f1", "transition")
+CELLS_M = (250, 500, 1000, 2000)
+BEIJING_CORE = (116.2, 39.75, 116.55, 40.05)
+"""Beijing's core for the square cells: about the 5th ring road (30 x 33 km), from the map."""
 
 
 def halves() -> tuple[pd.DataFrame, pd.DataFrame]:
     """(floor, reported) of the ``halves`` fleet: the sample's tuning half and report half."""
     return utility_data.taxi_halves(utility_data.tdrive_records())
+
+
+def sf_halves() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(floor, reported) of the ``sf`` fleet: the San Francisco sample's tuning half and report half."""
+    return utility_data.taxi_halves(utility_data.sf_records())
 
 
 def unseen() -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -79,6 +96,9 @@ class Fleet:
     reported_as: str
     stem: str
     tag: str
+    bbox: tuple[float, float, float, float] = BBOX
+    core: tuple[float, float, float, float] = BEIJING_CORE
+    window: ReleaseWindow = utility_data.TDRIVE_WINDOW
 
     @property
     def out(self) -> Path:
@@ -100,15 +120,25 @@ class Fleet:
 FLEETS = {"halves": Fleet(halves, "floor (the other half of the taxis)", "the report half", "resolutions",
                           "resolutions"),
           "unseen": Fleet(unseen, "floor (the sample's taxis)", "the unseen taxis", "resolutions_unseen",
-                          "resolutions-unseen")}
+                          "resolutions-unseen"),
+          "sf": Fleet(sf_halves, "floor (the other half of the cabs)", "the San Francisco report half",
+                      "resolutions_sf", "resolutions-sf", utility_data.SF_BBOX, utility_data.SF_CORE,
+                      utility_data.SF_WINDOW)}
+PRIVTREE = {"density_model": "privtree", "cell_size_m": 500.0, "density_cells": 400}
+"""CityTrace's PrivTree variant as chosen on the whole San Francisco sample (500 m model cells: pattern F1 on the 128
+grid 0.12 -> 0.34 with the PrivTree density, seeds 0-1; k = 400 fine cells per object:
+:class:`mechanisms.citytrace.CityTraceParams`, ``density_model``)."""
 
 
-def models() -> list:
-    """ObjTrace at its defaults and CityTrace at its defaults, ε = 5 per taxi."""
+def models(fleet: Fleet) -> list:
+    """ObjTrace at its defaults, CityTrace at its defaults and with :data:`PRIVTREE`, ε = 5 per taxi, in the
+    fleet's window."""
     from bench.table4 import Model
 
-    return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}),
-            Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0})]
+    return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}, window=fleet.window),
+            Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0}, window=fleet.window),
+            Model("CityTrace eps=5 per taxi, PrivTree density, 500 m cells", "citytrace",
+                  {"epsilon": 5.0, **PRIVTREE}, window=fleet.window)]
 
 
 def keep(fleet: Fleet, name: str, release: pd.DataFrame, meta: dict) -> None:
@@ -121,7 +151,7 @@ def run_reference(fleet: Fleet, tool: str, epsilon: float, runs: int) -> None:
     records = fleet.records()[1]
     for seed in range(runs):
         if tool == "privtrace":
-            release, wall = references.run_privtrace(records, BBOX, epsilon)
+            release, wall = references.run_privtrace(records, fleet.bbox, epsilon)
         else:
             release, wall = references.run_ldptrace(records, epsilon, seed)
         label = f"{'PrivTrace' if tool == 'privtrace' else 'LDPTrace'} eps={epsilon:g} per record" + (
@@ -140,15 +170,14 @@ def run_mechanisms(fleet: Fleet, only: set[str], seeds: list[int]) -> None:
     from bench.table4 import protect
     from mechanisms.registry import mechanism
     from tasks.dask_cluster import local_cluster
-    from trajpub.grid import GridSpec
     from trajpub.segment import keep_trajectories, to_grid
 
     records = fleet.records()[1]
     with local_cluster(2, memory_limit="6GB") as cluster, Client(cluster) as client:
-        for model in models():
+        for model in models(fleet):
             if only and model.mechanism not in only:
                 continue
-            model = replace(model, grid=GridSpec(BBOX, model.grid.cell_size_m))
+            model = replace(model, grid=GridSpec(fleet.bbox, model.grid.cell_size_m))
             params = model.parsed()
             prepared = to_grid(keep_trajectories(records, 2, mechanism(model.mechanism).max_records_per_object(params)),
                                model.grid)
@@ -157,28 +186,28 @@ def run_mechanisms(fleet: Fleet, only: set[str], seeds: list[int]) -> None:
             for seed in seeds:
                 candidate, wall, _ = protect(client, model, params, parts, seed)
                 release = candidate.points[["traj_id", "seq", "lon", "lat", "t"]]
-                keep(fleet, f"{model.mechanism}_run{seed}", release,
+                name = model.mechanism + ("_privtree" if model.params.get("density_model") == "privtree" else "")
+                keep(fleet, f"{name}_run{seed}", release,
                      {"label": model.label, "seed": seed, "wall_s": wall})
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
 
 
-def tuning_half_scores(variants: dict[str, dict], seeds: list[int]) -> pd.DataFrame:
+def tuning_half_scores(variants: dict[str, dict], seeds: list[int], fleet: Fleet) -> pd.DataFrame:
     """CityTrace at its defaults and with each variant's parameters (over the defaults), released in memory from
-    the tuning half (prepared as :func:`run_mechanisms` prepares the report half; the adapter's per-partition
-    sums are this one count) and scored against it: mean and sd over ``seeds`` of :func:`metrics`' grid
-    figures, query, length and the start-hour JSD."""
+    the tuning half of ``fleet`` (``halves`` or ``sf``; prepared as :func:`run_mechanisms` prepares the report
+    half; the adapter's per-partition sums are this one count) and scored against it: mean and sd over ``seeds``
+    of :func:`metrics`' grid figures, query, length, the start-hour JSD and the square cells' figures."""
     from mechanisms import citytrace
-    from trajpub.grid import GridSpec
     from trajpub.segment import keep_trajectories, to_grid
 
-    half = FLEETS["halves"].records()[0]
-    cell_m = next(m for m in models() if m.mechanism == "citytrace").grid.cell_size_m
-    grid, window = GridSpec(BBOX, cell_m), utility_data.TDRIVE_WINDOW
+    half = fleet.records()[0]
+    window = fleet.window
     defaults = citytrace.CityTraceParams().to_dict()
     chosen = {name: citytrace.CityTraceParams.from_dict({**defaults, **overrides})  # every variant checked first
               for name, overrides in {"defaults": {}, **variants}.items()}
     out = {}
     for name, params in chosen.items():
+        grid = GridSpec(fleet.bbox, params.cell_size_m)
         prepared = to_grid(keep_trajectories(half, 2, params.max_records_per_object), grid)
         geometry = citytrace.geometry_of(grid, params)
         counts = citytrace.count_points(prepared, geometry, params, window.timezone)
@@ -186,20 +215,49 @@ def tuning_half_scores(variants: dict[str, dict], seeds: list[int]) -> pd.DataFr
         for seed in seeds:
             release = citytrace.release_from_counts(counts, geometry, grid, params, window,
                                                     np.random.default_rng(seed)).points
-            m = metrics(half, release[["traj_id", "seq", "lon", "lat", "t"]], seed)
-            runs.append({k: m[k] for k in (*(f"{k}_{g}" for g in (128, 32) for k in GRID_METRICS), "query",
-                                           "length", "start_hour_jsd")})
+            m = metrics(half, release[["traj_id", "seq", "lon", "lat", "t"]], seed, fleet)
+            runs.append({k: m[k] for k in (*(f"{k}_{g}" for g in (128, 64, 32) for k in GRID_METRICS), "query",
+                                           "length", "start_hour_jsd", *SQUARE_COLUMNS)})
         frame = pd.DataFrame(runs)
         out[name] = frame.mean().round(3).astype(str) + " ± " + frame.std().fillna(0.0).round(3).astype(str)
         print(name, dict(out[name]), flush=True)
     return pd.DataFrame(out).T
 
 
-def metrics(raw: pd.DataFrame, release: pd.DataFrame, seed: int) -> dict:
-    """The figures of one release of the report half (module docstring)."""
+SQUARE_COLUMNS = (*(f"jsd_{m}m" for m in CELLS_M), "hot_500m", "empty_500m")
+
+
+def square_cells(raw: pd.DataFrame, release: pd.DataFrame, core: tuple[float, float, float, float]) -> dict:
+    """The point density on square cells of :data:`CELLS_M` over ``core`` (lon/lat, projected about its centre):
+    its JSD (natural log) per cell size; at 500 m, how many of the raw's 10 busiest cells hold a released share
+    within x1.5 of the raw's, and the released share in cells where the raw has no point (shares of the points
+    inside the core)."""
     out = {}
+    for size in CELLS_M:
+        grid = GridSpec(core, float(size))
+
+        def counts(frame: pd.DataFrame, grid: GridSpec = grid) -> np.ndarray:
+            lon, lat = frame["lon"].to_numpy(), frame["lat"].to_numpy()
+            inside = (lon >= core[0]) & (lon <= core[2]) & (lat >= core[1]) & (lat <= core[3])
+            cell = grid.cell_of(*grid.project(lon[inside], lat[inside]))
+            return np.bincount(cell[cell >= 0], minlength=grid.n_cells).astype(float)
+
+        r, q = counts(raw), counts(release)
+        out[f"jsd_{size}m"] = jsd(r, q)
+        if size == 500:
+            r, q = r / r.sum(), q / max(q.sum(), 1.0)
+            top = np.argsort(-r, kind="stable")[:10]
+            ratio = q[top] / r[top]
+            out["hot_500m"] = int(((ratio >= 1 / 1.5) & (ratio <= 1.5)).sum())
+            out["empty_500m"] = float(q[r == 0].sum())
+    return out
+
+
+def metrics(raw: pd.DataFrame, release: pd.DataFrame, seed: int, fleet: Fleet) -> dict:
+    """The figures of one release of the fleet's reported taxis (module docstring)."""
+    out = square_cells(raw, release, fleet.core)
     for g in GRIDS:
-        m = trajectory_metrics(raw, release, BBOX, seed, g)
+        m = trajectory_metrics(raw, release, fleet.bbox, seed, g)
         out |= {f"{k}_{g}": m[k] for k in GRID_METRICS}
         out |= {"query": m["query"], "length": m["length"], "outside_bbox_share": m["outside_bbox_share"]}
     if "t" in release and release["t"].notna().any():
@@ -217,8 +275,8 @@ def read_release(path: Path) -> pd.DataFrame:
     return release
 
 
-COLUMNS = (*(f"{k}_{g}" for g in GRIDS for k in GRID_METRICS), "query", "length", "speed_p99_kmh", "speed_jsd",
-           "duration_jsd", "start_hour_jsd", "days", "wall_s")
+COLUMNS = (*(f"{k}_{g}" for g in GRIDS for k in GRID_METRICS), "query", "length", *SQUARE_COLUMNS, "speed_p99_kmh",
+           "speed_jsd", "duration_jsd", "start_hour_jsd", "days", "wall_s")
 
 
 def score(fleet: Fleet) -> dict:
@@ -229,21 +287,23 @@ def score(fleet: Fleet) -> dict:
     before = json.loads(fleet.results.read_text()) if fleet.results.exists() else {}
     kept = {r.get("file"): r for r in before.get("runs", [])}
     label = fleet.floor_label
-    rows = [kept.get(label) or {"label": label, "file": label, "seed": 0, "wall_s": None, **metrics(raw, floor, 0)}]
+    rows = [kept.get(label) if label in kept and "jsd_500m" in kept[label] else
+            {"label": label, "file": label, "seed": 0, "wall_s": None, **metrics(raw, floor, 0, fleet)}]
     # a kept run whose release file is not here (not rerun on this machine) keeps its scores
     rows += [r for name, r in kept.items() if name != label and not (fleet.out / name).exists()]
     for meta_path in sorted(fleet.out.glob("*.json")):
         output = meta_path.with_name(meta_path.name.replace(".json", ".csv.gz"))
-        if kept.get(output.name, {}).get("mtime") == output.stat().st_mtime:  # scored before, unchanged
+        if kept.get(output.name, {}).get("mtime") == output.stat().st_mtime and "jsd_500m" in kept[output.name]:
             rows.append(kept[output.name])
             continue
         meta = json.loads(meta_path.read_text())
         rows.append({**meta, "file": output.name, "mtime": output.stat().st_mtime,
-                     **metrics(raw, read_release(output), meta["seed"])})
+                     **metrics(raw, read_release(output), meta["seed"], fleet)})
         print(f"scored {meta_path.name}", flush=True)
     rows = rows[:1] + sorted(rows[1:], key=lambda r: r["file"])  # the floor, then the runs by file name
     cloned = all((references.REF / name).is_dir() for name in ("PrivTrace", "LDPTrace"))
-    results = {"machine": machine(), "references": references.commits() if cloned else before["references"],
+    not_run = {"PrivTrace": "not run", "LDPTrace": "not run"}
+    results = {"machine": machine(), "references": references.commits() if cloned else before.get("references", not_run),
                "raw_speed_p99_kmh": float(np.quantile(raw_speeds, 0.99)), "raw_taxis": int(raw["object_id"].nunique()),
                "raw_records": int(raw["traj_id"].nunique()), "runs": rows}
     fleet.results.parent.mkdir(exist_ok=True)
@@ -260,9 +320,10 @@ def table(fleet: Fleet, results: dict) -> str:
               f"{m['date'][:16]} UTC. References: PrivTrace {results['references']['PrivTrace'][:12]}, LDPTrace "
               f"{results['references']['LDPTrace'][:12]}. Raw ({fleet.reported_as}): {results['raw_taxis']} taxis, "
               f"{results['raw_records']} records, p99 segment speed {results['raw_speed_p99_kmh']:.1f} km/h."), ""]
-    for title, cols in (("6 km (32 x 32)", [f"{k}_32" for k in GRID_METRICS] + ["query", "length"]),
-                        ("3 km (64 x 64)", [f"{k}_64" for k in GRID_METRICS]),
-                        ("1.5 km (128 x 128)", [f"{k}_128" for k in GRID_METRICS]),
+    for title, cols in (("32 x 32 over the raw's box", [f"{k}_32" for k in GRID_METRICS] + ["query", "length"]),
+                        ("64 x 64", [f"{k}_64" for k in GRID_METRICS]),
+                        ("128 x 128", [f"{k}_128" for k in GRID_METRICS]),
+                        ("square cells over the core", list(SQUARE_COLUMNS)),
                         ("time", ["speed_p99_kmh", "speed_jsd", "duration_jsd", "start_hour_jsd", "days", "wall_s"])):
         names = [re.sub(r"_\d+$", "", c) for c in cols]
         lines += [f"#### {title}", "", "| release | runs | " + " | ".join(names) + " |",
@@ -271,7 +332,8 @@ def table(fleet: Fleet, results: dict) -> str:
             cells = []
             for c in cols:
                 v = pd.to_numeric(group[c], errors="coerce").dropna() if c in group else pd.Series([], dtype=float)
-                digits = 1 if c in ("speed_p99_kmh", "wall_s") else 0 if c == "days" else 3
+                digits = 1 if c in ("speed_p99_kmh", "wall_s", "hot_500m") else 0 if c == "days" else 4 if \
+                    c == "empty_500m" else 3
                 cells.append("n/a" if v.empty else f"{v.mean():.{digits}f}" if len(v) == 1
                              else f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}")
             lines.append(f"| {label} | {len(group)} | " + " | ".join(cells) + " |")
@@ -319,7 +381,8 @@ def seed_list(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fleet", choices=sorted(FLEETS), default="halves",
-                        help="halves: the sample's report half; unseen: the taxis the sample leaves out")
+                        help="halves: the sample's report half; unseen: the taxis the sample leaves out; sf: the San "
+                             "Francisco sample's report half (tune: the fleet's tuning half, halves or sf)")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run one reference tool on the fleet's reported taxis")
     r.add_argument("--tool", choices=("privtrace", "ldptrace"), required=True)
@@ -355,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("tune: the variants must be a JSON object, {param: value, ...} or "
                              "{name: {param: value, ...}, ...}")
         try:
-            print(tuning_half_scores(variants, seeds).to_string())
+            print(tuning_half_scores(variants, seeds, fleet).to_string())
         except ParameterError as err:
             raise SystemExit(f"tune: {err}") from None
     else:

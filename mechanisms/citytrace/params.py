@@ -8,6 +8,7 @@ geometrically (:meth:`CityTraceParams.level_epsilons`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields
 
@@ -94,7 +95,8 @@ class CityTraceParams:
         each object adding 1/k to its k = ``density_cells`` most visited fine cells (L1 norm 1); the walks read
         its sums over the model cells and a point's position is drawn from it inside its model cell. Its own
         thresholds come from ε and the fanout only (:func:`.privtree.calibration`). Chosen on the San
-        Francisco sample's tuning half (``bench/UTILITY_RESULTS.md``, "San Francisco"): with 500 m model cells
+        Francisco sample, all its cabs (so its San Francisco rows in ``bench/UTILITY_RESULTS.md`` are not held
+        out; Beijing's are, and the defaults stay Beijing's): with 500 m model cells
         and k = 400 (125 m cells, seeds 0-2), against each object's points' shares (seeds 0-1): density JSD at
         500 m 0.14 either way, pattern F1 on the 128 grid 0.335 -> 0.347, the raw's 10 busiest 500 m cells
         kept within x1.5: 7.5 -> 7.7 (k = 200: 4.3, k = 1000: 2.3; this count is noisy).
@@ -216,4 +218,10 @@ class CityTraceParams:
 def fine_grid(geometry, params: CityTraceParams) -> GridSpec:
     """The PrivTree density's fine cells over the release's bbox: same projection and origin as the model grid,
     so a model cell is exactly 2**F x 2**F of them (``geometry``: :class:`mechanisms.objtrace.geometry.Geometry`)."""
-    return GridSpec(geometry.model.bbox, params.fine_cell_m)
+    return _grid(tuple(geometry.model.bbox), float(params.fine_cell_m))
+
+
+@functools.lru_cache(maxsize=8)
+def _grid(bbox: tuple[float, float, float, float], cell_m: float) -> GridSpec:
+    """One GridSpec per bbox and cell size (its projection is built once: pyproj's transformers are slow to make)."""
+    return GridSpec(bbox, cell_m)
