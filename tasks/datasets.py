@@ -62,6 +62,7 @@ class DatasetSummary:
     sources: tuple[Source, ...]
     unit: str
     budget: tuple[str, ...]
+    week_start: str = "monday"
 
     def local(self, t: datetime | None) -> str:
         """``t`` in UTC and in the dataset's zone ("2008-02-01 16:00 UTC = 2008-02-02 00:00 Asia/Shanghai")."""
@@ -78,6 +79,7 @@ class DatasetSummary:
                f"  time range: {self.local(self.first)} .. {self.local(self.last)}",
                f"  objects: {self.n_objects:,}; points: {self.n_points:,}",
                f"  unit of protection: {self.unit}",
+               f"  weeks start on {self.week_start.capitalize()} (trajpub budget unit --week-starts)",
                "  budget:", *(f"    {line}" for line in self.budget),
                f"  sources ({len(self.sources)}):"]
         out += [f"    {s.format} {s.path}: {s.n_loaded:,} points loaded, {s.n_quarantined:,} quarantined "
@@ -97,5 +99,6 @@ def summaries(conn: sa.Connection, dataset: str | None = None) -> list[DatasetSu
                             " WHERE dataset = :d ORDER BY source_id"), {"d": name}))
         unit = unit_of(conn, name)
         out.append(DatasetSummary(name, unit.tz, span.first, span.last, int(span.objects), int(span.points), sources,
-                                  unit.describe(), tuple(a.describe() for a in accounts(conn, name).values())))
+                                  unit.describe(), tuple(a.describe() for a in accounts(conn, name).values()),
+                                  unit.week_start))
     return out

@@ -4,7 +4,6 @@ withdrawal."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -18,8 +17,8 @@ from flows.cli.base import (
     tracebacks_to_the_log_only,
     valid_dataset,
 )
+from flows.decisions import hand_to_waiting_flow  # noqa: F401  (flows.cli.release's pick uses it)
 from tasks.db import transaction
-from trajpub.errors import TrajpubError
 
 
 @main.group()
@@ -73,71 +72,14 @@ def steward_code(release_id: int, steward: str, decision: str, comment: str | No
 
 
 def _decide(release_id: int, decision: str, steward: str, comment: str | None, wait_s: float) -> None:
-    """Record the decision as the steward's login (the database checks status, four-eyes and the comment), then
-    let the waiting flow run publish, or publish in a flow run of its own when none waits (nothing lost)."""
-    from tasks import governance
+    """Record the decision as the steward's login and see it through (:func:`flows.decisions.decide`, which the
+    steward console calls too)."""
+    from flows import decisions
 
     tracebacks_to_the_log_only()
-    status = "approved" if decision == "approve" else "rejected"
-    rel, login = transaction(lambda conn: (governance.get_release(conn, release_id),
-                                           governance.decide(conn, release_id, status, comment)),
-                             "record the decision", steward_engine(steward))
-    click.echo(f"release {release_id} {status} by {login}")
-    if hand_to_waiting_flow(rel, {"release_id": release_id, "decision": decision, "comment": comment or ""},
-                             {"approve": "published", "reject": "rejected"}[decision], wait_s):
-        return
-    if status == "approved":
-        from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
-
-        tracebacks_to_the_log_only()  # again: the import may have configured more of Prefect's logging
-        outcome = publish_approved_flow(release_id=release_id)
-        if outcome["status"] != "published":
-            raise TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
-                               "approve")
-        click.echo(f"release {release_id} is {outcome['status']}: {outcome['table']}")
-
-
-def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float) -> bool:
-    """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
-    ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
-    the Prefect server no longer knows the run (its database was reset: the governance record is what counts)."""
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-    from prefect.flow_runs import resume_flow_run
-
-    from tasks import governance
-
-    release_id = rel["release_id"]
-    paused = False
-    if rel["flow_run_id"]:  # the flow may still be on its way into the pause: give it a moment
-        deadline = time.monotonic() + 30
-        with get_client(sync_client=True) as client:
-            while True:
-                try:
-                    state = client.read_flow_run(rel["flow_run_id"]).state
-                except ObjectNotFound:
-                    return False
-                paused = bool(state and state.is_paused())
-                if paused or not (state and state.is_running()) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-    if not paused:
-        return False
-    resume_flow_run(rel["flow_run_id"], run_input=run_input)
-    click.echo(f"sent the decision to the waiting flow run {rel['flow_run_id']} ...")
-    deadline = time.monotonic() + wait_s
-    eng = pipeline_engine()
-    while time.monotonic() < deadline:
-        current = transaction(lambda conn: governance.get_release(conn, release_id)["status"], "read the status", eng)
-        if current in (final, "failed"):
-            click.echo(f"release {release_id} is {current}")
-            if current == "failed":
-                sys.exit(1)
-            return True
-        time.sleep(1)
-    click.echo(f"the flow run has the decision but release {release_id} is still '{current}'; "
-               f"see `trajpub release show {release_id}`")
-    return True
+    # again after the flow's import: it may have configured more of Prefect's logging
+    decisions.decide(steward_engine(steward), release_id, decision, comment, wait_s, click.echo,
+                     before_flow=tracebacks_to_the_log_only)
 
 
 @main.command()
@@ -275,9 +217,7 @@ def set_dataset_policy(steward: str, dataset: str, **values) -> None:
 @click.option("--reason", required=True, help="Why the release is withdrawn.")
 def withdraw(release_id: int, steward: str, reason: str) -> None:
     """Withdraw a published release: its tables and views go, its lineage and ledger entries stay."""
-    from tasks.lineage import deliver
-    from tasks.publish import withdraw as withdraw_release
+    from flows.decisions import withdraw as withdraw_release
 
     dropped = withdraw_release(steward_engine(steward), release_id, reason)
     click.echo(f"release {release_id} withdrawn; dropped {', '.join(dropped)}")
-    deliver(pipeline_engine())
