@@ -18,6 +18,7 @@ import ssl
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,8 +112,19 @@ def dask_client() -> Iterator[Client]:
             yield client
         return
     n = os.cpu_count() or 1
-    with local_cluster(n) as cluster, Client(cluster) as client:
-        yield client
+    distributed_log = logging.getLogger("distributed")
+    with warnings.catch_warnings():
+        # the flow sends each partition to a worker by value on purpose (workers hold no database credential to
+        # read it themselves): Dask's advice against large graphs does not apply, and it would reach the console
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        try:
+            with local_cluster(n) as cluster, Client(cluster) as client:
+                try:
+                    yield client
+                finally:  # closing: heartbeats and sends to comms that close first fail by design, with tracebacks
+                    distributed_log.setLevel(logging.CRITICAL)
+        finally:
+            distributed_log.setLevel(logging.WARNING)
 
 
 def n_workers(client: Client) -> int:
