@@ -102,8 +102,10 @@ class Backfill:
 
     def lines(self) -> list[str]:
         """The bill as the steward reads it before confirming, a line per window without data."""
-        return ([f"- {label}: no data in the window; its run is skipped, charged nothing" for _, p in self.runs
-                 if (label := p.label) in self.empty] + (self.bill.lines() if self.bill else []))
+        billed = self.bill.lines() if self.bill else []
+        charges, totals = iter(billed[:len(self.runs) - len(self.empty)]), billed[len(self.runs) - len(self.empty):]
+        return [f"- {p.label}: no data in the window; its run is skipped, charged nothing" if p.label in self.empty
+                else next(charges) for _, p in self.runs] + totals
 
 
 def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overrides: dict | None = None) -> Backfill:

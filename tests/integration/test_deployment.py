@@ -197,7 +197,8 @@ def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loa
               "--end", "2008-02-18", "--every", "7d", "--requested-by", "backfill-operator", "--yes", timeout=1200)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "TOTAL epsilon-DP: epsilon 10 per object for 2 window(s)" in out.stdout  # the empty week is not billed
-    assert "- 2008-02-11T00:00:00+08:00 to 2008-02-18T00:00:00+08:00: no data in the window" in out.stdout
+    assert "- 2008-02-11T00:00:00+08:00 to 2008-02-18T00:00:00+08:00: no data in the window; its run is skipped" \
+        in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
     lines = [line for line in out.stdout.splitlines() if line.startswith("flow run")]
     assert lines[-1].endswith("window 2008-02-11T00:00:00+08:00 to 2008-02-18T00:00:00+08:00: skipped: no data in "

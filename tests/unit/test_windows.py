@@ -154,3 +154,17 @@ def test_a_backfill_of_a_fixed_window_deployment_releases_one_step_per_run():
     assert backfill_spec(fixed, timedelta(hours=6))["window"] == {"last": "6h", "align": "none"}
     relative = {"dataset": "d", "bbox": BBOX, "window": {"last": "7d", "align": "local_week"}}
     assert backfill_spec(relative, timedelta(days=7)) == relative
+
+
+def test_a_backfill_bill_lists_a_window_without_data_in_its_place_uncharged():
+    from types import SimpleNamespace
+
+    from flows.deploy import Backfill
+
+    runs = [(None, SimpleNamespace(label=w)) for w in ("week 1", "week 2", "week 3")]
+    bill = SimpleNamespace(lines=lambda: ["- week 1: epsilon 5", "- week 3: epsilon 5", "TOTAL: epsilon 10"])
+    assert Backfill("release/d", {}, runs, bill, frozenset({"week 2"})).lines() == [
+        "- week 1: epsilon 5", "- week 2: no data in the window; its run is skipped, charged nothing",
+        "- week 3: epsilon 5", "TOTAL: epsilon 10"]
+    assert Backfill("release/d", {}, runs[1:2], None, frozenset({"week 2"})).lines() == [
+        "- week 2: no data in the window; its run is skipped, charged nothing"]
