@@ -21,6 +21,7 @@ services: setup
 	$(TRAJPUB) db up
 	$(TRAJPUB) db migrate
 	$(TRAJPUB) server up
+	$(TRAJPUB) console up
 
 # Debian's Chromium for the browser tests (the review report, the Prefect UI approval).
 browser:
@@ -48,5 +49,6 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 stop:
+	-$(TRAJPUB) console down
 	-$(TRAJPUB) server down
 	-$(TRAJPUB) db down
