@@ -41,13 +41,17 @@ PROTOCOL = "held_out"
 
 MEMBER_COLUMN = "member"
 TOO_FEW = "too few objects to measure"
-"""How every :class:`TooFewObjects` reason begins."""
+SATURATED = "saturated"
+UNMEASURED = (TOO_FEW, SATURATED)
+"""How every :class:`TooFewObjects` reason begins: too few objects, or a saturated attack (the controls link
+almost as often as they can, so ``1 - controls`` leaves nothing to measure however many objects there are)."""
 
 
 class TooFewObjects(NotApplicable):
-    """Members or controls are too few for the comparison's interval to say anything: the review shows "too few
-    objects to measure" and why, not a number; the policy's ``when_not_applicable`` rules on it (block unless
-    it says pass)."""
+    """The comparison's interval cannot say anything: members or controls are too few ("too few objects to
+    measure"), or the attack is saturated ("saturated": nearly every control links too, and the risk's interval is
+    the difference's divided by ``1 - controls``, near 0); the review shows which and why, not a number; the
+    policy's ``when_not_applicable`` rules on it (block unless it says pass)."""
 
 
 @dataclass(frozen=True)
@@ -173,14 +177,25 @@ class ControlPolicy:
         above = max_risk is not None and comparison.risk_ci[0] > max_risk
         low, high = comparison.risk_ci
         if upper_bound and max_risk is not None and high - low > max_risk and not above:
-            return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval [{low:.2f}, {high:.2f}] is wider "
-                    f"than the attack's ceiling {max_risk:g}, so it cannot show a pass "
-                    f"({comparison.n_members} members, {comparison.n_controls} controls)")
+            return (f"{_why_wide(comparison, max_risk)}: the risk's {comparison.confidence:.0%} interval "
+                    f"[{low:.2f}, {high:.2f}] is wider than the attack's ceiling {max_risk:g}, so it cannot show a "
+                    f"pass ({comparison.n_members} members, {comparison.n_controls} controls)")
         if comparison.risk_ci_width > self.max_risk_ci_width and not above:
-            return (f"{TOO_FEW}: the risk's {comparison.confidence:.0%} interval is "
-                    f"{comparison.risk_ci_width:.2f} wide, more than the policy's {self.max_risk_ci_width:g} "
-                    f"({comparison.n_members} members, {comparison.n_controls} controls)")
+            return (f"{_why_wide(comparison, self.max_risk_ci_width)}: the risk's {comparison.confidence:.0%} "
+                    f"interval is {comparison.risk_ci_width:.2f} wide, more than the policy's "
+                    f"{self.max_risk_ci_width:g} ({comparison.n_members} members, {comparison.n_controls} controls)")
         return None
+
+
+def _why_wide(comparison: MemberControl, width: float) -> str:
+    """Why a rate comparison's risk interval is wider than ``width``: "saturated" when the difference's own
+    interval is not (the width comes from dividing it by ``1 - controls``: nearly every control links, as on a
+    city-sized fleet whose records resemble everyone's at coarse cells), else "too few objects to measure"."""
+    low, high = comparison.difference_ci
+    if comparison.statistic == "rate" and high - low <= width:
+        return (f"{SATURATED} ({comparison.control_value:.0%} of the controls link as well, so 1 - controls = "
+                f"{1 - comparison.control_value:.2f} leaves nothing to measure; not too few objects)")
+    return TOO_FEW
 
 
 def members_and_controls(raw: pd.DataFrame, where: str) -> tuple[pd.Index, pd.Index]:

@@ -32,7 +32,11 @@ from audits.known_points import KnownPoints, KnownPointsParams
 from audits.membership import NAME as MEMBERSHIP_NAME
 from audits.membership import MembershipInference, MembershipParams
 from audits.reidentification import KINDS, NAME_PREFIX, Reidentification, ReidentificationParams
+from audits.shape_match import NAME as SHAPE_NAME
+from audits.shape_match import ShapeMatch, ShapeMatchParams
 from audits.signature_linkage import SYNTHETIC_NAME, TRUTHFUL_NAME, SignatureLinkage, SignatureLinkageParams
+from audits.time_match import NAME as TIME_NAME
+from audits.time_match import TimeMatch, TimeMatchParams
 from trajpub.errors import ParameterError
 from trajpub.params import Scope
 
@@ -65,6 +69,8 @@ ATTACKS: dict[str, RegisteredAttack] = {
                                MappingProxyType({"calibration": "none"})),
     SHADOW_NAME: RegisteredAttack(ClosestRecord, ClosestRecordParams, frozenset({"synthetic"}),
                                   MappingProxyType({"calibration": "reference"})),
+    TIME_NAME: RegisteredAttack(TimeMatch, TimeMatchParams, frozenset({"synthetic"})),
+    SHAPE_NAME: RegisteredAttack(ShapeMatch, ShapeMatchParams, frozenset({"synthetic"})),
 }
 """Policy name -> :class:`RegisteredAttack`: an attack is registered by one line here (docs/extending.md)."""
 

@@ -47,6 +47,7 @@ from distributed import wait as wait_futures
 
 from audits.gate import GatePolicy
 from bench.fgs_pufferfish import TDRIVE_SAMPLE, machine
+from bench.sf_data import SF_BBOX, SF_SAMPLE, SF_TZ, SF_WINDOW, load_clean_sf
 from bench.table4 import central_beijing_network
 from bench.tdrive import TZ, load_clean
 from bench.tdrive_unseen import UNSEEN
@@ -56,19 +57,39 @@ from tasks import audit, check_output
 from tasks.dask_cluster import local_cluster
 from tasks.prepare import prepare_partition
 from tasks.protect import run as run_mechanism
+from tests.controls.blurring import TRANSFORMS, BlurControl
 from tests.controls.mechanism import CopyControl, Replay
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec, read_spec_file
+from trajpub.window import ReleaseWindow
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "gate_validity"
 RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 NETWORK_NAME = "synthetic central Beijing"
-FLEETS = {"sample": (TDRIVE_SAMPLE, "the bundled sample (odd taxi ids)"),
-          "unseen": (UNSEEN, "the taxis the project has never seen (even taxi ids)")}
-"""``--fleet``: the T-Drive CSV drawn on and its title in the tables."""
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A fleet drawn on: its data file, its title in the tables, how it is read and cleaned, the public window and
+    time zone of its releases, and its public bbox (None: the example spec's, Beijing's)."""
+
+    path: Path
+    title: str
+    load: Callable[[], tuple[pd.DataFrame, dict]]
+    window: ReleaseWindow = TDRIVE_WINDOW
+    timezone: str = TZ
+    bbox: tuple[float, float, float, float] | None = None
+
+
+FLEETS = {"sample": Fleet(TDRIVE_SAMPLE, "the bundled sample (odd taxi ids)", lambda: load_clean(TDRIVE_SAMPLE)),
+          "unseen": Fleet(UNSEEN, "the taxis the project has never seen (even taxi ids)", lambda: load_clean(UNSEEN)),
+          "sf": Fleet(SF_SAMPLE, "the San Francisco sample (Cabspotting, odd cabs, 3 days; bench.sf_data)",
+                      load_clean_sf, SF_WINDOW, SF_TZ, SF_BBOX)}
+"""``--fleet``: what is drawn on. Beijing's candidates run there at their example specs; San Francisco's at the same
+params with the Bay Area's bbox and window (:mod:`bench.sf_data`)."""
 
 
 @dataclass(frozen=True)
@@ -89,10 +110,13 @@ class Candidate:
     def mech(self) -> Mechanism:
         return mechanism(self.mechanism) if isinstance(self.mechanism, str) else self.mechanism
 
-    def release_spec(self) -> ReleaseSpec:
+    def release_spec(self, fleet: Fleet | None = None) -> ReleaseSpec:
         """The example spec with the candidate's mechanism and params (Mixzone: the T-Drive W4M example's
-        bbox and preparation, Mixzone's params)."""
+        bbox and preparation, Mixzone's params), on ``fleet``'s bbox and window when it has its own."""
         spec = read_spec_file(self.spec)
+        if fleet is not None and fleet.bbox is not None:
+            spec = {**spec, "bbox": list(fleet.bbox), "window_start": fleet.window.start.isoformat(),
+                    "window_end": fleet.window.end.isoformat()}
         if self.mechanism == "mixzone":
             base = read_spec_file(example_spec_file("w4m"))
             spec = {**base, "mechanism": "mixzone", "params": spec["params"]}
@@ -109,6 +133,12 @@ def _copy(percent: float) -> Candidate:
                      example_spec_file("objtrace"), {"copy_percent": percent}, control=True)
 
 
+def _blur(transform: str, percent: float = 10.0) -> Candidate:
+    return Candidate(f"blur_{transform}", f"blurring control: {transform}, {percent:g}% (CityTrace eps 5 + members)",
+                     BlurControl(), example_spec_file("citytrace"), {"blur_percent": percent, "transform": transform},
+                     control=True)
+
+
 CANDIDATES = [
     _objtrace("objtrace_e1", "ObjTrace eps 1 per taxi", 1.0),
     _objtrace("objtrace_e2", "ObjTrace eps 2 per taxi", 2.0),
@@ -120,6 +150,7 @@ CANDIDATES = [
     *(_copy(p) for p in (2, 5, 10, 20)),
     Candidate("replay", "replay control (every record as synthetic)", Replay(), example_spec_file("objtrace"),
               control=True, spec_params=False),
+    *(_blur(t) for t in (*TRANSFORMS, "mixture")),
     Candidate("glove", "GLOVE (example)", "glove", example_spec_file("glove")),
     Candidate("w4m", "W4M (example)", "w4m", example_spec_file("w4m")),
     Candidate("mixzone", "Mixzone (example params, synthetic Beijing streets)", "mixzone",
@@ -127,15 +158,16 @@ CANDIDATES = [
 ]
 
 
-def inputs_and_params(candidate: Candidate, spec: ReleaseSpec) -> tuple[PublicInputs, Any]:
+def inputs_and_params(candidate: Candidate, spec: ReleaseSpec, window: ReleaseWindow = TDRIVE_WINDOW
+                      ) -> tuple[PublicInputs, Any]:
     """The public inputs and the mechanism's parameters, resolved as the flow's public-inputs step does (Mixzone:
     the synthetic street grid in memory instead of a network read from PostGIS)."""
     mech = candidate.mech()
     params = mech.parse_params(dict(spec.params))
     if mech.public_inputs(params).get("road_network") == NETWORK_NAME:
-        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic", window=TDRIVE_WINDOW)
+        inputs = PublicInputs(spec.grid, central_beijing_network(spec.grid), "synthetic", window=window)
     else:
-        inputs = PublicInputs(spec.grid, window=TDRIVE_WINDOW)
+        inputs = PublicInputs(spec.grid, window=window)
     return inputs, mech.resolved(params, inputs)
 
 
@@ -161,9 +193,9 @@ class Setup:
     parts: list[pd.DataFrame]
 
     @classmethod
-    def of(cls, candidate: Candidate, clean: pd.DataFrame) -> Setup:
-        spec = candidate.release_spec()
-        inputs, params = inputs_and_params(candidate, spec)
+    def of(cls, candidate: Candidate, clean: pd.DataFrame, fleet: Fleet | None = None) -> Setup:
+        spec = candidate.release_spec(fleet)
+        inputs, params = inputs_and_params(candidate, spec, TDRIVE_WINDOW if fleet is None else fleet.window)
         return cls(candidate, spec, inputs, params,
                    prepared_parts(clean, spec, candidate.mech().max_records_per_object(params)))
 
@@ -228,16 +260,18 @@ def candidate(key: str) -> Candidate:
     return found
 
 
-def default_policy() -> GatePolicy:
-    """The default gate policy in the sample's time zone (the flow applies the dataset's)."""
-    return GatePolicy.default().in_timezone(TZ)
+def default_policy(timezone: str = TZ) -> GatePolicy:
+    """The default gate policy in the fleet's time zone (the flow applies the dataset's; the T-Drive sample's by
+    default)."""
+    return GatePolicy.default().in_timezone(timezone)
 
 
 def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
-                  seed: int, save_draws: Callable[[dict], None], done: list[dict] = ()) -> None:
+                  seed: int, save_draws: Callable[[dict], None], done: list[dict] = (), fleet: Fleet | None = None
+                  ) -> None:
     """``draws`` draws of the candidate, after the ``done`` ones of an earlier run (draw d keeps seed ``seed + d``);
     after each, ``save_draws`` gets the candidate's entry so far."""
-    setup = Setup.of(candidate, clean)
+    setup = Setup.of(candidate, clean, fleet)
     entry = {"key": candidate.key, "label": candidate.label, "mechanism": setup.spec.mechanism,
              "params": setup.spec.params, "spec": str(candidate.spec.relative_to(ROOT.parent)),
              "control": candidate.control, "draws": list(done)}
@@ -266,7 +300,7 @@ def fleet_of(entry: dict) -> str:
 def tables(results: dict) -> str:
     """Per fleet, the verdicts, every attack's figures, and what was run, from the results file."""
     parts = []
-    for fleet, (_, title) in FLEETS.items():
+    for fleet, title in ((key, f.title) for key, f in FLEETS.items()):
         cands = [c for c in results["candidates"] if fleet_of(c) == fleet]
         if cands:
             parts.append(fleet_tables(cands, "" if fleet == "sample" else f" on {title}"))
@@ -375,7 +409,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="draw d uses seed + d")
     parser.add_argument("--workers", type=int, default=2, help="Dask worker processes (the flow uses 2)")
     parser.add_argument("--fleet", choices=list(FLEETS), default="sample",
-                        help="sample: the bundled T-Drive sample; unseen: the taxis it leaves out (bench.tdrive_unseen)")
+                        help="sample: the bundled T-Drive sample; unseen: the taxis it leaves out (bench.tdrive_unseen); "
+                        "sf: the San Francisco sample (bench.sf_data)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
     parser.add_argument("--resume", action="store_true",
                         help="keep a candidate's draws already in the results file and run only the missing ones")
@@ -391,11 +426,11 @@ def main(argv: list[str] | None = None) -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                             check=True).stdout.strip()
     OUT.mkdir(exist_ok=True)
-    data = FLEETS[args.fleet][0]
-    if not data.exists():
-        parser.error(f"no {data.name} in {data.parent.name}: write it with python -m bench.tdrive_unseen")
-    clean, _ = load_clean(data)
-    policy = default_policy()
+    fleet = FLEETS[args.fleet]
+    if not fleet.path.exists():
+        parser.error(f"no {fleet.path.name} in {fleet.path.parent.name}: write it with python -m bench.tdrive_unseen")
+    clean, _ = fleet.load()
+    policy = default_policy(fleet.timezone)
     command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
     with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
         for candidate in CANDIDATES:
@@ -407,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
             if done:
                 run["resumed"] = {"draws": len(done), "commit": saved_entry(path, args.fleet, candidate.key)["commit"]}
             run_candidate(client, candidate, clean, policy, args.draws, args.seed,
-                          lambda entry, run=run: write_report(save(path, {**entry, **run})), done)
+                          lambda entry, run=run: write_report(save(path, {**entry, **run})), done, fleet)
 
 if __name__ == "__main__":
     main()

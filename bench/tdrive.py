@@ -32,10 +32,15 @@ FRAGMENT_LENGTHS = (1, 2, 3)  # FASTPub's l_max = 3 rounds publish fragments of 
 def load_clean(path: Path = TDRIVE_SAMPLE) -> tuple[pd.DataFrame, dict]:
     """The T-Drive sample (or another CSV in its format, :func:`bench.fgs_pufferfish.load_tdrive`) (UTC) without
     the points the flow's validation quarantines."""
-    points = load_tdrive(path)
-    d = add_derived_columns(points, {"min_lon": BBOX[0], "min_lat": BBOX[1], "max_lon": BBOX[2],
-                                     "max_lat": BBOX[3]})
-    outside = ~(d["lon"].between(BBOX[0], BBOX[2]) & d["lat"].between(BBOX[1], BBOX[3]))
+    return validated(load_tdrive(path), BBOX)
+
+
+def validated(points: pd.DataFrame, bbox: tuple[float, float, float, float]) -> tuple[pd.DataFrame, dict]:
+    """``points`` (``object_id, t`` (UTC), ``lon, lat``) without the points the flow's validation quarantines in
+    ``bbox``, and what it quarantined."""
+    d = add_derived_columns(points, {"min_lon": bbox[0], "min_lat": bbox[1], "max_lon": bbox[2],
+                                     "max_lat": bbox[3]})
+    outside = ~(d["lon"].between(bbox[0], bbox[2]) & d["lat"].between(bbox[1], bbox[3]))
     reasons = {"exact_repeat": d["is_repeat"], "outside_bbox": outside, "time_not_increasing": d["dt_prev_s"] <= 0,
                "speed_over_60_mps": d["speed_mps"] > MAX_SPEED_MPS}
     bad = np.logical_or.reduce([r.to_numpy(dtype=bool) for r in reasons.values()])

@@ -22,7 +22,7 @@ from distributed import Client, Future, get_worker
 from distributed import wait as wait_futures
 
 from audits.attack import NotApplicable
-from audits.controls import MEMBER_COLUMN, TOO_FEW, ControlPolicy, TooFewObjects, hold_out
+from audits.controls import MEMBER_COLUMN, SATURATED, UNMEASURED, ControlPolicy, TooFewObjects, hold_out
 from audits.gate import GateDecision, GatePolicy, evaluate_gate, verdict, worst_per_attack
 from audits.patterns import frequent_patterns
 from audits.point_utility import information_loss, moved_share, point_error, retained_share
@@ -145,7 +145,8 @@ def _attack(name: str, params: dict, raw: pd.DataFrame, release: pd.DataFrame, g
     ``grid``'s cells, one of a grid attack's resolutions, also an interval wider than ``max_risk`` when the policy
     decides on the ``upper_bound``, which :func:`run_at_resolutions` then sets aside if another resolution
     measured) is
-    such a word: "too few objects to measure" (:class:`audits.controls.TooFewObjects`).
+    such a word: "too few objects to measure", or "saturated" when nearly every control links too
+    (:class:`audits.controls.TooFewObjects`).
     It first tells the driver that it has started (its timeout counts from there, not from when it was queued)."""
     if grid is not None:
         raw, release = at_resolution(raw, grid), at_resolution(release, grid)
@@ -328,7 +329,7 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
     are sequences of them). Returns every (resolution, result), the failures (a grid attack's error names its
     resolution) and the attacks not applicable (attack -> why).
 
-    A grid attack that is "too few objects to measure" (:class:`audits.controls.TooFewObjects`) at some
+    A grid attack that is "too few objects to measure" or "saturated" (:class:`audits.controls.TooFewObjects`) at some
     resolutions and measured at others is decided on those it measured: a resolution whose interval is too wide
     to say anything (at 2 km a third or more of the controls link, and ~90 controls give a risk interval ~0.5
     wide whatever the release does) would otherwise block every release of a city-sized fleet. A resolution whose
@@ -352,7 +353,7 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
         for name, error in failed.items():
             failures.setdefault(name, f"at {size:g} m: {error}")
         for name, why in inapplicable.items():
-            if why.startswith(TOO_FEW):
+            if why.startswith(UNMEASURED):
                 too_few.setdefault(name, {})[f"{size:g}"] = why
             else:
                 not_applicable.setdefault(name, f"at {size:g} m: {why}")
@@ -361,7 +362,8 @@ def run_at_resolutions(client: Client, policy: GatePolicy, raw: pd.DataFrame, re
             size, why = next(iter(by_size.items()))
             not_applicable.setdefault(name, f"at {size} m: {why}")
             continue
-        print(f"audit: {name}: set aside at {', '.join(by_size)} m (too few objects to measure there)")
+        kinds = {SATURATED if why.startswith(SATURATED) else "too few objects to measure" for why in by_size.values()}
+        print(f"audit: {name}: set aside at {', '.join(by_size)} m ({' or '.join(sorted(kinds))} there)")
         out = [(size, r.with_evidence({**r.evidence, "unmeasured_resolutions": by_size}) if r.attack == name else r)
                for size, r in out]
     return out, failures, not_applicable
@@ -395,8 +397,8 @@ def run(client: Client, raw: pd.DataFrame | Future, candidate: CandidateRelease,
 
 def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
     """Every attack's result (and every failure, with its error) in ``governance.audit_results``, the utility
-    and the decision (with the policy it applied) in the release summary."""
-    from tasks.governance import merge_summary
+    and the decision (with the policy it applied) in the release summary: as the auditor's login (sql/036)."""
+    from tasks.governance import record_gate
 
     for resolution, r in outcome.by_resolution:
         threshold = outcome.decision.per_attack[r.attack]["threshold"]
@@ -417,10 +419,9 @@ def store(conn: sa.Connection, release_id: int, outcome: AuditOutcome) -> None:
             " VALUES (:rel, :a, :th, :ok, :kind, :err, CAST(:ev AS jsonb))"),
             {"rel": release_id, "a": name, "th": outcome.policy.max_risk.get(name), "ok": passed, "kind": kind,
              "err": why, "ev": json.dumps({"outcome": kind, "error": why})})
-    merge_summary(conn, release_id, {"utility": outcome.utility,
-                                     "gate": {"blocked": outcome.decision.blocked,
-                                              "reasons": outcome.decision.reasons,
-                                              "privacy": outcome.decision.privacy,
-                                              "utility": outcome.decision.utility,
-                                              "per_utility": outcome.decision.per_utility,
-                                              "policy": outcome.policy.to_dict()}})
+    record_gate(conn, release_id, outcome.utility, {"blocked": outcome.decision.blocked,
+                                                    "reasons": outcome.decision.reasons,
+                                                    "privacy": outcome.decision.privacy,
+                                                    "utility": outcome.decision.utility,
+                                                    "per_utility": outcome.decision.per_utility,
+                                                    "policy": outcome.policy.to_dict()})

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from tasks.review import Review, read_review
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.config import STATE_DIR
+from trajpub.errors import TrajpubError
 from trajpub.guarantee import empirical_bound_words
 
 REPORT_DIR = STATE_DIR / "reports"
@@ -36,11 +37,18 @@ def report_path(release_id: int) -> Path:
 
 def write_private(path: Path, page: str) -> Path:
     """Write a review page readable by its owner only (0600) in a folder only the owner can open (0700): the
-    page holds statistics of the raw data."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    page holds statistics of the raw data. Only the report folder is made when missing; elsewhere (``report
+    --out``) the folder must exist, and a symbolic link is refused, never followed."""
     if path.parent == REPORT_DIR:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.parent.chmod(0o700)  # a folder made before this rule
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    elif not path.parent.is_dir():
+        raise TrajpubError("the folder to write the report in does not exist (none is made)", f"file {path}")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise TrajpubError(f"the report cannot be written there ({'a symbolic link' if path.is_symlink() else exc.strerror}"
+                           "); choose another file", f"file {path}") from None
     os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(page)
@@ -190,6 +198,21 @@ def attack_verdict(a: dict) -> str:
             }[a.get("verdict")]
 
 
+def linking_words(review: Review) -> str | None:
+    """A sentence when any attack the gate passed has its risk's interval above 0: the release links measurably,
+    under the threshold (None when none does). Against controls, members more than people it never saw."""
+    rows = review.measurable_links
+    if not rows:
+        return None
+    controlled = any("controls" in (a.get("evidence") or {}) for a in rows)
+    who = ("links its members measurably more than people it never saw" if controlled else
+           "links records to their owners measurably better than a guess")
+    where = {a["attack"]: f" at {a['resolution_m']:g} m" if a.get("resolution_m") else "" for a in rows}
+    found = "; ".join(f"{a['attack']}{where[a['attack']]}: risk {a['risk']:.3f} {risk_interval(a)}, threshold "
+                      f"{_fmt(a.get('threshold'))}" for a in rows)
+    return f"This release {who}, under the threshold ({found})."
+
+
 def verdicts(decision: dict) -> list[str]:
     """The gate's two verdicts, privacy (attacks) and utility (the policy's floor), as the steward reads them."""
     words = {"passed": "pass", "blocked": "BLOCK", "not gated": "not gated"}
@@ -207,6 +230,73 @@ def utility_table(utility: dict, per_utility: dict) -> list[list]:
         status = {"passed": "pass", "blocked": "BLOCK", "missing": "BLOCK (missing)"}.get(gate.get("status"), "-")
         rows.append([name, _fmt(v, ".4g") if isinstance(v, float) else "missing" if v is None else v, limit, status])
     return rows
+
+
+RESOLUTIONS_M = (250, 500, 1000, 2000)
+USE_AT_JSD, USE_AT_HOT = 0.10, 8
+"""A release is called useful at a cell size when its point density is within JSD 0.10 of the raw's there and at
+least 8 of the raw's 10 busiest cells keep their share within x1.5 (issue 39's bar at 500 m)."""
+
+
+def cell_figures(raw: pd.DataFrame, release: pd.DataFrame, box: tuple[float, float, float, float],
+                 size_m: float) -> dict:
+    """The point density of ``raw`` and ``release`` (``lon, lat``) on square cells of ``size_m`` over ``box``
+    (lon/lat, projected about its centre; points outside it left out): the JSD (natural log), how many of the
+    raw's 10 busiest cells hold a released share within x1.5 of the raw's (``hot``), and the released share in
+    cells where the raw has no point (``empty``), shares of the points inside the box."""
+    from audits.utility import jsd
+    from trajpub.grid import GridSpec
+
+    grid = GridSpec(box, float(size_m))
+
+    def counts(frame: pd.DataFrame) -> np.ndarray:
+        lon, lat = frame["lon"].to_numpy(float), frame["lat"].to_numpy(float)
+        inside = (lon >= box[0]) & (lon <= box[2]) & (lat >= box[1]) & (lat <= box[3])
+        cell = grid.cell_of(*grid.project(lon[inside], lat[inside]))
+        return np.bincount(cell[cell >= 0], minlength=grid.n_cells).astype(float)
+
+    r, q = counts(raw), counts(release)
+    out = {"jsd": jsd(r, q)}
+    r, q = r / max(r.sum(), 1.0), q / max(q.sum(), 1.0)
+    top = np.argsort(-r, kind="stable")[:10]
+    ratio = q[top] / np.where(r[top] > 0, r[top], 1.0)
+    out["hot"] = int(((ratio >= 1 / 1.5) & (ratio <= 1.5) & (r[top] > 0)).sum())
+    out["empty"] = float(q[r == 0].sum())
+    return out
+
+
+def resolution_section(raw: pd.DataFrame, release_points: pd.DataFrame | None) -> list[str]:
+    """The review's "Utility by resolution" heading, table and sentence (nothing without released points)."""
+    if release_points is None or not len(release_points):
+        return []
+    rows, sentence = resolution_rows(raw, release_points)
+    if not rows:
+        return []
+    return ["<h3>Utility by resolution (square cells over the raw points' box)</h3>",
+            html_table(["cells", "density JSD", "raw's 10 busiest cells within x1.5",
+                        "released share where the raw has none"], rows),
+            f"<p><b>{html.escape(sentence)}</b></p>"]
+
+
+def resolution_rows(raw: pd.DataFrame, release: pd.DataFrame) -> tuple[list[list], str]:
+    """The review's utility by resolution: one row per cell size of :data:`RESOLUTIONS_M` over the raw points'
+    box (:func:`cell_figures`), and the sentence saying from which size on the release is useful
+    (:data:`USE_AT_JSD`, :data:`USE_AT_HOT`); no rows when the raw points span no box."""
+    lon, lat = raw["lon"].to_numpy(float), raw["lat"].to_numpy(float)
+    if len(lon) == 0 or not (lon.min() < lon.max() and lat.min() < lat.max()):
+        return [], ""
+    box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
+    rows, useful = [], []
+    for size in RESOLUTIONS_M:
+        f = cell_figures(raw, release, box, size)
+        rows.append([f"{size:g} m", f"{f['jsd']:.3f}", f"{f['hot']} of 10", f"{100 * f['empty']:.1f}%"])
+        if f["jsd"] <= USE_AT_JSD and f["hot"] >= USE_AT_HOT:
+            useful.append(size)
+    bar = (f"its point density within JSD {USE_AT_JSD:g} of the raw's and at least {USE_AT_HOT} of the raw's 10 "
+           "busiest cells keeping their share within x1.5")
+    sentence = (f"Use at >= {useful[0]:g} m: the finest of these cell sizes with {bar}." if useful else
+                f"Use at cells coarser than {RESOLUTIONS_M[-1]:g} m only: none of these sizes has {bar}.")
+    return rows, sentence
 
 
 def mechanism_rows(metadata: dict) -> list[list]:
@@ -324,6 +414,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
          "run at each cell size of the policy (the adversary picks the resolution); the gate takes the worst. "
          f"{html.escape(DECIDE_ON_WORDS[review.decide_on])}</p>"),
         f"<p>{html.escape(words)}</p>" if (words := controls_words(review.summary)) else "",
+        f"<p><b>{html.escape(words)}</b></p>" if (words := linking_words(review)) else "",
         html_table(["attack", "cells", "success", "95% CI", "baseline", "risk", "risk 95% CI", "threshold",
                     "verdict"], attack_rows),
         ("<p>Cell sizes set aside (the gate decided on the attack's other cell sizes):</p><ul>"
@@ -332,6 +423,7 @@ def render(review: Review, raw: pd.DataFrame, release_points: pd.DataFrame | Non
         "<h2>Utility</h2>",
         html_table(["metric", "value", "limit", "verdict"], utility_rows) if utility_rows else "<p>(none)</p>",
         f"<p>{html.escape(words)}</p>" if (words := support_words(review)) else "",
+        *resolution_section(raw, release_points),
         "<h2>Mechanism run (for the steward only: never in lineage or published)</h2>",
         html_table(["figure", "value"], mechanism_rows(review.mechanism_run)),
     ]
@@ -367,8 +459,7 @@ def quarantine_section(review) -> str:
 
 def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     """Keep the page with the release and write its copy; returns the copy's path."""
-    conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, :h) "
-                         "ON CONFLICT (release_id) DO UPDATE SET html = EXCLUDED.html, created_at = now()"),
+    conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, :h)"),
                  {"r": release_id, "h": page})
     return write_private(report_path(release_id), page)
 

@@ -95,6 +95,19 @@ class Review:
         return [(attack, size, why) for (attack, size), why in sorted(seen.items())]
 
     @property
+    def measurable_links(self) -> list[dict]:
+        """The measured attacks whose risk's interval lies above 0 though the gate passed them: the release links
+        measurably more than chance (or, against controls, than people it never saw), under the threshold. One row
+        per attack, its resolution with the highest lower end."""
+        best: dict[str, dict] = {}
+        measured = [a for a in self.audits if a.get("risk_ci_low") is not None and a["risk_ci_low"] > 0
+                    and a.get("passed")]
+        for a in measured:
+            if a["attack"] not in best or a["risk_ci_low"] > best[a["attack"]]["risk_ci_low"]:
+                best[a["attack"]] = a
+        return [best[name] for name in sorted(best)]
+
+    @property
     def window(self) -> str:
         """The snapshot's window in words, with how a relative window was resolved (:mod:`trajpub.window`)."""
         return window_words(self.release.get("window_start"), self.release.get("window_end"),

@@ -79,6 +79,20 @@ def copied(trajectories: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.D
     return out.sort_values(["traj_id", "seq"], kind="stable")[RELEASED_COLUMNS].reset_index(drop=True)
 
 
+def replacing(points: pd.DataFrame, records: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """``points`` (a synthetic release) with as many of its records as ``records`` holds, drawn uniformly,
+    replaced by those records, every record numbered anew in a random order (the ids say nothing of which
+    records are real)."""
+    ids = points["traj_id"].unique()
+    replaced = rng.choice(ids, size=min(records["traj_id"].nunique(), len(ids)), replace=False)
+    kept = points[~points["traj_id"].isin(replaced)]
+    merged = pd.concat([kept, records[kept.columns]], keys=[0, 1], names=["part", None]).reset_index(0)
+    record = merged.groupby(["part", "traj_id"], sort=False).ngroup().to_numpy()
+    number = rng.permutation(record.max() + 1)[record] + 1
+    merged = merged.drop(columns="part").assign(traj_id=number.astype(np.int64))
+    return merged.sort_values(["traj_id", "seq"], kind="stable").reset_index(drop=True)
+
+
 class CopyControl(Mechanism):
     """ObjTrace's release with ``copy_percent`` % of the input records copied into it (the module docstring)."""
 
@@ -97,16 +111,7 @@ class CopyControl(Mechanism):
         synthetic = ObjTrace().release(trajectories, inputs, params.synthesizer, rng)
         n_input = trajectories["traj_id"].nunique()
         copies = copied(trajectories, round(params.copy_percent / 100 * n_input), rng)
-        points = synthetic.points
-        ids = points["traj_id"].unique()
-        replaced = rng.choice(ids, size=min(copies["traj_id"].nunique(), len(ids)), replace=False)
-        kept = points[~points["traj_id"].isin(replaced)]
-        merged = pd.concat([kept, copies[kept.columns]], keys=[0, 1], names=["part", None]).reset_index(0)
-        record = merged.groupby(["part", "traj_id"], sort=False).ngroup().to_numpy()
-        # every record numbered anew in a random order: the ids say nothing of which records are copies
-        number = rng.permutation(record.max() + 1)[record] + 1
-        merged = merged.drop(columns="part").assign(traj_id=number.astype(np.int64))
-        merged = merged.sort_values(["traj_id", "seq"], kind="stable").reset_index(drop=True)
+        merged = replacing(synthetic.points, copies, rng)
         metadata = {"mechanism": self.name, "params": {"copy_percent": params.copy_percent,
                                                        **params.synthesizer.to_dict()},
                     "released_records": int(merged["traj_id"].nunique()), "released_points": len(merged),

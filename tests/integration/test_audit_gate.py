@@ -16,8 +16,9 @@ from flows.review import review_markdown
 from mechanisms import prefix_tree
 from mechanisms.registry import mechanism
 from tasks import audit, protect
+from tasks.db import auditor_engine
 from tasks.review import read_review
-from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release
+from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release, to_protected
 from tests.integration.staged import new_dataset
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.grid import GridSpec
@@ -129,7 +130,8 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(das
     assert len(home_work_blocks) == (1 if rule == "block" else 0)
     assert outcome.decision.per_attack["signature_linkage"]["status"] == "blocked"
     rid = new_release(engine, new_dataset(engine))
-    with engine.begin() as conn:
+    to_protected(engine, rid)
+    with auditor_engine().begin() as conn:
         audit.store(conn, rid, outcome)
         record = read_review(conn, rid)
     rows = {r["attack"]: r for r in record.audits}
@@ -187,12 +189,14 @@ def test_too_few_objects_to_measure_is_said_in_words(dask_client, raw, engine):
                                                                               "lat"]]
     outcome = audit.run(dask_client, framed, CandidateRelease(Shape.SYNTHETIC, release, {}), DEFAULT, SEED,
                         bbox=GRID.bbox)
-    assert sorted(outcome.not_applicable) == ["membership_dcr", "membership_shadow", "signature_linkage_synthetic"]
+    assert sorted(outcome.not_applicable) == ["membership_dcr", "membership_shadow", "membership_shape",
+                                              "membership_time", "signature_linkage_synthetic"]
     for why in outcome.not_applicable.values():
         assert "too few objects to measure: 28 members and 12 controls" in why, why
     assert outcome.decision.blocked and not outcome.failures
     rid = new_release(engine, new_dataset(engine))
-    with engine.begin() as conn:
+    to_protected(engine, rid)
+    with auditor_engine().begin() as conn:
         audit.store(conn, rid, outcome)
         record = read_review(conn, rid)
     assert "| membership_dcr | - | not applicable: too few objects to measure: 28 members and 12 controls" \

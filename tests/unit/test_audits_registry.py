@@ -20,7 +20,8 @@ def test_release_kinds_pick_the_applicable_attacks():
     truthful = attacks_for("truthful")
     assert {"signature_linkage", "known_points", "ap_attack", "home_work"} <= set(truthful)
     assert {f"reidentification_{kind}" for kind in KINDS} <= set(truthful)
-    assert attacks_for("synthetic") == ["membership_dcr", "membership_shadow", "signature_linkage_synthetic"]
+    assert attacks_for("synthetic") == ["membership_dcr", "membership_shadow", "membership_shape", "membership_time",
+                                        "signature_linkage_synthetic"]
     assert attacks_for("aggregate") == ["membership"]
     assert sorted(truthful + attacks_for("synthetic") + attacks_for("aggregate")) == sorted(ATTACKS)
     with pytest.raises(ParameterError):
