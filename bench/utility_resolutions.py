@@ -52,7 +52,6 @@ import numpy as np
 import pandas as pd
 
 from audits.trajectory_utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
-from audits.utility import jsd
 from bench import references, utility_data
 from bench.fgs_pufferfish import machine
 from trajpub.grid import GridSpec
@@ -228,28 +227,17 @@ SQUARE_COLUMNS = (*(f"jsd_{m}m" for m in CELLS_M), "hot_500m", "empty_500m")
 
 
 def square_cells(raw: pd.DataFrame, release: pd.DataFrame, core: tuple[float, float, float, float]) -> dict:
-    """The point density on square cells of :data:`CELLS_M` over ``core`` (lon/lat, projected about its centre):
-    its JSD (natural log) per cell size; at 500 m, how many of the raw's 10 busiest cells hold a released share
-    within x1.5 of the raw's, and the released share in cells where the raw has no point (shares of the points
-    inside the core)."""
+    """The review's figures by resolution (:func:`tasks.report.cell_figures`) on square cells of :data:`CELLS_M`
+    over ``core``: the density JSD per cell size; at 500 m, how many of the raw's 10 busiest cells hold a released
+    share within x1.5 of the raw's, and the released share in cells where the raw has no point."""
+    from tasks.report import cell_figures
+
     out = {}
     for size in CELLS_M:
-        grid = GridSpec(core, float(size))
-
-        def counts(frame: pd.DataFrame, grid: GridSpec = grid) -> np.ndarray:
-            lon, lat = frame["lon"].to_numpy(), frame["lat"].to_numpy()
-            inside = (lon >= core[0]) & (lon <= core[2]) & (lat >= core[1]) & (lat <= core[3])
-            cell = grid.cell_of(*grid.project(lon[inside], lat[inside]))
-            return np.bincount(cell[cell >= 0], minlength=grid.n_cells).astype(float)
-
-        r, q = counts(raw), counts(release)
-        out[f"jsd_{size}m"] = jsd(r, q)
+        f = cell_figures(raw, release, core, size)
+        out[f"jsd_{size}m"] = f["jsd"]
         if size == 500:
-            r, q = r / r.sum(), q / max(q.sum(), 1.0)
-            top = np.argsort(-r, kind="stable")[:10]
-            ratio = q[top] / r[top]
-            out["hot_500m"] = int(((ratio >= 1 / 1.5) & (ratio <= 1.5)).sum())
-            out["empty_500m"] = float(q[r == 0].sum())
+            out |= {"hot_500m": f["hot"], "empty_500m": f["empty"]}
     return out
 
 

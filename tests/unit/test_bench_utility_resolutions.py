@@ -27,3 +27,27 @@ def test_square_cells_score_a_release_against_its_raw():
     # a release moved 10 km east lies where the raw has nothing: no hot spot kept, all its mass on empty cells
     moved = square_cells(raw, raw.assign(lon=raw["lon"] + 0.12), core)
     assert moved["hot_500m"] == 0 and moved["empty_500m"] == 1.0 and moved["jsd_500m"] > 0.6
+
+
+def test_the_review_says_from_which_cell_size_a_release_is_useful():
+    import numpy as np
+    import pandas as pd
+
+    from tasks.report import resolution_rows
+
+    rng = np.random.default_rng(1)
+    # 20 hot spots 50 m wide over a 17 x 11 km box
+    centres = np.column_stack([rng.uniform(116.3, 116.5, 20), rng.uniform(39.9, 40.0, 20)])
+    at = rng.integers(0, 20, 20000)
+    raw = pd.DataFrame({"lon": centres[at, 0] + rng.normal(0, 0.0006, 20000),
+                        "lat": centres[at, 1] + rng.normal(0, 0.00045, 20000)})
+    rows, sentence = resolution_rows(raw, raw)
+    assert [r[0] for r in rows] == ["250 m", "500 m", "1000 m", "2000 m"] and "Use at >= 250 m" in sentence
+    # positions blurred by ~600 m (sd per axis): far from the raw's density at 250 m, closer at 2 km
+    blurred = raw.assign(lon=raw["lon"] + rng.normal(0, 0.007, len(raw)), lat=raw["lat"] + rng.normal(0, 0.0054,
+                                                                                                          len(raw)))
+    rows, sentence = resolution_rows(raw, blurred)
+    jsds = [float(r[1]) for r in rows]
+    assert jsds == sorted(jsds, reverse=True) and jsds[0] > 0.1
+    assert "Use at >= 250 m" not in sentence and "Use at" in sentence
+    assert resolution_rows(raw.iloc[:1], raw) == ([], "")
