@@ -54,6 +54,7 @@ import pandas as pd
 from audits.trajectory_utility import duration_jsd, segment_speeds, speed_jsd, trajectory_metrics
 from bench import references, utility_data
 from bench.fgs_pufferfish import machine
+from bench.sf_data import SF_WINDOW
 from trajpub.grid import GridSpec
 from trajpub.window import ReleaseWindow
 
@@ -121,8 +122,7 @@ FLEETS = {"halves": Fleet(halves, "floor (the other half of the taxis)", "the re
           "unseen": Fleet(unseen, "floor (the sample's taxis)", "the unseen taxis", "resolutions_unseen",
                           "resolutions-unseen"),
           "sf": Fleet(sf_halves, "floor (the other half of the cabs)", "the San Francisco report half",
-                      "resolutions_sf", "resolutions-sf", utility_data.SF_BBOX, utility_data.SF_CORE,
-                      utility_data.SF_WINDOW)}
+                      "resolutions_sf", "resolutions-sf", utility_data.SF_BBOX, utility_data.SF_CORE, SF_WINDOW)}
 PRIVTREE = {"density_model": "privtree", "cell_size_m": 500.0, "density_cells": 400}
 """CityTrace's PrivTree variant as chosen on the whole San Francisco sample (500 m model cells: pattern F1 on the 128
 grid 0.12 -> 0.34 with the PrivTree density, seeds 0-1; k = 400 fine cells per object:
