@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from typing import Literal, TypeVar
 
 from prefect.client.orchestration import get_client
@@ -11,7 +12,7 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput, keyset_from_paused_state
 from prefect.runtime import flow_run
 from prefect.states import Paused
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from tasks import report
 from tasks.review import Review
@@ -38,15 +39,24 @@ def wait_for_answer(form: type[Answer], timeout_s: float, key: str) -> Answer | 
     """Pause the flow run for the steward's ``form`` (a fresh ``key`` per question) and return the answer, or None
     after ``timeout_s``. Prefect stores an answer as the flow run's input, readable through its API, until deleted:
     it is deleted as soon as it is read, so the decision code typed into the form does not stay in Prefect (the
-    code is spent by the flow's presentation anyway, accepted or not: sql/027)."""
-    try:
-        answer = pause_flow_run(wait_for_input=form, timeout=int(timeout_s), poll_interval=2, key=key)
-    except FlowPauseTimeout:
-        return None
-    response = keyset_from_paused_state(Paused(pause_key=key))["response"]
-    with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
-        client.delete_flow_run_input(flow_run.get_id(), response)
-    return answer
+    code is spent by the flow's presentation anyway, accepted or not: sql/027). A run forced back to Running
+    through the API with no answer, or with one the form does not accept, is paused again (with a fresh key):
+    only an answer decides, and nothing is spent or failed meanwhile."""
+    for attempt in itertools.count():
+        asked = key if attempt == 0 else f"{key}-again-{attempt}"
+        try:
+            answer = pause_flow_run(wait_for_input=form, timeout=int(timeout_s), poll_interval=2, key=asked)
+        except FlowPauseTimeout:
+            return None
+        except (ValidationError, ObjectNotFound) as exc:
+            print(f"the run was resumed without an answer the form accepts ({type(exc).__name__}): paused again "
+                  "for the steward")
+            answer = None
+        response = keyset_from_paused_state(Paused(pause_key=asked))["response"]
+        with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
+            client.delete_flow_run_input(flow_run.get_id(), response)
+        if answer is not None:
+            return answer
 
 
 def review_markdown(review: Review) -> str:

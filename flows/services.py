@@ -122,7 +122,7 @@ def db_up() -> str:
 
 
 # The logins `db up` makes; stewards are added one by one (`trajpub steward add`).
-LOGINS = (config.OWNER, config.PIPELINE, config.CONSUMER, config.PREFECT_LOGIN)
+LOGINS = (config.OWNER, config.PIPELINE, config.AUDITOR, config.CONSUMER, config.PREFECT_LOGIN)
 HBA = f"""# trajpub: every connection authenticates with a password (scram-sha-256); nothing is trusted.
 # The Prefect server's login reaches only its own database, which no other login but the superuser reaches.
 local   {config.PREFECT_DATABASE}   {config.PREFECT_LOGIN},{config.OWNER}                 scram-sha-256

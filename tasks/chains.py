@@ -25,7 +25,7 @@ from trajpub.errors import TrajpubError
 
 # chained table -> the column that names a row to a person
 CHAINS = {"budget_ledger": "entry_id", "approvals": "approval_id", "withdrawals": "release_id",
-          "candidate_seals": "release_id"}
+          "candidate_seals": "release_id", "audit_attestations": "release_id"}
 GENESIS = "0" * 64
 ANCHOR_FILE = config.STATE_DIR / "chain-anchor.json"
 
@@ -108,3 +108,29 @@ def verify(conn: sa.Connection, anchor_file=ANCHOR_FILE,
         tmp.write_text(json.dumps(last))
         tmp.replace(anchor_file)
     return problems, sizes
+
+
+def release_breaks(conn: sa.Connection) -> list[str]:
+    """The first break in each published release's chain: charge -> seal -> attested audit, report and gate
+    (``governance.evidence_break``, sql/036) -> a steward's approval -> the published table holding the sealed
+    rows. One sentence per broken release. Releases published before attestations existed (sql/036) have none
+    to check and are left out."""
+    problems = []
+    for r in conn.execute(sa.text(
+            "SELECT r.release_id, r.published_table, governance.evidence_break(r.release_id, r.summary) AS why,"
+            " s.n_rows, a.decision FROM governance.releases r"
+            " LEFT JOIN governance.candidate_seals s USING (release_id)"
+            " LEFT JOIN governance.approvals a USING (release_id)"
+            " WHERE r.status = 'published' AND r.updated_at >= (SELECT applied_at FROM governance.schema_migrations"
+            " WHERE version = 36) ORDER BY r.release_id")):
+        why = r.why
+        if why is None and r.decision != "approved":
+            why = "no steward approved it"
+        if why is None:
+            table = ".".join(map(conn.dialect.identifier_preparer.quote, r.published_table.split(".", 1)))
+            published = conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar()
+            if published != r.n_rows:
+                why = f"its published table holds {published} rows, not the {r.n_rows} sealed"
+        if why is not None:
+            problems.append(f"release {r.release_id}: {why}")
+    return problems

@@ -53,9 +53,11 @@ def local_cluster(n_workers: int, security: Security | None = None, diagnostics:
     for it, held in memory; ``Client(cluster)`` takes them)."""
     config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()} | diagnostics
     with dask.config.set(config):
-        # No dashboard, and the scheduler's HTTP server (health, metrics) on a free port: the default, 8787,
-        # is taken by the first cluster on the machine and every other one warned on the console.
-        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+        # No dashboard, and the scheduler's HTTP server (health, metrics, unauthenticated) on a free port of
+        # loopback only: the default, 8787 on every interface, is taken by the first cluster on the machine and
+        # every other one warned on the console.
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                            dashboard_address="127.0.0.1:0",
                             scheduler_kwargs={"dashboard": False}, silence_logs=40, protocol="tls://", host="127.0.0.1",
                             security=security or Security.temporary(), **kwargs)
 
@@ -168,7 +170,8 @@ class ProcessCluster:
 
 
 #: Left out of the environment of the worker processes trajpub starts: they never need a password.
-SECRET_VARIABLES = ("TRAJPUB_DATABASE_URL", "PREFECT_API_AUTH_STRING", "PREFECT_SERVER_API_AUTH_STRING")
+SECRET_VARIABLES = ("TRAJPUB_DATABASE_URL", "TRAJPUB_AUDITOR_DATABASE_URL", "PREFECT_API_AUTH_STRING",
+                    "PREFECT_SERVER_API_AUTH_STRING")
 
 
 def _dask_command(*args: str) -> list[str]:

@@ -52,6 +52,11 @@ def owner_engine() -> sa.Engine:
     return engine(database_url(config.OWNER))
 
 
+def auditor_engine() -> sa.Engine:
+    """The auditor's engine: the audit's evidence and its attestation (sql/036), never the pipeline's login."""
+    return engine(config.database_url(config.AUDITOR))
+
+
 def steward_engine(login: str) -> sa.Engine:
     """The engine of the steward ``login``: the database records this login with every decision."""
     return engine(database_url(login))

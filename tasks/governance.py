@@ -141,6 +141,29 @@ def merge_summary(conn: sa.Connection, release_id: int, part: dict) -> None:
                          "WHERE release_id = :r"), {"p": json.dumps(json_finite(part), default=str), "r": release_id})
 
 
+def record_gate(conn: sa.Connection, release_id: int, utility: dict, gate: dict) -> None:
+    """The gate's decision and the utility figures into the release summary, as the auditor's login only
+    (``governance.record_gate``, sql/036: the pipeline cannot write or change them)."""
+    with refusals():
+        conn.execute(sa.text("SELECT governance.record_gate(:r, CAST(:u AS jsonb), CAST(:g AS jsonb))"),
+                     {"r": release_id, "u": json.dumps(json_finite(utility), default=str),
+                      "g": json.dumps(json_finite(gate), default=str)})
+
+
+def attest_audit(conn: sa.Connection, release_id: int) -> str:
+    """The auditor's attestation of the audit (sql/036): the staged candidate read again against its seal, and the
+    digests of the audit results, the review report and the gate decision recorded under the auditor's login.
+    Without it the release cannot await approval. Returns the attestation's row hash."""
+    with refusals():
+        return conn.execute(sa.text("SELECT governance.attest_audit(:r)"), {"r": release_id}).scalar_one()
+
+
+def evidence_break(conn: sa.Connection, release_id: int) -> str | None:
+    """The first break in the release's chain charge -> seal -> attested audit (sql/036), None when intact."""
+    return conn.execute(sa.text("SELECT governance.evidence_break(release_id, summary) FROM governance.releases"
+                                " WHERE release_id = :r"), {"r": release_id}).scalar()
+
+
 def json_finite(value):
     """``value`` with every NaN or infinite float (at any depth of dicts, lists, tuples) replaced by None."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -35,8 +35,8 @@ from tasks import (
     validate,
 )
 from tasks.dask_cluster import n_workers, release_unused_memory
+from tasks.db import auditor_engine, is_transient, transaction, with_retries
 from tasks.db import engine as db_engine
-from tasks.db import is_transient, transaction, with_retries
 from trajpub.candidate import CandidateRelease, Shape
 from trajpub.errors import PolicyError, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
@@ -183,19 +183,28 @@ def audit_and_gate(client, spec: ReleaseSpec, release_id: int, policy: policies.
 
     Retry policy: none. The attacks run on the workers' frames and read no database; the stage's only database
     work is its transactions, each retried by :func:`tasks.db.transaction`. A task retry would run every attack
-    again to redo one write, and after the audit's commit the repeat is refused (the release is ``audited``)."""
+    again to redo one write, and after the audit's commit the repeat is refused (the release is attested).
+
+    The audit's evidence (results, gate decision, review report) is written and attested as the auditor's login,
+    which re-reads the staged candidate against its seal (``governance.attest_audit``, sql/036); the pipeline then
+    only moves the release. Without that attestation the database lets no release await approval."""
     release_unused_memory(client)  # what preparing and the mechanism freed (the partitions are let go by now)
     outcome = audit.run(client, raw, result, policy.policy, spec.seed, bbox=spec.grid.bbox)
     plotted, every = audit.review_sample(client, raw)
-    def record(conn):
+    def attest(conn):  # the auditor's login, not the pipeline's (sql/036)
         audit.store(conn, release_id, outcome)
+        page = report.write_review(conn, release_id, plotted, result, every)
+        governance.attest_audit(conn, release_id)
+        return page
+
+    def decide(conn):
         reasons = "; ".join(outcome.decision.reasons)
         governance.transition(conn, release_id, "audited", reasons or "all attacks under threshold")
         if outcome.decision.blocked:
             governance.transition(conn, release_id, "blocked", reasons)
-        return report.write_review(conn, release_id, plotted, result, every)
 
-    page = transaction(record, "record the audit", say=print)
+    page = transaction(attest, "record and attest the audit", auditor_engine(), say=print)
+    transaction(decide, "record the gate's decision", say=print)
     artifact = create_markdown_artifact(key=f"review-report-r{release_id}",
                                         markdown=report.page_body(page.read_text(encoding="utf-8")),
                                         description=f"Release {release_id}: the steward's full review report")

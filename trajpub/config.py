@@ -52,6 +52,7 @@ PG_DATABASE = "trajpub"
 CREDENTIALS_FILE = STATE_DIR / "credentials.json"
 OWNER = "postgres"  # the superuser: migrations, `db up` and `steward add` only
 PIPELINE = "trajpub_pipeline"  # the release flow, loading, road networks
+AUDITOR = "trajpub_auditor"  # the audit's evidence: results, review report, gate decision, their attestation
 CONSUMER = "trajpub_consumer"  # reads published.* only
 
 # The local Prefect server keeps its state (flow runs, deployments, the approval forms' answers) in a database of
@@ -95,7 +96,15 @@ def local_prefect_database_url() -> str:
 
 def database_url(login: str = PIPELINE) -> str:
     """The SQLAlchemy URL of the trajpub database for ``login``: ``TRAJPUB_DATABASE_URL`` when set (an external
-    server, whose roles its operator manages), else the local cluster."""
+    server, whose roles its operator manages), else the local cluster. The auditor's is its own:
+    ``TRAJPUB_AUDITOR_DATABASE_URL`` with an external server (never the pipeline's, whose login may not attest)."""
+    if login == AUDITOR and not uses_local_database():
+        from trajpub.errors import TrajpubError
+
+        if url := os.environ.get("TRAJPUB_AUDITOR_DATABASE_URL"):
+            return url
+        raise TrajpubError("the audit records its evidence as a login of its own: set TRAJPUB_AUDITOR_DATABASE_URL "
+                           "to a login in the trajpub_auditor role (docs/operations.md)", "TRAJPUB_AUDITOR_DATABASE_URL")
     return os.environ.get("TRAJPUB_DATABASE_URL") or local_database_url(login)
 
 

@@ -19,10 +19,14 @@ dozens. Counted while the file is composed, before anything is expanded."""
 
 def _refuse_duplicate_keys(node: yaml.MappingNode) -> None:
     """A key written twice in one mapping: YAML says keys are unique, and PyYAML would silently keep the last
-    (a second ``dataset:`` further down would win). Refused, naming both lines."""
+    (a second ``dataset:`` further down would win). Refused, naming both lines. A merge key (``<<: *other``) is
+    refused too: it brings in keys that are not written where they apply, a second ``dataset`` among them."""
     seen: dict[tuple[str, str], int] = {}
     for key, _ in node.value:
-        if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+        if isinstance(key, yaml.ScalarNode) and key.tag == "tag:yaml.org,2002:merge":
+            raise ParameterError("a merge key ('<<') is not allowed: write the keys out where they apply",
+                                 f"line {key.start_mark.line + 1}, column {key.start_mark.column + 1}")
+        if not isinstance(key, yaml.ScalarNode):
             continue
         if (key.tag, key.value) in seen:
             raise ParameterError(f"the key {key.value[:60]!r} appears twice in one mapping (first on line "
@@ -78,6 +82,8 @@ def read_yaml(path: str | Path, what: str) -> Any:
         return loader.get_single_data()
     except ParameterError as exc:
         raise ParameterError(exc.message, f"file {path}, {exc.where}") from None
+    except RecursionError:
+        raise ParameterError(f"the {what} is nested too deeply to be a hand-written file", f"file {path}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")

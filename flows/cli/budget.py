@@ -84,6 +84,13 @@ def _deployment(name: str):
     return dict(found.parameters["spec"]), found.schedules[0].schedule
 
 
+MAX_EPSILON_CAP = 1000.0
+"""The largest ε cap a dataset may have (sql/037): e^1000 bounds nothing a person would call privacy; a larger
+number is a typo or a way around the cap."""
+MAX_DELTA_CAP = 0.01
+"""The largest δ cap (sql/037): δ is meant to be far below one over the number of people."""
+
+
 @budget.command("cap")
 @click.argument("dataset")
 @click.argument("epsilon", type=float)
@@ -98,10 +105,12 @@ def budget_cap(dataset: str, epsilon: float, delta: float | None, account: str, 
     any w periods), or with --lifetime its lifetime cap, and optionally the ε-DP δ cap."""
     from tasks.governance import CAP_COLUMNS, LIFETIME_CAP_COLUMNS
 
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise TrajpubError("the cap must be a positive finite number", "budget cap EPSILON")
-    if delta is not None and (account != "epsilon-DP" or lifetime or not 0 <= delta < 1):
-        raise TrajpubError("the δ cap is an ε-DP cap in [0, 1), set without --lifetime", "budget cap --delta")
+    if not (math.isfinite(epsilon) and 0 < epsilon <= MAX_EPSILON_CAP):
+        raise TrajpubError(f"the cap must be a positive finite number of at most {MAX_EPSILON_CAP:g}",
+                           "budget cap EPSILON")
+    if delta is not None and (account != "epsilon-DP" or lifetime or not 0 <= delta <= MAX_DELTA_CAP):
+        raise TrajpubError(f"the δ cap is an ε-DP cap in [0, {MAX_DELTA_CAP:g}], set without --lifetime",
+                           "budget cap --delta")
     column = (LIFETIME_CAP_COLUMNS if lifetime else CAP_COLUMNS)[account]
     set_dataset_policy(steward, dataset, **{column: epsilon}, **({"delta_cap": delta} if delta is not None else {}))
     click.echo(f"{dataset}: {account} {'lifetime ' if lifetime else ''}ε cap set to {epsilon:g}"

@@ -18,7 +18,8 @@ from flows.cli.base import (
     valid_dataset,
 )
 from flows.decisions import hand_to_waiting_flow  # noqa: F401  (flows.cli.release's pick uses it)
-from tasks.db import transaction
+from tasks.db import alive_lock_key, lock_is_held, transaction
+from trajpub.errors import TrajpubError
 
 
 @main.group()
@@ -109,17 +110,23 @@ def reject(release_id: int, steward: str, comment: str, wait_s: float) -> None:
 @click.option("--new-anchor", is_flag=True, help="Start a new anchor when there is none (the first check of "
               "chains that have rows): a chain rewritten before this check cannot be found.")
 def verify(anchor: Path | None, new_anchor: bool) -> None:
-    """Check the hash chains of the budget ledger, the approvals and the withdrawals: say which row was deleted,
-    edited or inserted behind the database's back, or which chain was rewritten since the last check."""
+    """Check the hash chains of the budget ledger, the approvals, the withdrawals, the seals and the audit
+    attestations: say which row was deleted, edited or inserted behind the database's back, or which chain was
+    rewritten since the last check; then every published release's chain of evidence (charge, seal, attested
+    audit, report and gate, approval, published rows), naming its first break."""
     from tasks import chains
 
     problems, sizes = transaction(lambda conn: chains.verify(conn, anchor or chains.ANCHOR_FILE, new_anchor),
                                   "verify the chains", pipeline_engine())
-    if problems:
-        for p in problems:
-            click.secho(f"TAMPERED: {p}", fg="red", err=True)
+    broken = transaction(chains.release_breaks, "verify the releases' evidence", pipeline_engine())
+    for p in problems:
+        click.secho(f"TAMPERED: {p}", fg="red", err=True)
+    for p in broken:
+        click.secho(f"BROKEN: {p}", fg="red", err=True)
+    if problems or broken:
         sys.exit(1)
-    click.echo("intact: " + ", ".join(f"governance.{t} ({n} rows)" for t, n in sizes.items()))
+    click.echo("intact: " + ", ".join(f"governance.{t} ({n} rows)" for t, n in sizes.items())
+               + "; every published release's evidence holds")
 
 
 @main.command()

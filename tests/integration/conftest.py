@@ -23,6 +23,7 @@ import yaml
 from audits.gate import GatePolicy
 from tests.raw_scan import assert_none_readable
 from trajpub import config
+from trajpub.guarantee import Guarantee, PrivacyMap
 
 TRAJPUB = str(Path(sys.executable).with_name("trajpub"))
 TDRIVE_CSV = config.SHARED_DATA_DIR / "tdrive_sample_odd_taxis.csv.gz"
@@ -325,26 +326,50 @@ def record_validation(conn: sa.Connection, release_id: int) -> None:
                          " result) VALUES (:r, 'test', true, 0, 0, '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
 
 
-def record_audit(conn: sa.Connection, release_id: int) -> None:
-    """An audit result for the release, the evidence the database asks of a move to audited."""
+def record_audit(conn: sa.Connection, release_id: int, blocked: bool = False) -> None:
+    """The audit's evidence as the flow's auditor records it (``conn``: the auditor's login): an audit result, the
+    gate's decision, a review report."""
+    from tasks import governance
+
     conn.execute(sa.text("INSERT INTO governance.audit_results (release_id, attack, threshold, passed, outcome, error,"
                          " evidence) VALUES (:r, 'test_attack', NULL, true, 'not applicable', 'staged by a test',"
                          " '{}') ON CONFLICT DO NOTHING"), {"r": release_id})
+    governance.record_gate(conn, release_id, {}, {"blocked": blocked, "reasons": []})
+    conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, '<p>test</p>')"),
+                 {"r": release_id})
 
 
-def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
-    """Walk a release through the status machine to awaiting_approval with the evidence the flow records (a
-    validation result, ``candidate`` staged: a :class:`trajpub.candidate.CandidateRelease`, by default a tiny
-    synthetic one, and an audit result)."""
+TEST_CHARGE = Guarantee(model="epsilon-DP", privacy_unit="one object", statement="a test's charge", proven=True,
+                        epsilon=1.0, privacy_map=PrivacyMap("epsilon-DP", "per_object"))
+
+
+def to_protected(engine: sa.Engine, release_id: int, candidate=None, charged: bool = True) -> None:
+    """Walk a planned release to protected as the pipeline does: a ledger charge (epsilon 1 per object, unless it
+    has one or not ``charged``), a validation result, ``candidate`` staged and sealed (a
+    :class:`trajpub.candidate.CandidateRelease`, by default a tiny synthetic one)."""
     from tasks import governance, publish
     from tests.integration.staged import SHAPES
 
     with engine.begin() as conn:
-        for status in ("validated", "protected", "audited", "awaiting_approval"):
-            if status == "validated":
-                record_validation(conn, release_id)
-            if status == "protected":
-                publish.stage(conn, release_id, candidate or SHAPES["trajectories"]().check())
-            if status == "audited":
-                record_audit(conn, release_id)
+        rel = governance.get_release(conn, release_id)
+        if charged and governance.release_charge(conn, release_id) is None:
+            governance.charge_budget(conn, release_id, rel["dataset"], rel["mechanism"], TEST_CHARGE)
+        record_validation(conn, release_id)
+        governance.transition(conn, release_id, "validated")
+        publish.stage(conn, release_id, candidate or SHAPES["trajectories"]().check())
+        governance.transition(conn, release_id, "protected")
+
+
+def to_awaiting_approval(engine: sa.Engine, release_id: int, candidate=None) -> None:
+    """Walk a release through the status machine to awaiting_approval with the evidence the flow records
+    (:func:`to_protected`, then the audit's evidence recorded and attested as the auditor's login: sql/036)."""
+    from tasks import governance
+    from tasks.db import auditor_engine
+
+    to_protected(engine, release_id, candidate)
+    with auditor_engine().begin() as conn:
+        record_audit(conn, release_id)
+        governance.attest_audit(conn, release_id)
+    with engine.begin() as conn:
+        for status in ("audited", "awaiting_approval"):
             governance.transition(conn, release_id, status)

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import governance, publish
-from tests.integration.conftest import new_release, record_audit, record_validation, to_awaiting_approval
+from tests.integration.conftest import new_release, record_validation, to_awaiting_approval
 from tests.integration.staged import SHAPES, approved_release, new_dataset
 from tests.integration.test_roles import refused
 from trajpub.errors import PolicyError
@@ -190,7 +190,8 @@ def test_a_charge_is_in_its_releases_dataset(engine, bare_dataset):
 # --- status moves need their evidence --------------------------------------------------------------------------
 def test_a_fabricated_release_cannot_walk_to_awaiting_approval(engine, bare_dataset):
     """As the pipeline: validated without a validation result, audited with a staged candidate but no audit
-    result, awaiting approval without a staged candidate: each refused."""
+    result, awaiting approval without a charge and a staged candidate: each refused (the forgery of the audit's
+    evidence: tests/integration/test_evidence.py)."""
     def move(rid: int, status: str) -> None:
         with engine.begin() as conn:
             governance.transition(conn, rid, status)
@@ -201,10 +202,9 @@ def test_a_fabricated_release_cannot_walk_to_awaiting_approval(engine, bare_data
     unstaged = new_release(engine, bare_dataset)
     with engine.begin() as conn:
         record_validation(conn, unstaged)
-        record_audit(conn, unstaged)
     for status in ("validated", "protected", "audited"):  # audited: nothing staged, nothing to audit
         move(unstaged, status)
-    with pytest.raises(PolicyError, match="cannot await approval: it has no staged candidate"):
+    with pytest.raises(PolicyError, match="cannot await approval: the ledger holds no charge for it"):
         move(unstaged, "awaiting_approval")
     unaudited = new_release(engine, bare_dataset)
     with engine.begin() as conn:

@@ -81,14 +81,20 @@ def test_a_spec_cannot_name_a_dask_scheduler(engine, loaded_tdrive, tmp_path):
     assert "dask_address" not in TypeAdapter(ReleaseSpec).json_schema()["properties"]
 
 
-def listening_ports(pid: int) -> set[int]:
-    """The TCP ports a process and its children listen on."""
+def listening(pid: int) -> set[tuple[str, int]]:
+    """The TCP addresses (host, port) a process and its children listen on."""
     procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-    ports = set()
+    found = set()
     for proc in procs:
         with contextlib.suppress(psutil.Error):
-            ports |= {c.laddr.port for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
-    return ports
+            found |= {(c.laddr.ip, c.laddr.port) for c in proc.net_connections(kind="tcp")
+                      if c.status == psutil.CONN_LISTEN}
+    return found
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports a process and its children listen on."""
+    return {port for _, port in listening(pid)}
 
 
 class Stranger(Security):
@@ -154,7 +160,7 @@ def test_a_running_release_dask_cluster_runs_no_code_for_another_client(engine, 
                                                                          warm_dask, monkeypatch):
     """A release on a cluster of its own (no TRAJPUB_DASK_ADDRESS) and the session's shared cluster (which the
     tests' flows use as the operator's scheduler): no client without the cluster's certificates runs code on
-    either scheduler or any of their workers."""
+    either scheduler or any of their workers, and the release's cluster listens on loopback only."""
     shared = int(warm_dask.rsplit(":", 1)[1])
     # the probe works: the client with the cluster's certificates (this process's Dask configuration) runs code
     assert clients_run_code({shared}, {"its certificate": Security(require_encryption=True)}) == [
@@ -168,6 +174,8 @@ def test_a_running_release_dask_cluster_runs_no_code_for_another_client(engine, 
         assert release_status(engine, run.release_id) in ("planned", "validated", "protected"), \
             "the cluster was probed after the release's computation"
         assert foreign_clients_run_code(ports, tmp_path) == []
+        # nothing of it (the scheduler's HTTP server included: /metrics, /json) listens beyond loopback
+        assert {host for host, _ in listening(run.proc.pid)} <= {"127.0.0.1", "::1"}
         assert wait_for_status(engine, run, {"awaiting_approval", "blocked"}) in ("awaiting_approval", "blocked")
     finally:
         if run.proc.poll() is None:
@@ -189,7 +197,8 @@ def test_a_swapped_answer_is_refused_and_its_code_spent_and_gone_from_prefect(en
     before the flow read it, posts the same code with ``decision: approve``: the flow refuses it (the code was
     issued to reject) and the code is spent, so her own rejection presented after it is refused too. The API shows
     the paused run's inputs to no one without the authentication string, and the server holds no input with the
-    code: the release still awaits a decision, with no approval recorded."""
+    code; the run forced to Running with no answer pauses again: the release still awaits a decision, with no
+    approval recorded."""
     from prefect.flow_runs import resume_flow_run
 
     def paused(flow_run_id) -> bool:
@@ -222,6 +231,15 @@ def test_a_swapped_answer_is_refused_and_its_code_spent_and_gone_from_prefect(en
             assert anyone.post(API + path, json={"prefix": ""}).status_code == 401, path
         inputs = flow_inputs(flow_run_id)
         assert inputs and not [v for v in inputs if code in v]  # the review's description stays, not the answer
+
+        from prefect.client.orchestration import get_client
+        from prefect.states import Running
+
+        with get_client(sync_client=True) as client:  # forced to Running with no answer: paused again
+            client.set_flow_run_state(flow_run_id, Running(), force=True)
+        wait_until(lambda: "resumed without an answer the form accepts" in run.output() and paused(flow_run_id), 120,
+                   "the flow to pause again after being forced to Running")
+        assert release_status(engine, rid) == "awaiting_approval"
 
         resume_flow_run(flow_run_id, run_input={"release_id": rid, "decision": "reject", "comment": "too risky",
                                                 "decision_code": code})

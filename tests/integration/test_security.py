@@ -86,7 +86,8 @@ def test_free_text_is_stored_literally(engine, dataset_name):
 def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(engine, loaded_tdrive, tmp_path):
     """The database URL, the pipeline role's real password included, comes from a Prefect Secret block; after a
     whole release the password appears nowhere a user can read."""
-    password = json.loads(config.CREDENTIALS_FILE.read_text())[config.PIPELINE]
+    passwords = json.loads(config.CREDENTIALS_FILE.read_text())
+    password, auditors = passwords[config.PIPELINE], passwords[config.AUDITOR]
     url = config.database_url()
     assert password in url and len(password) >= 24
     block = f"trajpub-db-{uuid.uuid4().hex[:8]}"
@@ -94,12 +95,13 @@ def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(e
     dataset = loaded_tdrive("sec")
     spec = tmp_path / "spec.yaml"
     spec.write_text(yaml.safe_dump({**base_spec(dataset, approval_timeout_s=2), "seed": 7}))
-    env = {**os.environ, "TRAJPUB_TEST_MODE": "1", "TRAJPUB_DATABASE_SECRET": block}
+    env = {**os.environ, "TRAJPUB_TEST_MODE": "1", "TRAJPUB_DATABASE_SECRET": block,
+           "TRAJPUB_AUDITOR_DATABASE_URL": config.database_url(config.AUDITOR)}
     env.pop("TRAJPUB_DATABASE_URL", None)
     run = subprocess.run([TRAJPUB, "release", "run", "--wait", "--spec", str(spec)], capture_output=True, text=True,
                          env=env, timeout=600, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert password not in run.stdout + run.stderr
+    assert password not in run.stdout + run.stderr and auditors not in run.stdout + run.stderr
     with engine.connect() as conn:
         rid, flow_run_id = conn.execute(sa.text("SELECT release_id, flow_run_id FROM governance.releases WHERE "
                                                 "dataset = :d"), {"d": dataset}).one()
@@ -109,7 +111,7 @@ def test_credentials_from_a_secret_block_never_reach_logs_artifacts_or_lineage(e
             " (SELECT json_agg(v) FROM governance.validation_results v WHERE v.release_id = r.release_id),"
             " (SELECT html FROM governance.review_reports w WHERE w.release_id = r.release_id)"
             " FROM governance.releases r WHERE r.release_id = :r"), {"r": rid}).mappings()]
-    assert stored and all(password not in s for s in stored)
+    assert stored and all(password not in s and auditors not in s for s in stored)
     assert all(key not in s for s in stored for key in ('"seed"', "'seed'"))
     with get_client(sync_client=True) as client:
         flow_filter = FlowRunFilter(id={"any_": [flow_run_id]})

@@ -51,9 +51,16 @@ def test_a_malformed_param_is_one_sentence():
     assert_one_sentence(out, "the value of parameter 'epsilon' is not a YAML value")
 
 
-@pytest.mark.parametrize("value", ["inf", "nan", "0"])
-def test_a_budget_cap_must_be_finite_and_positive(value):
-    assert_one_sentence(run_cli("budget", "cap", "d", value, "--steward", "ada"), "the cap must be a positive finite number")
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "1e308", "1000.5"])
+def test_a_budget_cap_must_be_finite_positive_and_bounded(value):
+    assert_one_sentence(run_cli("budget", "cap", "d", value, "--steward", "ada"),
+                        "the cap must be a positive finite number of at most 1000")
+
+
+@pytest.mark.parametrize("value", ["-0.1", "0.999999", "0.02"])
+def test_a_delta_cap_is_bounded(value):
+    assert_one_sentence(run_cli("budget", "cap", "d", "1", "--delta", value, "--steward", "ada"),
+                        "the δ cap is an ε-DP cap in [0, 0.01]")
 
 
 @pytest.mark.parametrize(("yaml_text", "says"), [
@@ -98,6 +105,22 @@ def test_a_key_written_twice_is_refused_with_its_line(tmp_path, yaml_text, where
     assert err.value.where == f"file {path}, {where}"
 
 
+def test_a_merge_key_is_refused_with_its_line(tmp_path):
+    """``<<: *other`` would bring in a second ``dataset`` past the duplicate-key check."""
+    path = tmp_path / "spec.yaml"
+    path.write_text("other: &o {dataset: secret}\ndataset: d\n<<: *o\nbbox: [115.4, 39.4, 117.6, 41.1]\n")
+    with pytest.raises(ParameterError, match="a merge key") as err:
+        read_spec_file(path)
+    assert err.value.where == f"file {path}, line 3, column 1"
+
+
+def test_a_spec_nested_thousands_deep_is_one_sentence(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("dataset: d\nparams: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ParameterError, match="nested too deeply"):
+        read_spec_file(path)
+
+
 def test_an_oversized_spec_is_refused(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text("dataset: d\n#" + "x" * 1_000_001 + "\n")
@@ -117,3 +140,19 @@ def test_review_reports_are_0600_in_a_0700_folder(tmp_path, monkeypatch):
     report.write_private(path, "<html></html>")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_text() == "<html></html>"
     assert stat.S_IMODE(old.stat().st_mode) == 0o700
+
+
+def test_a_report_out_of_the_report_folder_follows_no_link_and_makes_no_folder(tmp_path):
+    from tasks import report
+    from trajpub.errors import TrajpubError
+
+    target = tmp_path / "elsewhere.txt"
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    with pytest.raises(TrajpubError, match="a symbolic link"):
+        report.write_private(link, "<html></html>")
+    assert not target.exists()
+    with pytest.raises(TrajpubError, match="does not exist"):
+        report.write_private(tmp_path / "no" / "such" / "folder" / "r.html", "<html></html>")
+    assert not (tmp_path / "no").exists()
+    assert report.write_private(tmp_path / "r.html", "<p>ok</p>").read_text() == "<p>ok</p>"
