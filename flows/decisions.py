@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-from tasks.db import transaction
+from tasks.db import alive_lock_key, lock_is_held, transaction
 from trajpub.errors import TrajpubError
 
 #: The status each decision leads to, and the status its release ends in.
@@ -49,8 +49,10 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float,
                          say: Callable[[str], None] = print) -> bool:
     """Resume the release's flow run with ``run_input`` when it is paused for the steward, and wait up to
     ``wait_s`` for the release to become ``final``; False when no flow run waits (the caller finishes), also when
-    the Prefect server no longer knows the run (its database was reset: the governance record is what counts).
-    A release that fails meanwhile raises :class:`~trajpub.errors.TrajpubError` saying why."""
+    the Prefect server no longer knows the run (its database was reset: the governance record is what counts) or
+    still shows it paused although its process is gone (its alive lock is free: nobody would read the answer).
+    A release that fails meanwhile, or that the flow run has not carried to ``final`` in ``wait_s``, raises
+    :class:`~trajpub.errors.TrajpubError` saying why."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
@@ -72,6 +74,11 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float,
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
+    if paused and not transaction(lambda conn: lock_is_held(conn, alive_lock_key(str(rel["flow_run_id"]))),
+                                  "check the flow run is alive", engine()):
+        say(f"the flow run {rel['flow_run_id']} shows paused but its process is gone: carrying the decision out "
+            "here")
+        return False
     if not paused:
         return False
     resume_flow_run(rel["flow_run_id"], run_input=run_input)
@@ -87,9 +94,9 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float,
         if current == "failed":
             raise TrajpubError(f"release {release_id} failed: {now['failure_reason']}", "governance.releases")
         time.sleep(1)
-    say(f"the flow run has the decision but release {release_id} is still '{current}'; "
-        f"see `trajpub release show {release_id}`")
-    return True
+    raise TrajpubError(f"the flow run has the decision but release {release_id} is still '{current}' after "
+                       f"{wait_s:g} s: see `trajpub release show {release_id}`, and run `trajpub recover` if its "
+                       "flow run has died", "approve")
 
 
 def withdraw(engine: sa.Engine, release_id: int, reason: str) -> list[str]:

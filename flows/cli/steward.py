@@ -18,8 +18,7 @@ from flows.cli.base import (
     valid_dataset,
 )
 from flows.decisions import hand_to_waiting_flow  # noqa: F401  (flows.cli.release's pick uses it)
-from tasks.db import alive_lock_key, lock_is_held, transaction
-from trajpub.errors import TrajpubError
+from tasks.db import transaction
 
 
 @main.group()
