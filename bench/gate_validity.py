@@ -45,6 +45,7 @@ import pandas as pd
 from distributed import Client, Future
 from distributed import wait as wait_futures
 
+from audits.controls import UNMEASURED
 from audits.gate import GatePolicy
 from bench.fgs_pufferfish import TDRIVE_SAMPLE, machine
 from bench.sf_data import SF_BBOX, SF_SAMPLE, SF_TZ, SF_WINDOW, load_clean_sf
@@ -68,6 +69,11 @@ ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "gate_validity"
 RESULTS_MD = ROOT / "GATE_VALIDITY_RESULTS.md"
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
+SUITES = {"main": ("results.json", BEGIN, END),
+          "blurring": ("blurring.json", "<!-- blurring:begin -->", "<!-- blurring:end -->")}
+"""``--suite``: the results file and the markers of its tables in ``GATE_VALIDITY_RESULTS.md``. The blurring suite
+(issue 38: default policy v7, the blurring controls and the negative controls beside them) has its own, so that its
+draws do not replace the main tables' (drawn under earlier policies)."""
 NETWORK_NAME = "synthetic central Beijing"
 
 
@@ -315,11 +321,11 @@ def fleet_tables(cands: list[dict], on: str) -> str:
     """One fleet's tables (``on``: its title in the headings, empty for the bundled sample)."""
     lines = [f"### Verdicts over the draws{on}", "",
              ("| candidate | draws | passed | privacy passed | utility passed | draws with an attack too close to "
-              "call | draws with too few objects | must block |"), "|---|---|---|---|---|---|---|---|"]
+              "call | draws with too few objects or saturated | must block |"), "|---|---|---|---|---|---|---|---|"]
     for c in cands:
         d = c["draws"]
         close = sum(any(v == "too close to call" for v in x["verdicts"].values()) for x in d)
-        few = sum(any("too few objects" in why for why in x["not_applicable"].values()) for x in d)
+        few = sum(any(w in why for w in UNMEASURED for why in x["not_applicable"].values()) for x in d)
         lines.append(f"| {c['label']} | {len(d)} | {sum(not x['blocked'] for x in d)} | "
                      f"{sum(x['privacy'] == 'passed' for x in d)} | {sum(x['utility'] != 'blocked' for x in d)} | "
                      f"{close} | {few} | {'yes' if c['control'] else ''} |")
@@ -356,12 +362,15 @@ def resumed(entry: dict) -> str:
     return f" (draws 0-{r['draws'] - 1} at {r['commit']})" if r else ""
 
 
-def write_report(results: dict) -> None:
+def write_report(results: dict, suite: str = "main") -> None:
+    _, begin, end = SUITES[suite]
     text = RESULTS_MD.read_text() if RESULTS_MD.exists() else (
-        "# The gate's validity: pass rates over repeated draws\n\n" + BEGIN + "\n" + END + "\n")
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    replace_text(RESULTS_MD, before + BEGIN + "\n" + tables(results) + END + after)
+        "# The gate's validity: pass rates over repeated draws\n\n")
+    if begin not in text:
+        text += "\n" + begin + "\n" + end + "\n"
+    before, rest = text.split(begin, 1)
+    after = rest.split(end, 1)[1]
+    replace_text(RESULTS_MD, before + begin + "\n" + tables(results) + end + after)
 
 
 def replace_text(path: Path, text: str) -> None:
@@ -412,6 +421,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="sample: the bundled T-Drive sample; unseen: the taxis it leaves out (bench.tdrive_unseen); "
                         "sf: the San Francisco sample (bench.sf_data)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
+    parser.add_argument("--suite", choices=list(SUITES), default="main",
+                        help="main: the tables of the candidates; blurring: issue 38's suite, its own file and tables")
     parser.add_argument("--resume", action="store_true",
                         help="keep a candidate's draws already in the results file and run only the missing ones")
     args = parser.parse_args(argv)
@@ -419,9 +430,9 @@ def main(argv: list[str] | None = None) -> None:
     unknown = only - {c.key for c in CANDIDATES}
     if unknown:
         parser.error(f"unknown candidate(s) {', '.join(sorted(unknown))}")
-    path = OUT / "results.json"
+    path = OUT / SUITES[args.suite][0]
     if args.report_only:
-        write_report(json.loads(path.read_text()))
+        write_report(json.loads(path.read_text()), args.suite)
         return
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
                             check=True).stdout.strip()
@@ -442,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
             if done:
                 run["resumed"] = {"draws": len(done), "commit": saved_entry(path, args.fleet, candidate.key)["commit"]}
             run_candidate(client, candidate, clean, policy, args.draws, args.seed,
-                          lambda entry, run=run: write_report(save(path, {**entry, **run})), done, fleet)
+                          lambda entry, run=run: write_report(save(path, {**entry, **run}), args.suite), done, fleet)
 
 if __name__ == "__main__":
     main()
