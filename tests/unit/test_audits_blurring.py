@@ -12,7 +12,7 @@ from audits.registry import attacks_for
 from audits.shape_match import NAME as SHAPE_NAME
 from audits.shape_match import ShapeMatch, ShapeMatchParams, nearest, procrustes, shapes
 from audits.time_match import NAME as TIME_NAME
-from audits.time_match import TimeMatch, TimeMatchParams, release_precision_s
+from audits.time_match import Fixes, TimeMatch, TimeMatchParams, release_precision_s
 from tests.controls.blurring import TRANSFORMS, blurred
 
 METRES = 111_320.0
@@ -140,3 +140,18 @@ def test_a_record_shifted_in_time_and_moved_escapes_time_but_not_shape(raw):
     chance = TimeMatch(TimeMatchParams()).evaluate(raw, as_released(walks(300, 2, prefix="s")))
     assert TimeMatch(TimeMatchParams()).evaluate(raw, release).n_successes == chance.n_successes
     assert ShapeMatch(ShapeMatchParams()).evaluate(raw, release).n_successes == n
+
+
+@pytest.mark.parametrize(("transform", "needs"), [("reverse", {}), ("resample", {"max_skip": 3})])
+def test_runs_of_fixes_are_read_backwards_and_every_few_fixes(raw, transform, needs):
+    """A walk reversed over the same times, or thinned to every third fix, then moved: its runs of fixes keep the
+    raw times and the lengths between the raw fixes they came from; without reading every third fix
+    (``max_skip`` 1) the thinned walk's runs are not found."""
+    record = raw[raw["traj_id"] == "o5"]
+    out = blurred(record, transform, np.random.default_rng(5))
+    release = as_released(out.assign(traj_id="b", seq=np.arange(len(out))))
+    raw_fixes, released = Fixes.of(raw, 60), Fixes.of(release, 60)
+    target = list(raw_fixes.ids).index("o5")
+    assert target in TimeMatch(TimeMatchParams(**needs))._runs(raw_fixes, released)
+    if transform == "resample":
+        assert target not in TimeMatch(TimeMatchParams(max_skip=1))._runs(raw_fixes, released)
