@@ -173,9 +173,24 @@ async def decision(request: Request) -> Response:
     if chosen not in DECISIONS:
         raise HTTPException(400, "the decision is approve or reject")
     comment = str(form.get("comment", "")).strip() or None
-    await run_in_threadpool(_act, session, f"{chosen} release {release_id}", lambda say: decide(
-        session.engine, release_id, chosen, comment, DECISION_WAIT_S, say))
+
+    def act(say: Callable[[str], None]) -> None:
+        if comparison := _read(session, lambda conn: comparison_of(conn, release_id)):
+            raise TrajpubError(f"release {release_id} is a candidate of the comparison {comparison}: the steward "
+                               f"picks one candidate, which rejects the others (trajpub release pick "
+                               f"{release_id}); the console does not pick", "console")
+        decide(session.engine, release_id, chosen, comment, DECISION_WAIT_S, say)
+
+    await run_in_threadpool(_act, session, f"{chosen} release {release_id}", act)
     return RedirectResponse(f"/releases/{release_id}", status_code=303)
+
+
+def comparison_of(conn: sa.Connection, release_id: int) -> str | None:
+    """The name of the comparison ``release_id`` is a candidate of (None when it is a release of its own)."""
+    from tasks.governance import get_release
+
+    found = (get_release(conn, release_id).get("summary") or {}).get("comparison")
+    return found.get("name", "(unnamed)") if found else None
 
 
 async def withdraw(request: Request) -> Response:

@@ -127,6 +127,10 @@ def test_a_steward_signs_in_reads_the_review_approves_and_withdraws(console_url,
         page.get_by_label("Why it is withdrawn").fill("published by mistake")
         page.get_by_role("button", name="Withdraw the release").click()
         expect(page.locator("#status")).to_have_text("withdrawn")
+        page.get_by_role("button", name="Sign out").click()
+        expect(page).to_have_url(f"{console_url}/login")
+        page.goto(f"{console_url}/releases/{rid}")  # the session is gone
+        expect(page).to_have_url(f"{console_url}/login")
     found = approval(engine, rid)
     assert (found["decision"], found["steward"], found["comment"]) == ("approved", "bob", "reviewed in the console")
     with engine.connect() as conn:
@@ -202,7 +206,18 @@ def test_a_forged_post_is_refused_without_the_session_or_its_csrf_token(console_
     decision = f"/releases/{rid}/decision"
     # no session at all (another site's form, a script): refused before anything is read
     assert httpx.post(f"{console_url}{decision}", data={"decision": "approve"}).status_code == 403
-    client, token = signed_in_client(console_url, "bob")
+    # a session from before sign-in (say, planted by an attacker) is dropped when the steward signs in
+    planted = httpx.Client(base_url=console_url)
+    with contextlib.closing(planted):
+        planted_token = CSRF.search(planted.get("/login").text).group(1)
+        planted_cookie = planted.cookies.get("trajpub_console")
+    client = httpx.Client(base_url=console_url)
+    assert client.post("/login", data={"csrf": planted_token, "login": "bob", "password": password("bob")},
+                       headers={"cookie": f"trajpub_console={planted_cookie}"}).status_code == 303
+    assert client.cookies.get("trajpub_console") != planted_cookie
+    token = CSRF.search(client.get("/").text).group(1)
+    assert httpx.post(f"{console_url}{decision}", data={"decision": "approve", "csrf": planted_token},
+                      cookies={"trajpub_console": planted_cookie}).status_code == 403
     with contextlib.closing(client):
         assert client.post(decision, data={"decision": "approve"}).status_code == 403  # no token
         assert client.post(decision, data={"decision": "approve", "csrf": "x" + token}).status_code == 403
@@ -255,3 +270,20 @@ def test_the_console_cannot_do_what_the_stewards_login_cannot(console_url, engin
             refused = client.post("/login", data={"csrf": token, "login": login, "password": password(login)})
             assert refused.status_code == 401 and f"the login {login} is not a steward" in html.unescape(refused.text)
             assert client.get("/").status_code == 303
+
+
+def test_a_comparisons_candidate_is_picked_not_approved_in_the_console(console_url, engine, dataset):
+    """A candidate of a comparison is decided by a pick, which rejects the other candidates (``trajpub release
+    pick``): the console shows no decision form for it and refuses an approval sent anyway."""
+    rid = awaiting(engine, dataset)
+    with engine.begin() as conn:
+        governance.update_release(conn, rid, flow_run_id=str(uuid.uuid4()))
+        governance.merge_summary(conn, rid, {"comparison": {"name": "weekly-candidates"}})
+    client, token = signed_in_client(console_url, "ada")
+    with contextlib.closing(client):
+        page = client.get(f"/releases/{rid}").text
+        assert "the console does not pick" in page and "Approve and publish" not in page
+        answer = client.post(f"/releases/{rid}/decision", data={"csrf": token, "decision": "approve"},
+                             follow_redirects=True)
+    assert f"release {rid} is a candidate of the comparison weekly-candidates" in html.unescape(answer.text)
+    assert release_status(engine, rid) == "awaiting_approval" and approval(engine, rid) is None
