@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import html
+import ipaddress
 import json
 import os
 import re
 import socket
+import ssl
 import stat
 import subprocess
 import uuid
@@ -38,9 +40,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def console_command(port: int, action: str) -> subprocess.CompletedProcess:
+def console_command(port: int, action: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run([TRAJPUB, "console", action], capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "TRAJPUB_TEST_MODE": "1", "TRAJPUB_CONSOLE_PORT": str(port)})
+                          env={**os.environ, "TRAJPUB_TEST_MODE": "1", "TRAJPUB_CONSOLE_PORT": str(port),
+                               **environment})
 
 
 @pytest.fixture(scope="module")
@@ -287,3 +290,45 @@ def test_a_comparisons_candidate_is_picked_not_approved_in_the_console(console_u
                              follow_redirects=True)
     assert f"release {rid} is a candidate of the comparison weekly-candidates" in html.unescape(answer.text)
     assert release_status(engine, rid) == "awaiting_approval" and approval(engine, rid) is None
+
+
+def self_signed(folder) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by its own key (PEM files): what an operator's TLS files stand for."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "console.pem", folder / "console.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+def test_with_tls_files_the_console_serves_https_and_its_cookie_is_secure(tmp_path):
+    cert, key = self_signed(tmp_path)
+    port = free_port()
+    tls = {"TRAJPUB_CONSOLE_TLS_CERT": cert, "TRAJPUB_CONSOLE_TLS_KEY": key}
+    started = console_command(port, "up", **tls)
+    try:
+        assert started.returncode == 0 and f"up at https://127.0.0.1:{port}" in started.stdout, started.stderr
+        trusted = ssl.create_default_context(cafile=cert)
+        answer = httpx.get(f"https://127.0.0.1:{port}/login", verify=trusted)
+        cookie = answer.headers["set-cookie"].lower()
+        assert answer.status_code == 200 and "secure" in cookie and "samesite=strict" in cookie
+        with pytest.raises(httpx.TransportError):  # no plain HTTP beside it
+            httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
+    finally:
+        assert "stopped" in console_command(port, "down", **tls).stdout
