@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
+from pydantic import ValidationError
 
 from flows.release import release_flow
 from mechanisms import registry
@@ -36,14 +37,16 @@ def serve(spec_path: Path, name: str, cron: str, timezone: str, say=print) -> No
     parsed, _ = windows.parse_resolved(db.engine(), spec)
     # and so would one whose requester is not registered
     db.transaction(lambda conn: governance.check_requester(conn, parsed.requested_by), "check the requester")
-    try:
-        schedule = Cron(cron, timezone=timezone)
+    try:  # Cron takes any time zone; CronSchedule checks it (an unknown one was a traceback)
+        schedule, cron_schedule = Cron(cron, timezone=timezone), CronSchedule(cron=cron, timezone=timezone)
     except ValueError as exc:
-        raise ParameterError(f"invalid schedule: {exc}", f"--cron {cron!r} --timezone {timezone!r}") from None
-    found = db.transaction(lambda conn: forecast(conn, spec, CronSchedule(cron=cron, timezone=timezone),
-                                                 datetime.now(UTC)), "forecast the budget")
+        said = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise ParameterError(f"invalid schedule: {said}", f"--cron {cron!r} --timezone {timezone!r}") from None
+    found = db.transaction(lambda conn: forecast(conn, spec, cron_schedule, datetime.now(UTC)),
+                           "forecast the budget")
     if warning := found.warning():
         say(warning)
+    say(f"serving deployment release/{name} ({cron}, {timezone}); Ctrl-C to stop")
     release_flow.serve(name=name, schedules=[schedule], parameters={"spec": spec},
                        description=f"Governed release of {spec['dataset']} ({spec_path.name})",
                        tags=["trajpub", spec["dataset"]])
@@ -146,8 +149,8 @@ def plan_backfill(deployment: str, start: str, end: str, every: timedelta, overr
         label = " to ".join(t.astimezone(zone(timezone)).isoformat() for t in window)  # the dataset's local times
         runs.append((at, compare.Planned(label, resolved, mech, params, inputs)))
     policies.check(runs[0][1].spec)
-    with eng.connect() as conn:
-        empty = frozenset(p.label for _, p in runs if not windows.holds_points(conn, p.spec))
+    empty = db.transaction(lambda conn: frozenset(p.label for _, p in runs if not windows.holds_points(conn, p.spec)),
+                           "find the windows without data", eng)
     charged = [p for _, p in runs if p.label not in empty]
     bill = charged and db.transaction(lambda conn: compare.bill(conn, charged, item="window"), "price the backfill",
                                       eng)
