@@ -125,7 +125,8 @@ def release_run(spec_file, dataset, mechanism, params, bbox, window, requested_b
                                                     "approval_timeout_s": approval_timeout_s}, params, bbox, window)
     from tasks import policies, windows
 
-    spec, _ = windows.parse_resolved(pipeline_engine(), data)  # a relative window: resolved now, as the run records it
+    # a relative window: resolved now, as the run records it (by hand: the last complete window with data)
+    spec, _ = windows.parse_resolved(pipeline_engine(), data, latest_with_data=True)
     policies.check(spec)  # fail fast, before a flow run exists (and before the flow's heavy imports)
     from tasks import governance
 
@@ -380,7 +381,6 @@ def deploy(spec_file: Path, name: str, cron: str, timezone: str) -> None:
     """Serve the release flow as a scheduled deployment (runs until interrupted)."""
     from flows.deploy import serve
 
-    click.echo(f"serving deployment release/{name} ({cron}, {timezone}); Ctrl-C to stop")
     serve(spec_file, name, cron, timezone, say=click.echo)
 
 
