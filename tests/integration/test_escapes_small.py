@@ -74,3 +74,26 @@ def test_a_10_mb_line_without_a_header_is_one_sentence(engine, dataset_name, tmp
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM raw.datasets WHERE dataset = :d"),
                             {"d": dataset_name}).scalar_one() == 0
+
+
+def test_a_schedule_in_no_known_time_zone_is_one_sentence(tmp_path):
+    """`deploy --timezone Mars/Olympus` was a pydantic traceback from the budget forecast: now refused before
+    anything is served."""
+    from trajpub.config import PROJECT_ROOT
+
+    out = cli("deploy", "--spec", str(PROJECT_ROOT / "mechanisms" / "objtrace" / "example.yaml"), "--name",
+              "mars", "--timezone", "Mars/Olympus")
+    assert 'invalid schedule: Value error, Invalid timezone: "Mars/Olympus"' in one_sentence_error(out)
+    assert "serving" not in out.stdout
+
+
+def test_a_road_network_from_a_csv_is_one_sentence(tmp_path):
+    csv = tmp_path / "roads.csv"
+    csv.write_text("a,b\n1,2\n")
+    out = cli("roads", "load-osm", "not_loaded", "--pbf", str(csv))
+    assert "roads.csv is not an OpenStreetMap extract in PBF" in one_sentence_error(out)
+
+
+def test_a_retention_past_a_century_is_refused_by_the_command_line():
+    out = cli("retention", "any_dataset", "99999999999999", "--steward", "ada")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "0<=x<=36500" in out.stderr, out.stderr
