@@ -211,4 +211,10 @@ async def withdraw(request: Request) -> Response:
 def budget(request: Request) -> Response:
     if (session := _signed_in(request)) is None:
         return _to_sign_in()
-    return _render(request, "budget.html", session, budgets=_read(session, reading.budgets))
+    dataset = request.query_params.get("dataset") or None
+    try:
+        found = _read(session, lambda conn: reading.budgets(conn, dataset))
+    except TrajpubError as exc:
+        session.notes.append(("error", str(exc)))
+        return _render(request, "missing.html", session, status_code=404)
+    return _render(request, "budget.html", session, budgets=found, dataset=dataset)

@@ -37,16 +37,16 @@ def release(conn: sa.Connection, release_id: int) -> dict:
     return {"review": review, "has_report": has_report, "four_eyes": four_eyes, "lineage": events}
 
 
-def budgets(conn: sa.Connection, n_periods: int = 8) -> list[dict]:
-    """Every dataset's budget as ``trajpub budget show`` words it: its unit of protection, each account (spent,
-    cap, left), and under a per-period unit what each of the last ``n_periods`` periods used
-    (:func:`tasks.forecast.past_periods`)."""
+def budgets(conn: sa.Connection, dataset: str | None = None, n_periods: int = 8) -> list[dict]:
+    """Every dataset's budget (``dataset``'s alone when given; refused when it has not been loaded) as ``trajpub
+    budget show`` words it: its unit of protection, each account (spent, cap, left), and under a per-period unit
+    what each of the last ``n_periods`` periods used (:func:`tasks.forecast.past_periods`)."""
     from tasks.forecast import past_periods
 
     out = []
-    for dataset in governance.datasets(conn):
-        unit = governance.unit_of(conn, dataset)
-        out.append({"dataset": dataset, "unit": unit.describe(),
-                    "accounts": [a.describe() for a in governance.accounts(conn, dataset).values()],
-                    "periods": past_periods(conn, dataset, n_periods) if unit.period else []})
+    for name in governance.datasets(conn, dataset):
+        unit = governance.unit_of(conn, name)
+        out.append({"dataset": name, "unit": unit.describe(),
+                    "accounts": [a.describe() for a in governance.accounts(conn, name).values()],
+                    "periods": past_periods(conn, name, n_periods) if unit.period else []})
     return out

@@ -28,7 +28,13 @@ from playwright.sync_api import Page, expect
 
 from tasks import governance
 from tests.integration.browser import chromium_page
-from tests.integration.conftest import TRAJPUB, new_release, release_status, to_awaiting_approval
+from tests.integration.conftest import (
+    TRAJPUB,
+    new_release,
+    release_status,
+    to_awaiting_approval,
+    to_protected,
+)
 from trajpub import config
 
 pytestmark = pytest.mark.integration
@@ -68,10 +74,9 @@ def password(login: str) -> str:
     return json.loads(config.CREDENTIALS_FILE.read_text())[login]
 
 
-@pytest.fixture(scope="module")
-def dataset(owner, stewards) -> str:
-    """A dataset with governance rows (its cap set by the owner, as in ``bare_dataset``); four-eyes off."""
-    name = f"console_{uuid.uuid4().hex[:8]}"
+def new_dataset(owner, prefix: str) -> str:
+    """A dataset with governance rows and no points (its cap set by the owner, as in ``bare_dataset``)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with owner.begin() as conn:
         conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": name})
         conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 100)"), {"d": name})
@@ -79,11 +84,9 @@ def dataset(owner, stewards) -> str:
 
 
 @pytest.fixture(scope="module")
-def four_eyes_dataset(owner, stewards) -> str:
-    name = f"console4_{uuid.uuid4().hex[:8]}"
-    with owner.begin() as conn:
-        conn.execute(sa.text("INSERT INTO raw.datasets (dataset) VALUES (:d)"), {"d": name})
-        conn.execute(sa.text("INSERT INTO governance.datasets (dataset, epsilon_cap) VALUES (:d, 100)"), {"d": name})
+def dataset(owner, stewards) -> str:
+    """The module's dataset, with four-eyes on: a steward other than a release's requester decides it."""
+    name = new_dataset(owner, "console")
     with stewards["ada"].begin() as conn:  # a steward's setting (`trajpub four-eyes DATASET on`)
         governance.set_dataset_policy(conn, name, four_eyes=True)
     return name
@@ -171,9 +174,8 @@ def test_a_wrong_password_is_refused(console_url, engine, dataset):
         expect(page.get_by_role("alert")).to_have_text("the login or the password is wrong")
 
 
-def test_under_four_eyes_the_requester_cannot_approve_and_a_second_steward_can(console_url, engine,
-                                                                                four_eyes_dataset):
-    rid = awaiting(engine, four_eyes_dataset, requested_by="alice")
+def test_under_four_eyes_the_requester_cannot_approve_and_a_second_steward_can(console_url, engine, dataset):
+    rid = awaiting(engine, dataset, requested_by="alice")
     with chromium_page() as page:
         sign_in(page, console_url, "alice", password("alice"))
         expect(page.locator("#awaiting tr", has_text=f"release {rid}")).to_contain_text("you requested it")
@@ -332,3 +334,31 @@ def test_with_tls_files_the_console_serves_https_and_its_cookie_is_secure(tmp_pa
             httpx.get(f"http://127.0.0.1:{port}/login", timeout=5)
     finally:
         assert "stopped" in console_command(port, "down", **tls).stdout
+
+
+def test_the_budget_page_states_each_account_and_the_past_periods(console_url, engine, owner, stewards):
+    """Under a per-week unit the budget page lists what each past week used, as ``trajpub budget show --periods``
+    words it (:func:`tasks.forecast.past_periods`), beside every account's line."""
+    from tasks.forecast import past_periods
+    from trajpub.periods import Unit
+
+    name = new_dataset(owner, "console_week")
+    with stewards["ada"].begin() as conn:  # `trajpub budget unit NAME object --period week`
+        governance.set_privacy_unit(conn, name, Unit("object", "week"))
+    with engine.begin() as conn:
+        rid = governance.create_release(conn, {"dataset": name, "mechanism": "prefix_tree", "requested_by": "requester",
+                                               "window_start": "2024-01-03T00:00:00Z",
+                                               "window_end": "2024-01-10T00:00:00Z"}, {}, {})
+    to_protected(engine, rid)  # charged epsilon 1 per object to the two weeks its window touches
+    with engine.connect() as conn:
+        periods = past_periods(conn, name, 8)
+        accounts = [a.describe() for a in governance.accounts(conn, name).values()]
+    assert len(periods) > 3
+    client, _ = signed_in_client(console_url, "bob")
+    with contextlib.closing(client):
+        page = html.unescape(client.get("/budget", params={"dataset": name}).text)
+        assert f'id="budget-{name}"' in html.unescape(client.get("/budget").text)  # among every dataset's
+        assert client.get("/budget", params={"dataset": "no_such_dataset"}).status_code == 404
+    section = page[page.index(f'id="budget-{name}"'):]
+    section = section[:section.index("</section>")]
+    assert all(line in section for line in periods + accounts), section
