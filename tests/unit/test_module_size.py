@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCTION = ("flows", "tasks", "mechanisms", "audits", "trajpub", "expectations")
+PRODUCTION = ("flows", "tasks", "mechanisms", "audits", "trajpub", "expectations", "console")
 MAX_LINES = 600
 
 
