@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -24,6 +25,7 @@ config.apply_environment()  # before Prefect is imported (a decision resumes a f
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "trajpub_console"
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
 #: The console's own pages: nothing but its stylesheet and its forms; no script runs anywhere.
 PAGE_POLICY = ("default-src 'none'; style-src 'self'; img-src 'self'; frame-src 'self'; form-action 'self'; "
                "frame-ancestors 'none'; base-uri 'none'")
@@ -71,6 +73,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     middleware = [
+        # on loopback, only this machine's names: a page elsewhere whose name was re-pointed at 127.0.0.1 (DNS
+        # rebinding) is not answered
+        Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES if settings.loopback else ["*"]),
         Middleware(SessionMiddleware, secret_key=session_secret(), session_cookie=COOKIE, max_age=MAX_AGE_S,
                    same_site="strict", https_only=settings.tls),
         Middleware(BaseHTTPMiddleware, dispatch=security_headers),

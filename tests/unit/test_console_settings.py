@@ -72,10 +72,22 @@ def test_a_post_without_the_sessions_csrf_token_is_refused(monkeypatch, secret_f
     from console.app import create_app
 
     environment(monkeypatch)
-    with TestClient(create_app(Settings.from_environment())) as client:
+    with TestClient(create_app(Settings.from_environment()), base_url="http://127.0.0.1:4300") as client:
         assert client.post("/login", data={"login": "ada", "password": "x"}).status_code == 403  # no session
         client.get("/login")  # a session, whose token this POST does not carry
         assert client.post("/login", data={"login": "ada", "password": "x", "csrf": "guess"}).status_code == 403
         assert client.post("/releases/1/decision", data={"decision": "approve"}).status_code == 403
         answer = client.get("/", follow_redirects=False)  # not signed in: to the sign-in page
         assert answer.status_code == 303 and answer.headers["location"] == "/login"
+
+
+def test_on_loopback_a_request_for_another_host_name_is_not_answered(monkeypatch, secret_file):
+    """A page whose name was re-pointed at 127.0.0.1 (DNS rebinding) reaches the port but not the console."""
+    from console.app import create_app
+
+    environment(monkeypatch)
+    app = create_app(Settings.from_environment())
+    with TestClient(app, base_url="http://attacker.example:4300") as client:
+        assert client.get("/login").status_code == 400
+    with TestClient(app, base_url="http://localhost:4300") as client:
+        assert client.get("/login").status_code == 200
