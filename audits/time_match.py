@@ -274,14 +274,26 @@ class TimeMatch(Attack[TimeMatchParams]):
             raw_start, raw_bin = raw.grams(k, p.min_gram_m, steps, skip)
             if len(raw_start) == 0 or len(rel_start) == 0:
                 continue
-            raw_key = pd.DataFrame({"key": raw.key(raw_start, k, raw_bin, skip), "raw": raw_start})
+            raw_key = raw.key(raw_start, k, raw_bin, skip)
+            order = np.argsort(raw_key, kind="stable")
             for shift in (-1, 0, 1):
-                rel_key = pd.DataFrame({"key": release.key(rel_start, k, rel_bin + shift), "rel": rel_start})
-                pairs = rel_key.merge(raw_key, on="key")
-                a, b = pairs["raw"].to_numpy(), pairs["rel"].to_numpy()
+                i, j = _equal_keys(raw_key[order], release.key(rel_start, k, rel_bin + shift))
+                a, b = raw_start[order[i]], rel_start[j]
                 ok = _verified(raw, a, steps, skip, release, b, k, p.step_tolerance_m, p.step_tolerance_rel)
                 found.update(raw.record[a[ok]].tolist())
         return found
+
+
+def _equal_keys(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair (i, j) with ``sorted_keys[i] == keys[j]``: a join by binary search, which sorts the large side
+    once and never hashes it again."""
+    by_key = np.argsort(keys, kind="stable")  # sorted queries: the search walks memory in order
+    lo = np.searchsorted(sorted_keys, keys[by_key], "left")
+    hi = np.searchsorted(sorted_keys, keys[by_key], "right")
+    counts = hi - lo
+    j = np.repeat(by_key, counts)
+    i = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(lo, counts)
+    return i, j
 
 
 def _verified(raw: Fixes, a: np.ndarray, raw_steps: np.ndarray, skip: int, release: Fixes, b: np.ndarray, k: int,

@@ -10,12 +10,14 @@ replaced by members' records translated 1-5 km (:mod:`tests.controls.blurring`),
 
     .venv/bin/python -m bench.blurring_cost [--factors 1 10 40]
 
-Prints one line per factor and attack: wall seconds, peak resident memory of the process, the risk found.
+Prints one line per factor and attack: wall and CPU seconds, the load average, peak resident memory of the process,
+the risk found.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 
@@ -60,10 +62,11 @@ def main(argv: list[str] | None = None) -> None:
         raw = raw.assign(member=~raw["object_id"].isin(controls))
         release = release_of(raw[raw["member"] & ~raw["object_id"].str.contains("~")], factor, args.seed)
         for attack in (TimeMatch(TimeMatchParams()), ShapeMatch(ShapeMatchParams())):
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             result = attack.evaluate(raw, release)
             print(f"{factor}x: {len(raw):,} raw points, {release['traj_id'].nunique():,} released records: "
-                  f"{attack.name} {time.perf_counter() - began:.1f} s, peak RSS "
+                  f"{attack.name} {time.perf_counter() - began:.1f} s wall, {time.process_time() - cpu:.1f} s CPU, "
+                  f"load {os.getloadavg()[0]:.0f}, peak RSS "
                   f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB, risk {result.risk:.3f} "
                   f"[{result.risk_ci_low:.3f}, {result.risk_ci_high:.3f}]", flush=True)
 
