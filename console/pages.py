@@ -21,7 +21,7 @@ from trajpub.errors import TrajpubError, one_line
 
 log = logging.getLogger("trajpub.console")
 #: How long a decision waits for the release's flow run to publish before the page answers (it goes on).
-DECISION_WAIT_S = 60.0
+DECISION_WAIT_S = 120.0
 DECISIONS = ("approve", "reject")
 
 
