@@ -109,7 +109,8 @@ async def login(request: Request) -> Response:
     session, form = await _posted(request, signed_in=False)
     name = str(form.get("login", "")).strip()
     try:
-        engine, who = await run_in_threadpool(steward_engine, database_url(), name, str(form.get("password", "")))
+        engine, who = await run_in_threadpool(lambda: steward_engine(database_url(), name,
+                                                                     str(form.get("password", ""))))
     except SignInRefused as exc:
         log.info("sign-in as %r refused: %s", name[:63], exc)
         session.notes.append(("error", str(exc)))
