@@ -93,13 +93,15 @@ def procrustes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def nearest(query: np.ndarray, target: np.ndarray, query_owner: np.ndarray | None = None,
-            target_owner: np.ndarray | None = None) -> np.ndarray:
+            target_owner: np.ndarray | None = None, cap: np.ndarray | None = None) -> np.ndarray:
     """Per query shape, the exact Procrustes distance to the closest target shape (of another owner when owners are
     given), by branch and bound on the k-d tree of the targets' centroid distances (the module docstring); inf
-    when there is none."""
+    when there is none, or, given ``cap`` (one per query), when it is farther than that (the search stops once
+    the k-th bound exceeds the cap)."""
     out = np.full(len(query), np.inf)
     if len(target) == 0 or len(query) == 0:
         return out
+    limit = np.full(len(query), np.inf) if cap is None else np.asarray(cap, float)
     tree = cKDTree(np.abs(target))
     bound = np.abs(query)
     todo, k = np.arange(len(query)), min(FIRST_K, len(target))
@@ -112,11 +114,13 @@ def nearest(query: np.ndarray, target: np.ndarray, query_owner: np.ndarray | Non
             if query_owner is not None:
                 d[target_owner[idx] == query_owner[block][:, None]] = np.inf
             out[block] = d.min(axis=1)
-            # resolved: the best exact distance is at most the k-th bound, or every target was looked at
-            resolved = (out[block] <= lower[:, -1]) | (k >= len(target))
+            # resolved: the best exact distance is at most the k-th bound, every other target lies beyond the
+            # cap, or every target was looked at
+            resolved = (out[block] <= lower[:, -1]) | (lower[:, -1] > limit[block]) | (k >= len(target))
             out[block[~resolved]] = -1.0  # marks the queries to look at again with a larger k
         todo = np.flatnonzero(out < 0)
         k = min(2 * k, len(target))
+    out[out > limit] = np.inf
     return out
 
 
@@ -126,12 +130,12 @@ def linked_distances(query: np.ndarray, query_owner: np.ndarray, raw: np.ndarray
     record of another raw object), exact wherever the ratio ``(d_release + 1 m) / (d_reference + 1 m)`` may be at
     most ``max_ratio``; elsewhere the distance to the release is only known to exceed what a link needs and is inf.
 
-    In three steps, each exact for the decision: an upper bound ``U`` of ``d_reference`` (the exact distances of
-    the :data:`FIRST_K` nearest by the bound that belong to other objects); the release searched within
-    ``max_ratio (U + 1) - 1`` only (a link needs ``d_release`` that small, since ``d_reference <= U``): a ball of
-    the k-d tree of centroid distances, whose bound never exceeds the distance; then, for the few records a
-    released shape is that close to, ``d_reference`` exactly (:func:`nearest`). Both the raw and the released shapes
-    are searched in both directions along their paths."""
+    In three steps, each exact for the decision: an upper bound ``U`` of ``d_reference`` (the least exact distance
+    among the 4 x :data:`FIRST_K` raw shapes nearest by the bound that belong to other objects); the release
+    searched within ``max_ratio (U + 1) - 1`` only (a link needs ``d_release`` that small, since
+    ``d_reference <= U``: :func:`nearest` with that cap); then, for the few records a released shape is that close
+    to, ``d_reference`` exactly (:func:`nearest`). Both the raw and the released shapes are searched in both
+    directions along their paths."""
     raw_both, owners_both = np.concatenate([raw, raw[:, ::-1]]), np.concatenate([raw_owner, raw_owner])
     release_both = np.concatenate([release, release[:, ::-1]])
     upper = np.full(len(query), np.inf)
@@ -151,12 +155,7 @@ def linked_distances(query: np.ndarray, query_owner: np.ndarray, raw: np.ndarray
     cap = max_ratio * (upper + SMOOTHING_M) - SMOOTHING_M
     to_release = np.full(len(query), np.inf)
     reachable = np.flatnonzero(cap >= 0)
-    rel_tree = cKDTree(np.abs(release_both))
-    balls = rel_tree.query_ball_point(np.abs(query[reachable]), r=cap[reachable])
-    for i, found in zip(reachable, balls, strict=True):
-        if found:
-            best = procrustes(query[i], release_both[found]).min()
-            to_release[i] = best if best <= cap[i] else np.inf
+    to_release[reachable] = nearest(query[reachable], release_both, cap=cap[reachable])
     to_reference = upper.copy()
     close = np.flatnonzero(np.isfinite(to_release))
     to_reference[close] = nearest(query[close], raw_both, query_owner[close], owners_both)
