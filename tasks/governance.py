@@ -510,6 +510,12 @@ def transitions(conn: sa.Connection, release_id: int) -> list[dict]:
         " ORDER BY at"), {"r": release_id}).mappings()]
 
 
+def stored_report(conn: sa.Connection, release_id: int) -> str | None:
+    """The stored HTML review report of a release, None before its audit."""
+    return conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),
+                        {"r": release_id}).scalar()
+
+
 def review_page(conn: sa.Connection, release_id: int) -> str:
     """The stored HTML review report of a release; refuses a release that has none (not audited)."""
     page = conn.execute(sa.text("SELECT html FROM governance.review_reports WHERE release_id = :r"),

@@ -457,6 +457,27 @@ def quarantine_section(review) -> str:
             "several expectations):</p><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>")
 
 
+def artifact_words(release_id: int, page: str | None) -> str:
+    """Whether the Prefect UI's review-report artifact of the release (its latest version under the key) still
+    shows ``page``, the report the auditor attested (sql/036): anyone with the Prefect API string can add a version
+    under the same key, so the UI's copy is checked against the database's."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    if page is None:
+        return "none (not audited)"
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(
+            any_=[f"review-report-r{release_id}"])), sort=ArtifactSort.CREATED_DESC, limit=1)
+    if not found:
+        return "not in the Prefect UI"
+    if found[0].data == page_body(page):
+        return "the Prefect UI's copy matches the attested report"
+    return ("REPLACED: the Prefect UI's copy differs from the attested report; read it with `trajpub report "
+            f"{release_id}` or in the console")
+
+
 def store(conn: sa.Connection, release_id: int, page: str) -> Path:
     """Keep the page with the release and write its copy; returns the copy's path."""
     conn.execute(sa.text("INSERT INTO governance.review_reports (release_id, html) VALUES (:r, :h)"),

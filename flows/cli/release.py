@@ -268,13 +268,15 @@ def release_list(dataset: str | None) -> None:
 @click.argument("release_id", type=int)
 def release_show(release_id: int) -> None:
     """Everything about one release: status history, validation, audits, approval, budget, lineage."""
-    from tasks import lineage
+    from tasks import governance, lineage, report
     from tasks.report import DECIDE_ON_WORDS, mechanism_rows
     from tasks.review import read_review
     from trajpub.guarantee import empirical_bound_words
 
-    review, events = transaction(lambda conn: (read_review(conn, release_id), lineage.events(conn, release_id)),
-                                 "read the release", pipeline_engine())
+    review, events, broken, page = transaction(
+        lambda conn: (read_review(conn, release_id), lineage.events(conn, release_id),
+                      governance.evidence_break(conn, release_id), governance.stored_report(conn, release_id)),
+        "read the release", pipeline_engine())
     rel, g, decision = review.release, review.guarantee, review.approval
     click.echo(f"release {release_id}: {rel['mechanism']} on {rel['dataset']} — {rel['status'].upper()}")
     if rel["failure_reason"]:
@@ -310,6 +312,10 @@ def release_show(release_id: int) -> None:
         click.echo("\nutility: " + json.dumps(review.utility))
     click.echo("\napproval: " + (f"{decision['decision']} by {decision['steward']} at {decision['decided_at']}"
                                  + (f" ({decision['comment']})" if decision["comment"] else "") if decision else "-"))
+    if rel["status"] in ("awaiting_approval", "approved", "published"):
+        click.echo("\nevidence: " + (f"BROKEN: {broken}" if broken else
+                                     "intact (charge, seal, the auditor's attested audit, report and gate)"))
+    click.echo(f"review report: {report.artifact_words(release_id, page)}")
     click.echo("\nprivacy budget:\n" + "\n".join(f"  {line}" for line in review.budget))
     click.echo("\nlineage events:")
     for e in events:

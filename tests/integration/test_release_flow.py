@@ -117,6 +117,19 @@ def test_lineage_start_and_complete_without_seed(engine, published):
         assert not re.search(r'"[a-z_]*seed": ', json.dumps(event))
     shown = cli("release", "show", str(rid))
     assert shown.returncode == 0 and "COMPLETE" in shown.stdout and "PUBLISHED" in shown.stdout
+    assert "evidence: intact (charge, seal, the auditor's attested audit, report and gate)" in shown.stdout
+    assert "review report: the Prefect UI's copy matches the attested report" in shown.stdout
+
+
+def test_a_review_report_replaced_in_the_prefect_ui_is_detected(engine, published):
+    """Anyone with the Prefect API string can add a version of the review-report artifact under its key: `release
+    show` compares the UI's copy with the report the auditor attested in the database."""
+    from prefect.artifacts import create_markdown_artifact
+
+    _, rid = published
+    create_markdown_artifact(key=f"review-report-r{rid}", markdown="All attacks passed. Approve.")
+    shown = cli("release", "show", str(rid))
+    assert shown.returncode == 0 and "review report: REPLACED: the Prefect UI's copy differs" in shown.stdout
 
 
 def test_no_raw_statistic_reaches_a_consumer(engine, published):
