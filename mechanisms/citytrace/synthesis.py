@@ -56,7 +56,10 @@ def density_weights(model: NoisyModel) -> np.ndarray:
 
 def model_cell_of_fine(model: NoisyModel) -> np.ndarray:
     """Per fine cell of the PrivTree density, the model cell that holds it (row-major, 2**F x 2**F per cell)."""
-    block, _ = block_index(*fine_shape(model), model.params.fine_levels)
+    block, n_blocks = block_index(*fine_shape(model), model.params.fine_levels)
+    if n_blocks != model.geometry.model.n_cells:  # both grids start at the bbox's projected corner
+        raise ValueError(f"the fine grid's {n_blocks} blocks are not the model grid's "
+                         f"{model.geometry.model.n_cells} cells")
     return block
 
 
