@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -50,6 +51,11 @@ def published(engine, loaded_tdrive, tmp_path_factory):
     assert approved.returncode == 0, approved.stderr
     assert wait_until(lambda: release_status(engine, rid) == "published", 120, "the background flow to publish")
     assert wait_until(lambda: final_state(outcome["flow_run_id"]).is_completed(), 60, "the flow run to complete")
+    # the console: the flow's log went to stderr (and its file), stdout holds the outcome alone; the whole run's log,
+    # Dask's cluster closing included, holds no traceback and no "Sending large graph" warning
+    assert len(started.stdout.strip().splitlines()) == 2, started.stdout
+    log = Path(outcome["log"]).read_text()
+    assert "Traceback" not in log and "Sending large graph" not in log, log[-4000:]
     return dataset, rid
 
 
