@@ -70,10 +70,11 @@ class Comparison:
     @classmethod
     def __get_pydantic_core_schema__(cls, source: type, handler: Any) -> Any:
         """As a flow's parameter type (pydantic, which Prefect uses), as :class:`~trajpub.spec.ReleaseSpec` is: a
-        mapping is parsed by :func:`parse_comparison` (the same checks and one-sentence errors as a YAML spec), a
-        parsed comparison taken as it is; the JSON schema (below) is the comparison spec's layout, so that the
+        mapping is parsed by :func:`parse_comparison` (the same checks and one-sentence errors as a YAML spec;
+        never a seed: :meth:`~trajpub.spec.ReleaseSpec.without_seed`), a parsed comparison taken as it is; the JSON schema (below) is the comparison spec's layout, so that the
         deployment's parameter schema and the Prefect UI's run form show its fields."""
-        return parameter_core_schema(cls, parse_comparison, handler.generate_schema(ReleaseSpec))
+        return parameter_core_schema(cls, lambda data: parse_comparison(ReleaseSpec.without_seed(data)),
+                                     handler.generate_schema(ReleaseSpec))
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> dict:

@@ -325,10 +325,18 @@ class ReleaseSpec:
         :meth:`from_dict` parses a YAML spec, refusing a ``seed`` even in test mode: a seed and the output give
         the noise back, and a run's parameters are stored by the Prefect server (a test that needs a fixed seed
         hands the flow a parsed spec)."""
-        if isinstance(data, dict) and data.get("seed") is not None:
+        return cls.from_dict(cls.without_seed(data))
+
+    @staticmethod
+    def without_seed(data: Any) -> Any:
+        """A run's parameters (a release's or a comparison's spec mapping) without a ``seed`` key, refused in one
+        sentence when it holds a seed (:meth:`from_parameters`)."""
+        if not isinstance(data, dict):
+            return data
+        if data.get("seed") is not None:
             raise ParameterError("a run's parameters cannot carry a random seed: a seed and the output give the "
                                  "noise back; every run draws its own", "seed")
-        return cls.from_dict({k: v for k, v in data.items() if k != "seed"} if isinstance(data, dict) else data)
+        return {k: v for k, v in data.items() if k != "seed"}
 
     @classmethod
     def from_dict(cls, data: dict) -> ReleaseSpec:

@@ -199,7 +199,8 @@ def release_compare(spec_file: Path, yes: bool, wait: bool, flow_run_name: str |
     from flows.compare import compare_flow
     tracebacks_to_the_log_only()
     run = compare_flow.with_options(flow_run_name=flow_run_name) if flow_run_name else compare_flow
-    click.echo(json.dumps(_unless_blocked(lambda: run(spec=data))))
+    comparison, _ = compare.parse(data)  # parsed here: a run's parameters never carry a seed (test mode's does)
+    click.echo(json.dumps(_unless_blocked(lambda: run(spec=comparison))))
 
 
 def _to_stderr(line: str) -> None:

@@ -72,3 +72,13 @@ def test_a_comparison_flow_shipped_by_value_still_parses_its_spec():
     finally:
         cloudpickle.unregister_pickle_by_value(flows.compare)
     assert shipped.validate_parameters({"spec": SPEC})["spec"] == parse_comparison(SPEC)
+
+
+def test_a_comparison_run_cannot_carry_a_seed_even_in_test_mode(monkeypatch):
+    from prefect.exceptions import ParameterTypeError
+
+    monkeypatch.setenv("TRAJPUB_TEST_MODE", "1")
+    with pytest.raises(ParameterTypeError, match="cannot carry a random seed"):
+        compare_flow.validate_parameters({"spec": {**SPEC, "seed": 7}})
+    parsed = parse_comparison({**SPEC, "seed": 7})  # what `release compare` hands the flow in a test
+    assert compare_flow.validate_parameters({"spec": parsed})["spec"] is parsed
