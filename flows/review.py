@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from typing import Literal, TypeVar
 
 from prefect.client.orchestration import get_client
-from prefect.exceptions import FlowPauseTimeout, ObjectNotFound
+from prefect.exceptions import FlowPauseTimeout, ObjectNotFound, PrefectHTTPStatusError
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput, keyset_from_paused_state
 from prefect.runtime import flow_run
@@ -48,15 +47,27 @@ def wait_for_answer(form: type[Answer], timeout_s: float, key: str) -> Answer | 
             answer = pause_flow_run(wait_for_input=form, timeout=int(timeout_s), poll_interval=2, key=asked)
         except FlowPauseTimeout:
             return None
-        except (ValidationError, ObjectNotFound) as exc:
-            print(f"the run was resumed without an answer the form accepts ({type(exc).__name__}): paused again "
-                  "for the steward")
-            answer = None
+        except (ValidationError, ObjectNotFound, PrefectHTTPStatusError) as exc:
+            if not_found_or_invalid(exc):
+                print(f"the run was resumed without an answer the form accepts ({type(exc).__name__}): paused "
+                      "again for the steward")
+                answer = None
+            else:
+                raise
         response = keyset_from_paused_state(Paused(pause_key=asked))["response"]
-        with get_client(sync_client=True) as client, contextlib.suppress(ObjectNotFound):
-            client.delete_flow_run_input(flow_run.get_id(), response)
+        with get_client(sync_client=True) as client:
+            try:
+                client.delete_flow_run_input(flow_run.get_id(), response)
+            except (ObjectNotFound, PrefectHTTPStatusError) as exc:  # no answer was stored under the key
+                if not not_found_or_invalid(exc):
+                    raise
         if answer is not None:
             return answer
+
+
+def not_found_or_invalid(exc: Exception) -> bool:
+    """An answer that is not there (Prefect's API says 404, in one of its two ways) or that the form refuses."""
+    return not isinstance(exc, PrefectHTTPStatusError) or exc.response.status_code == 404
 
 
 def review_markdown(review: Review) -> str:
