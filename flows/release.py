@@ -83,6 +83,7 @@ def release_flow(spec: ReleaseSpec) -> dict:
     try:
         spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time(), windows.started_by_hand())
         if reason := windows.skipped(db_engine(), spec):
+            windows.record_skip(db_engine(), spec, reason, flow_run.get_id())
             print(reason)
             return Completed(name="Skipped", message=reason, data={"status": "skipped", "reason": reason})
         mech = registry.mechanism(spec.mechanism)

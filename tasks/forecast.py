@@ -123,17 +123,22 @@ def forecast(conn: sa.Connection, spec: dict, schedule, now: datetime, n_periods
 
 
 def past_periods(conn: sa.Connection, dataset: str, n_periods: int) -> list[str]:
-    """What each of the last ``n_periods`` periods up to the latest one its ledger charged used of a per-period
-    dataset's capped accounts: the epsilon charged to the period (give-backs netted), the releases charged to it,
-    and what is left of the cap there (under w-event, over the worst run of w periods holding it), as a steward
-    reads it; periods between charged ones are listed too (nothing spent)."""
+    """What each of the last ``n_periods`` periods up to the latest one its ledger charged (or a run skipped, sql/041)
+    used of a per-period dataset's capped accounts: the epsilon charged to the period (give-backs netted), the
+    releases charged to it, what is left of the cap there (under w-event, over the worst run of w periods holding
+    it), and the runs skipped in it for want of data, as a steward reads it; periods between charged ones are
+    listed too (nothing spent)."""
     unit = governance.unit_of(conn, dataset)
     if unit.period is None:
         return [f"{dataset}: accounted per {unit.subject} over its whole life (no periods); see trajpub budget show"]
-    last = conn.execute(sa.text("SELECT max(period_last) FROM governance.budget_ledger WHERE dataset = :d"),
-                        {"d": dataset}).scalar_one()
-    if last is None:
+    skips = [touched(r.window_start, r.window_end, unit.period, unit.tz, unit.week_start) for r in conn.execute(
+        sa.text("SELECT window_start, window_end FROM governance.skipped_runs WHERE dataset = :d"), {"d": dataset})]
+    charged = conn.execute(sa.text("SELECT max(period_last) FROM governance.budget_ledger WHERE dataset = :d"),
+                           {"d": dataset}).scalar_one()
+    ends = [t for t in (charged, *(end for _, end in skips)) if t is not None]
+    if not ends:
         return [f"{dataset}: no charge yet ({unit.describe()})"]
+    last = max(ends)
     starts = periods_between(last - STEP[unit.period] * (n_periods - 1), last, unit.period)
     out = [f"{dataset}: {unit.describe()}"]
     for account, acc in governance.accounts(conn, dataset).items():
@@ -158,6 +163,10 @@ def past_periods(conn: sa.Connection, dataset: str, n_periods: int) -> list[str]
                          f"{len(charged)} release(s)" + (f" ({', '.join(map(str, sorted(charged)))})" if charged else "")
                          + f"; {acc.cap - run:g} of the cap {acc.cap:g} {acc.cap_words} left")
         out += [f" {account}:", *table]
+    skipped = [(start, n) for start in starts if (n := sum(first <= start <= end for first, end in skips))]
+    if skipped:
+        out.append(" runs skipped, no data in the window (nothing charged): " + ", ".join(
+            f"{unit.period} from {start:%Y-%m-%d} ({n})" for start, n in skipped))
     return out
 
 

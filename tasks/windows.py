@@ -67,6 +67,17 @@ def skipped(engine: sa.Engine, spec: ReleaseSpec) -> str | None:
             f"'{spec.dataset}'; nothing was planned or charged")
 
 
+def record_skip(engine: sa.Engine, spec: ReleaseSpec, reason: str, flow_run_id: str | None) -> None:
+    """Record a skipped run (``governance.skipped_runs``, sql/041, append-only): its window, who asked and why;
+    once per flow run (a retried run records nothing new)."""
+    with engine.begin() as conn:
+        conn.execute(sa.text(
+            "INSERT INTO governance.skipped_runs (flow_run_id, dataset, window_start, window_end, requested_by, reason)"
+            " VALUES (:f, :d, :s, :e, :r, :why) ON CONFLICT (flow_run_id) DO NOTHING"),
+            {"f": flow_run_id, "d": spec.dataset, "s": spec.window_start, "e": spec.window_end,
+             "r": spec.requested_by, "why": reason})
+
+
 def next_boundary(t: datetime, align: str, timezone: str | None, week_start: str | None) -> datetime:
     """The first local midnight (``local_day``) or week start (``local_week``) after instant ``t``."""
     tz = zone(timezone)

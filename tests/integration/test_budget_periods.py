@@ -506,6 +506,17 @@ def test_budget_show_fills_the_periods_and_lists_spend_per_past_period(engine, w
     two = cli("budget", "show", "--dataset", dataset, "--periods", "2").stdout.splitlines()
     assert [line.split(":")[0] for line in two if line.startswith("  week")] == ["  week from 2008-02-11",
                                                                                    "  week from 2008-02-18"]
+    # a week whose run was skipped for want of data (sql/041) is listed with it, charged nothing
+    from tasks import windows
+    from trajpub.spec import ReleaseSpec
+
+    quiet = ReleaseSpec.from_dict({"dataset": dataset, "bbox": [115.4, 39.4, 117.6, 41.1], "requested_by": "requester",
+                                   "window_start": week(3)[0].isoformat(), "window_end": week(3)[1].isoformat()})
+    windows.record_skip(engine, quiet, "skipped: no data in the window", str(uuid.uuid4()))
+    after = cli("budget", "show", "--dataset", dataset, "--periods", "2").stdout.splitlines()
+    assert after[2].startswith("  week from 2008-02-18: epsilon 6") and after[3].startswith(
+        "  week from 2008-02-25: epsilon 0 spent by 0 release(s)"), after
+    assert after[-1] == " runs skipped, no data in the window (nothing charged): week from 2008-02-25 (1)", after
 
 
 def test_a_release_run_is_charged_to_its_weeks_and_states_its_unit(engine, loaded_tdrive, tmp_path):

@@ -96,8 +96,13 @@ def test_an_empty_window_is_skipped_not_failed(engine, loaded_tdrive, tmp_path):
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM governance.budget_ledger WHERE dataset = :d"),
                             {"d": dataset}).scalar() == 0
-    state = final_state(flow_run_in(run.output()))
+    run_id = flow_run_in(run.output())
+    state = final_state(run_id)
     assert (state.type.value, state.name) == ("COMPLETED", "Skipped") and state.message == outcome["reason"]
+    with engine.connect() as conn:  # recorded as skipped (sql/041), with its window
+        skip = conn.execute(sa.text("SELECT dataset, window_start, reason FROM governance.skipped_runs"
+                                    " WHERE flow_run_id = :f"), {"f": run_id}).one()
+    assert (skip.dataset, skip.window_start.year, skip.reason) == (dataset, 2009, outcome["reason"])
 
 
 def test_time_regressions_and_impossible_points_are_quarantined_and_fail_the_release(engine, tmp_path):
