@@ -49,6 +49,26 @@ def test_a_relative_window_moves_with_each_run_in_the_datasets_zone():
                                           (utc(2026, 1, 4, 16), utc(2026, 1, 11, 16))]  # the last whole local weeks
 
 
+def test_a_sunday_week_dataset_forecasts_one_period_per_weekly_run():
+    """Sunday weeks (the dataset's week start): each Sunday-morning run releases the Sunday-to-Sunday week before
+    it, one object-week each, so a cap of 10 allows every run at epsilon 5 twice over (ISO weeks would charge each
+    window to two weeks and stop after one run per week pair)."""
+    la = "America/Los_Angeles"
+    at = [utc(2026, 6, 7, 10), utc(2026, 6, 14, 10)]  # Sundays 03:00 in San Francisco
+    runs = run_windows(spec_with(window={"last": "7d", "align": "local_week"}), la, at, "sunday")
+    assert [(s, e) for _, s, e in runs] == [(utc(2026, 5, 31, 7), utc(2026, 6, 7, 7)),
+                                          (utc(2026, 6, 7, 7), utc(2026, 6, 14, 7))]
+    sunday, iso = Unit("object", "week", 1, la, "sunday"), Unit("object", "week", 1, la)
+    for unit, allowed in ((sunday, 4), (iso, 2)):
+        replay = Replay(unit, 10.0, None, [], 0.0)
+        fits = 0
+        for _, s, e in runs + runs:  # each week charged twice at epsilon 5
+            if replay.refusal(s, e, 5.0) is None:
+                replay.charge(s, e, 5.0)
+                fits += 1
+        assert fits == allowed, unit
+
+
 def test_the_replayed_rule_refuses_where_the_ledger_would():
     weekly = Unit("object", "week", 1, "Asia/Shanghai")
     monday = datetime(2008, 2, 4)
