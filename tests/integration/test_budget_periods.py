@@ -351,6 +351,17 @@ def test_budget_unit_and_show_state_the_unit(bare_dataset, owner):
     assert "epsilon-DP: cap 5.5 over any 4 consecutive weeks per object (w-event); epsilon 0 per object" in shown
 
 
+def test_budget_unit_records_the_datasets_first_day_of_the_week(bare_dataset):
+    bad = cli("budget", "unit", bare_dataset, "object", "--period", "week", "--week-starts", "sun", "--steward", "ada")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: a week starts on one of monday, "), bad.stderr
+    out = cli("budget", "unit", bare_dataset, "object", "--period", "week", "--week-starts", "Sunday", "--steward",
+              "ada")
+    assert out.returncode == 0, out.stderr
+    assert "one object-week (one object's records in one week; weeks from Sunday 00:00, UTC)" in out.stdout
+    shown = cli("dataset", "show", bare_dataset)
+    assert "weeks start on Sunday" in shown.stdout, shown.stdout + shown.stderr
+
+
 def test_deploy_warns_when_the_schedule_would_hit_a_cap(weekly, tmp_path):
     """`trajpub deploy` says, before it serves, at which run the caps stop the schedule."""
     import os
