@@ -77,9 +77,11 @@ def ask_steward(release_id: int, markdown: str, timeout_s: float, attempt: int) 
 @flow(name="release", log_prints=True)
 def release_flow(spec: ReleaseSpec) -> dict:
     """One governed release of ``spec``: a release spec, or its mapping (YAML, a deployment's parameters, the
-    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_dict` before the run starts. A relative
-    window is resolved at the run's expected start in the dataset's time zone (:mod:`tasks.windows`). Ends
-    :func:`refused` or :func:`blocked` when the release is (module docstring)."""
+    Prefect UI's form), which Prefect parses with :meth:`ReleaseSpec.from_parameters` (never a seed) before the run
+    starts. A relative window is resolved at the run's expected start in the dataset's time zone and weeks, a run
+    started by hand moving back to the last complete window with data (:mod:`tasks.windows`); a window without data
+    ends the run ``Skipped`` before anything is planned or charged. Ends :func:`refused` or :func:`blocked` when the
+    release is (module docstring)."""
     try:
         spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time(), windows.started_by_hand())
         if reason := windows.skipped(db_engine(), spec):
