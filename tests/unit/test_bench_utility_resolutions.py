@@ -51,3 +51,19 @@ def test_the_review_says_from_which_cell_size_a_release_is_useful():
     assert jsds == sorted(jsds, reverse=True) and jsds[0] > 0.1
     assert "Use at >= 250 m" not in sentence and "Use at" in sentence
     assert resolution_rows(raw.iloc[:1], raw) == ([], "")
+
+
+def test_the_review_page_prints_the_table_by_resolution_and_its_sentence():
+    import numpy as np
+    import pandas as pd
+
+    from tasks.report import render
+    from tests.unit.test_review_record import REVIEW
+
+    rng = np.random.default_rng(2)
+    raw = pd.DataFrame({"lon": rng.uniform(116.3, 116.45, 3000), "lat": rng.uniform(39.9, 40.0, 3000),
+                        "traj_id": np.arange(3000) // 10, "seq": np.arange(3000) % 10,
+                        "t": pd.Timestamp("2008-02-04", tz="UTC") + pd.to_timedelta(np.arange(3000) % 10, "min")})
+    page = render(REVIEW, raw, raw, None)
+    assert "Utility by resolution" in page and "<td>250 m</td>" in page and "Use at &gt;= 250 m" in page
+    assert "Utility by resolution" not in render(REVIEW, raw, None, None)
