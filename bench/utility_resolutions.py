@@ -127,6 +127,10 @@ PRIVTREE = {"density_model": "privtree", "cell_size_m": 500.0, "density_cells": 
 """CityTrace's PrivTree variant as chosen on the whole San Francisco sample (500 m model cells: pattern F1 on the 128
 grid 0.12 -> 0.34 with the PrivTree density, seeds 0-1; k = 400 fine cells per object:
 :class:`mechanisms.citytrace.CityTraceParams`, ``density_model``)."""
+PRIVTREE_250 = {**PRIVTREE, "cell_size_m": 250.0}
+"""The same at 250 m model cells (its moves counted between blocks of 4 x 4 of them, 1 km): on the whole San
+Francisco sample, pattern F1 on the 128 grid 0.35 -> 0.49 and on the 64 grid 0.53 -> 0.50 (seeds 0-2); run on
+San Francisco only."""
 
 
 def models(fleet: Fleet) -> list:
@@ -137,7 +141,9 @@ def models(fleet: Fleet) -> list:
     return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi, PrivTree density, 500 m cells", "citytrace",
-                  {"epsilon": 5.0, **PRIVTREE}, window=fleet.window)]
+                  {"epsilon": 5.0, **PRIVTREE}, window=fleet.window),
+            Model("CityTrace eps=5 per taxi, PrivTree density, 250 m cells", "citytrace",
+                  {"epsilon": 5.0, **PRIVTREE_250}, window=fleet.window)]
 
 
 def keep(fleet: Fleet, name: str, release: pd.DataFrame, meta: dict) -> None:
@@ -185,7 +191,8 @@ def run_mechanisms(fleet: Fleet, only: set[str], seeds: list[int]) -> None:
             for seed in seeds:
                 candidate, wall, _ = protect(client, model, params, parts, seed)
                 release = candidate.points[["traj_id", "seq", "lon", "lat", "t"]]
-                name = model.mechanism + ("_privtree" if model.params.get("density_model") == "privtree" else "")
+                name = model.mechanism + ("" if model.params.get("density_model") != "privtree" else "_privtree" if
+                                          model.params["cell_size_m"] == PRIVTREE["cell_size_m"] else "_privtree250")
                 keep(fleet, f"{name}_run{seed}", release,
                      {"label": model.label, "seed": seed, "wall_s": wall})
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
