@@ -186,6 +186,30 @@ def test_a_backfill_over_the_cap_is_refused_whole_before_anything_starts(engine,
     assert _weekly_runs() == before
 
 
+def test_a_run_by_hand_of_the_weekly_deployment_resolves_the_last_complete_week_with_data(loaded_tdrive,
+                                                                                          yaml_deployments):
+    """The UI's Run of `tdrive-weekly` ({last: 7d, align: local_week}) today: not the empty week before now but the
+    last complete Beijing week that holds data (4 to 10 February 2008). A cap of 1 per object-week refuses it at
+    plan, naming that week, before any data is read."""
+    dataset = loaded_tdrive("byhand")
+    for args in (("unit", dataset, "object", "--period", "week"), ("cap", dataset, "1")):
+        done = cli("budget", *args, "--steward", "ada")
+        assert done.returncode == 0, done.stderr
+    with get_client(sync_client=True) as client:
+        spec = dict(client.read_deployment_by_name("release/tdrive-weekly").parameters["spec"])
+    flow_run = run_deployment("release/tdrive-weekly", timeout=0,
+                              parameters={"spec": {**spec, "dataset": dataset, "requested_by": "backfill-operator"}})
+
+    def ended():
+        with get_client(sync_client=True) as client:
+            state = client.read_flow_run(flow_run.id).state
+        return state if state is not None and state.is_final() else None
+
+    state = wait_until(ended, 300, f"flow run {flow_run.id} to end")
+    assert (state.type.value, state.name) == ("FAILED", "Refused"), state
+    assert "only 1 of its cap 1 left in the week from 2008-02-04" in state.message, state.message
+
+
 def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loaded_tdrive, yaml_deployments):
     """The weekly deployment's relative window ({last: 7d, align: local_week}) for three past Mondays: the local
     weeks before them in Beijing time, priced first, then run one after the other (the second starts once the
