@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +146,10 @@ def parse_utc(value: Any, where: str) -> datetime | None:
             value = datetime.fromisoformat(value)
         except ValueError:
             raise ParameterError(f"{value!r} is not an ISO date or time", where) from None
-    if not isinstance(value, datetime):  # a date from YAML
+    if isinstance(value, date) and not isinstance(value, datetime):  # a date from YAML
         value = datetime(value.year, value.month, value.day)
+    elif not isinstance(value, datetime):
+        raise ParameterError(f"{str(value)[:40]!r} is not an ISO date or time", where)
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -359,6 +361,8 @@ class ReleaseSpec:
             if isinstance(data.get(key), dict):
                 _check_keys(sub, data[key], key)
                 data[key] = sub(**data[key])
+            elif key in data:
+                raise ParameterError(f"'{key}' must be a mapping of its settings", key)
         for key in ("window_start", "window_end"):
             data[key] = parse_utc(data.get(key), key)
         if (window := data.get("window")) is not None:

@@ -68,6 +68,10 @@ def test_a_delta_cap_is_bounded(value):
     ("validation: {max_quarantine_share: lots}", "max_quarantine_share must be a finite number"),
     ("time_precision_s: .inf", "time_precision_s must be a positive number of seconds, got inf"),
     ("prepare: {split_by_day: maybe}", "split_by_day must be true or false"),
+    ("prepare: 500", "'prepare' must be a mapping of its settings (prepare)"),
+    ("validation: [0.1]", "'validation' must be a mapping of its settings (validation)"),
+    ("window_start: 20080202", "'20080202' is not an ISO date or time (window_start)"),
+    ("window_end: [2008, 2, 9]", "is not an ISO date or time (window_end)"),
 ])
 def test_spec_values_of_the_wrong_type_are_refused_by_name(tmp_path, yaml_text, says):
     path = tmp_path / "spec.yaml"
