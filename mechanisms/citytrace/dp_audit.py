@@ -125,7 +125,7 @@ def scenarios() -> list[Scenario]:
     # the dense cell's path at its split thresholds at ε = 1: its level-1 block (depth R - 1) holds c objects
     # with c - (R - 1)δ near 0 (δ of the tests' ε = 0.9 · 0.95)
     top = privtree.root_level(_fine().n_cols, _fine().n_rows)
-    _, delta = privtree.calibration(0.9 * 0.95)
+    _, delta = privtree.calibration(0.9 * 0.95, top)
     at_threshold = min(N_OBJECTS - 2, round((top - 1) * delta))
 
     def quadtree(eps):

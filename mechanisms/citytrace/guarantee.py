@@ -22,8 +22,9 @@ def guarantee(params: CityTraceParams) -> Guarantee:
       public, data-independent key space.
     - ``density_model: privtree``: o's vector is 1/k on each of its k most visited fine cells (L1 norm <= 1);
       the decomposition is ε_tests-DP by :func:`~.privtree.calibration` (PrivTree's Theorem 3.1, SIGMOD 2016,
-      extended there to fractional contributions: a path costs at most (2β-1)/((β-1)λ) per unit of mass, and
-      o's unit of mass is split over paths); the leaves, and each of the J sub-level depths below them, are
+      extended there to fractional contributions and to the tests' snapped noise: a path costs at most
+      (2β-1)/((β-1)λ) per unit of mass, o's unit of mass is split over paths, and the snapping adds at most
+      2**-10/λ per level); the leaves, and each of the J sub-level depths below them, are
       partitions of the grid given the released tree, so their counts have sensitivity 1 and get Laplace(1/ε)
       with ε_leaves and ε_j (:meth:`CityTraceParams.privtree_epsilons`, summing to ε_density with ε_tests).
     - Sequential composition: Σ_k ε_k over the density levels is ε_density
@@ -56,7 +57,7 @@ def guarantee(params: CityTraceParams) -> Guarantee:
          "start-time regions, the histogram bins and every parameter are public and fixed before the data is "
          f"read. The moves of a record after its first {params.max_moves} are not modelled."
          + (" PrivTree's split thresholds depend on epsilon and the fanout only; the split tests' noise is "
-            "snapped to an exact grid, paid for in its scale." if params.density_model == "privtree" else "")),
+            "snapped to an exact grid, which its noise scale and bias cover." if params.density_model == "privtree" else "")),
         ("Timestamps are synthetic and lie in the release's window: a local day of the window from a noisy "
          "day-of-week histogram, a local hour of day per start region (the dataset's time zone), a pace per "
          "record and a time per move drawn from noisy histograms; a released segment is never faster than "

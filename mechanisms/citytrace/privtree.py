@@ -33,23 +33,31 @@ from trajpub import noise
 FANOUT = 4
 
 
-def calibration(epsilon: float, fanout: int = FANOUT) -> tuple[float, float]:
-    """(λ, δ) of an ε-DP decomposition: λ = (2β - 1) / ((β - 1) ε) and δ = λ ln β + 1 (PrivTree's Theorem 3.1
-    has δ = λ ln β for unit counts; the + 1 covers fractional ones).
+SNAP = 2.0 ** -10
+"""What :func:`trajpub.noise.laplace_real` lets its snapping move a level's tested counts in all (n values on a grid
+g with n·g <= 2**-10 for sensitivity 1), so each by at most g <= 2**-10."""
+
+
+def calibration(epsilon: float, levels: int, fanout: int = FANOUT) -> tuple[float, float]:
+    """(λ, δ) of an ε-DP decomposition with ``levels`` levels of split tests: λ = ((2β - 1)/(β - 1) + levels·s)/ε
+    and δ = λ ln β + 1 + 2s, s = :data:`SNAP` (PrivTree's Theorem 3.1 has λ = (2β - 1)/((β - 1)ε) and
+    δ = λ ln β for unit counts and exact noise; the + 1 covers fractional counts, the s terms the snapping).
 
     Proof sketch for fractional contributions. Let D' = D minus object o, whose mass in node v is m_v ∈ [0, 1],
-    m_v = Σ of m_l over the leaves l below v, Σ_l m_l <= 1. Write x_v = c_D(v) - d·δ. If x_v <= θ - δ, b(v) is
-    θ - δ under D and D' (no loss). Otherwise the log-ratio of the node's outcome is at most m_v times the
-    steepest slope of a Laplace log-tail over [x_v - 1, x_v]: for "split" (an internal node) at most
-    (m_v/λ)·min(1, exp(-(x_v - 1 - θ)/λ)), for "leaf" at most m_v/λ. Along one root-to-leaf path x decreases
-    by at least δ per level (c is non-increasing), so at most one internal node has x in (θ - δ, θ]; above it
-    (or above an unclamped leaf) the j-th internal node has x > θ + (j - 1)δ, hence a slope bound of
-    exp(1/λ)·exp(-(j-1)δ/λ) <= β**-(j-1) for j >= 2 with δ = λ ln β + 1. A path thus costs at most
-    (1/λ)(1 + 1 + Σ_{j>=1} β**-j) = (2β - 1)/((β - 1)λ) = ε per unit of mass, and summing the per-node bounds
-    as Σ_v m_v(...) = Σ_l m_l Σ_{v on l's path}(...) gives ε in total.
+    m_v = Σ of m_l over the leaves l below v, Σ_l m_l <= 1; a node with m_v = 0 has the same count under both
+    (no loss). Write x_v = c_D(v) - d·δ. If x_v <= θ - δ, b(v) is θ - δ under D and D' (no loss). Otherwise the
+    tested values differ by at most m_v + g (g <= s the snapping grid, scale λ' >= λ), so the log-ratio of the
+    node's outcome is at most (m_v + g) times the steepest slope of a Laplace log-tail over [x_v - 1 - g, x_v]:
+    for "split" (an internal node) at most (1/λ)·min(1, exp(-(x_v - 1 - g - θ)/λ)), for "leaf" at most 1/λ.
+    Along one root-to-leaf path x decreases by at least δ per level (c is non-increasing), so at most one
+    internal node has x in (θ - δ, θ]; above it (or above an unclamped leaf) the j-th internal node has
+    x > θ + (j - 1)δ - j·g, hence a slope factor of at most β**-(j-1) for j >= 2 with δ = λ ln β + 1 + 2s. A
+    path thus costs at most (1/λ)(1 + 1 + Σ_{j>=1} β**-j) = (2β - 1)/((β - 1)λ) per unit of mass; summing the
+    m_v terms as Σ_v m_v(...) = Σ_l m_l Σ_{v on l's path}(...) and the g terms over each level's tested nodes
+    (n·g <= s per level) gives at most ((2β - 1)/(β - 1) + levels·s)/λ = ε in total.
     """
-    lam = (2 * fanout - 1) / ((fanout - 1) * epsilon)
-    return lam, lam * math.log(fanout) + 1.0
+    lam = ((2 * fanout - 1) / (fanout - 1) + levels * SNAP) / epsilon
+    return lam, lam * math.log(fanout) + 1.0 + 2 * SNAP
 
 
 def root_level(n_cols: int, n_rows: int) -> int:
@@ -90,8 +98,8 @@ def decompose(fine: np.ndarray, n_cols: int, n_rows: int, epsilon: float, rng: n
     """PrivTree's leaves over ``fine`` (the true per-fine-cell sums of the objects' bounded vectors), ε-DP
     (:func:`calibration`); the split tests' noise through :func:`trajpub.noise.laplace_real`, whose snapping is
     paid in its scale (so λ is at least :func:`calibration`'s)."""
-    lam, delta = calibration(epsilon)
     top = root_level(n_cols, n_rows)
+    lam, delta = calibration(epsilon, top)
     active = np.zeros(1, dtype=np.int64)
     levels, blocks = [], []
     for level in range(top, 0, -1):

@@ -32,8 +32,8 @@ def grid_of(cols: int, rows: int, hot: dict[int, float]) -> np.ndarray:
 def log_prob(fine: np.ndarray, cols: int, rows: int, leaves: privtree.Leaves, epsilon: float) -> float:
     """ln P[the decomposition outputs ``leaves``] on ``fine`` with continuous Laplace noise (the paper's law):
     every node above a leaf was split, every leaf above level 0 was not."""
-    lam, delta = privtree.calibration(epsilon)
     top = privtree.root_level(cols, rows)
+    lam, delta = privtree.calibration(epsilon, top)
     leaf_key = set(zip(leaves.level.tolist(), leaves.block.tolist(), strict=True))
     total, active = 0.0, np.zeros(1, dtype=np.int64)
     for level in range(top, 0, -1):
@@ -49,7 +49,7 @@ def log_prob(fine: np.ndarray, cols: int, rows: int, leaves: privtree.Leaves, ep
 
 def test_a_dense_region_splits_deeper_than_a_sparse_one():
     # 64 x 64 fine cells (R = 6): 200 objects' mass in one 2 x 2 corner block, one object's spread thinly over
-    # the opposite half. With ε = 1, δ = λ ln 4 + 1 ≈ 4.2, so the corner's ancestors (count 200 >> 6 δ) are split
+    # the opposite half. With ε = 1, δ = λ ln 4 + 1 + 2s ≈ 4.2, so the corner's ancestors (count 200 >> 6 δ) are split
     # down to the fine cells unless Laplace noise of scale λ ≈ 2.3 falls ~170 below; an empty node splits with
     # probability ½exp(-δ/λ) < 1/8, so reaching level 0 there takes 6 such splits in a row (< 8**-6).
     cols = rows = 64
@@ -67,17 +67,18 @@ def test_a_dense_region_splits_deeper_than_a_sparse_one():
 
 
 def test_the_thresholds_come_from_epsilon_alone():
-    # λ ε = (2β - 1)/(β - 1) and δ = λ ln β + 1: nothing of the data; on an all-zero grid the root (biased count
-    # max(0 - 0·δ, -δ) = 0) splits with probability P[Lap(λ) > 0] = 1/2, and each of its children (biased -δ)
-    # with probability ½exp(-δ/λ) = exp(-1/λ)/8.
+    # λ ε = (2β - 1)/(β - 1) + R s and δ = λ ln β + 1 + 2s: nothing of the data; on an all-zero grid the root
+    # (biased count max(0 - 0·δ, -δ) = 0) splits with probability P[Lap(λ) > 0] = 1/2, and each of its children
+    # (biased -δ) with probability ½exp(-δ/λ) = exp(-(1 + 2s)/λ)/8.
+    s = privtree.SNAP
     for eps in (0.5, 1.0, 3.0):
-        lam, delta = privtree.calibration(eps)
-        assert lam * eps == pytest.approx(7 / 3) and delta == pytest.approx(lam * math.log(4) + 1)
+        lam, delta = privtree.calibration(eps, 3)
+        assert lam * eps == pytest.approx(7 / 3 + 3 * s) and delta == pytest.approx(lam * math.log(4) + 1 + 2 * s)
     cols = rows = 8
     empty = np.zeros(cols * rows)
     rng = np.random.default_rng(11)
     n, eps = 4000, 1.0
-    lam, delta = privtree.calibration(eps)
+    lam, delta = privtree.calibration(eps, privtree.root_level(cols, rows))
     splits = children_split = 0
     for _ in range(n):
         leaves = privtree.decompose(empty, cols, rows, eps, rng)
@@ -87,8 +88,8 @@ def test_the_thresholds_come_from_epsilon_alone():
             children_split += int((leaves.level < 2).any())
     p = 0.5
     assert abs(splits / n - p) < 4 * math.sqrt(p * (1 - p) / n)
-    # a split root has 4 children: P[at least one splits] = 1 - (1 - q)^4, q = exp(-1/λ)/8
-    q = 1 - (1 - math.exp(-1 / lam) / 8) ** 4
+    # a split root has 4 children: P[at least one splits] = 1 - (1 - q)^4, q = ½exp(-δ/λ)
+    q = 1 - (1 - math.exp(-delta / lam) / 2) ** 4
     assert abs(children_split / splits - q) < 4 * math.sqrt(q * (1 - q) / splits)
 
 
@@ -134,8 +135,8 @@ def test_the_decompositions_privacy_loss_stays_under_its_epsilon(eps):
     # down to some level: the loss must stay <= ε and, at the worst, come near it (up to 2/λ ≈ 0.86 ε: a leaf and its
     # parent at the threshold, PrivTree's bound less the geometric tail)
     cols = rows = 16
-    _, delta = privtree.calibration(eps)
     top = privtree.root_level(cols, rows)
+    _, delta = privtree.calibration(eps, top)
     worst = 0.0
     for count in np.linspace(0, (top + 1) * delta, 41):
         base = np.zeros(cols * rows)
