@@ -134,16 +134,17 @@ San Francisco only."""
 
 
 def models(fleet: Fleet) -> list:
-    """ObjTrace at its defaults, CityTrace at its defaults and with :data:`PRIVTREE`, ε = 5 per taxi, in the
-    fleet's window."""
+    """ObjTrace at its defaults, CityTrace at its defaults and with :data:`PRIVTREE` (and, in San Francisco,
+    :data:`PRIVTREE_250`), ε = 5 per taxi, in the fleet's window."""
     from bench.table4 import Model
 
     return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi, PrivTree density, 500 m cells", "citytrace",
                   {"epsilon": 5.0, **PRIVTREE}, window=fleet.window),
-            Model("CityTrace eps=5 per taxi, PrivTree density, 250 m cells", "citytrace",
-                  {"epsilon": 5.0, **PRIVTREE_250}, window=fleet.window)]
+            *([Model("CityTrace eps=5 per taxi, PrivTree density, 250 m cells", "citytrace",
+                     {"epsilon": 5.0, **PRIVTREE_250}, window=fleet.window)] if fleet.bbox == utility_data.SF_BBOX
+              else [])]
 
 
 def keep(fleet: Fleet, name: str, release: pd.DataFrame, meta: dict) -> None:
