@@ -1,4 +1,4 @@
-"""The cost of the attacks that see through blurring (``membership_time``, ``membership_shape``; issue 38) on the
+"""The cost of the attacks that see through blurring (``membership_time``, ``membership_shape``) on the
 T-Drive sample and its scale-ups up to the 40x city (16 M raw points), in process on one core.
 
 Raw: the sample cleaned (:func:`bench.tdrive.load_clean`), scaled up by :func:`bench.tdrive.replicate` (every taxi

@@ -21,7 +21,7 @@ seed (``--seed`` + draw number) for the mechanism and the audit's utility; nothi
 
 The blurring controls (``blur_<transform>``: CityTrace ε 5 per taxi with 10% of its records replaced by members'
 records moved, turned, mirrored, reversed, thinned, noised, re-timed or spliced, :mod:`tests.controls.blurring`)
-are positive controls of the attacks on time and shape (issue 38); ``--suite blurring`` keeps their draws, and
+are positive controls of the attacks on time and shape; ``--suite blurring`` keeps their draws, and
 the negative controls drawn beside them, in their own results file and tables. ``--fleet sf`` draws on the San
 Francisco sample (:mod:`bench.sf_data`) with its bbox, window and time zone.
 
@@ -79,7 +79,7 @@ BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 SUITES = {"main": ("results.json", BEGIN, END),
           "blurring": ("blurring.json", "<!-- blurring:begin -->", "<!-- blurring:end -->")}
 """``--suite``: the results file and the markers of its tables in ``GATE_VALIDITY_RESULTS.md``. The blurring suite
-(issue 38: default policy v7, the blurring controls and the negative controls beside them) has its own, so that its
+(default policy v7, the blurring controls and the negative controls beside them) has its own, so that its
 draws do not replace the main tables' (drawn under earlier policies)."""
 NETWORK_NAME = "synthetic central Beijing"
 
@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> None:
                         "sf: the San Francisco sample (bench.sf_data)")
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
     parser.add_argument("--suite", choices=list(SUITES), default="main",
-                        help="main: the tables of the candidates; blurring: issue 38's suite, its own file and tables")
+                        help="main: the tables of the candidates; blurring: the blurring suite, its own file and tables")
     parser.add_argument("--resume", action="store_true",
                         help="keep a candidate's draws already in the results file and run only the missing ones")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ as the previous point of the piece) dropped; pieces with < 2 points dropped. On 
   lat 39.4-41.1 (the issue's).
 - Cabspotting (``cabspotting_sf_odd_cabs_3days.csv.gz``, San Francisco local time): bbox :data:`SF_BBOX` = lon
   -122.6 to -122.0, lat 37.2-38.0 (53 x 89 km: the San Francisco peninsula and the East Bay shore, the extent of
-  issue 39's release), its metric cells over :data:`SF_CORE` (32 x 44 km, the city and the airport).
+  the outside evaluation's release), its metric cells over :data:`SF_CORE` (32 x 44 km, the city and the airport).
 - GeoLife (``skmob_geolife_sample.txt.gz``, 2 users, times in UTC as GeoLife's PLT files): bbox
   :data:`GEOLIFE_BBOX` = lon 116.0-116.8, lat 39.6-40.3, the Beijing urban area inside the 5th/6th ring road
   where GeoLife users mostly move (chosen by us; trips out of Beijing are dropped, as points outside the bbox).
@@ -64,7 +64,7 @@ def tdrive_records(path: Path = DATA / "tdrive_sample_odd_taxis.csv.gz") -> pd.D
 def sf_records() -> pd.DataFrame:
     """The Cabspotting sample (255 cabs, 18-20 May 2008; read by :func:`bench.sf_data.load_sf`), cleaned in
     SF_BBOX (the gate's bench, :mod:`bench.sf_data`, uses a Bay Area box further east; this one is the extent of
-    issue 39's measurement)."""
+    the outside evaluation's measurement)."""
     from bench.sf_data import load_sf
 
     return clean(load_sf(), SF_BBOX)

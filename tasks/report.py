@@ -235,7 +235,7 @@ def utility_table(utility: dict, per_utility: dict) -> list[list]:
 RESOLUTIONS_M = (250, 500, 1000, 2000)
 USE_AT_JSD, USE_AT_HOT = 0.10, 8
 """A release is called useful at a cell size when its point density is within JSD 0.10 of the raw's there and at
-least 8 of the raw's 10 busiest cells keep their share within x1.5 (issue 39's bar at 500 m)."""
+least 8 of the raw's 10 busiest cells keep their share within x1.5 (the city-resolution bar at 500 m)."""
 
 
 def cell_figures(raw: pd.DataFrame, release: pd.DataFrame, box: tuple[float, float, float, float],

@@ -1,5 +1,5 @@
 """Blurring synthesizers, the audit gate's positive controls against shape and time (docs/design.md, "Audits and
-the gate"; issue 38).
+the gate").
 
 :class:`BlurControl` is CityTrace (the demo's synthesizer, ε per object) with ``blur_percent`` % of its released
 records replaced by records of its input (members) altered by one of :data:`TRANSFORMS`, the "blurring models"

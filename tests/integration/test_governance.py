@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from tasks import governance, publish
-from tasks.db import database_url
+from tasks.db import auditor_engine, database_url
 from tests.integration.conftest import (
     base_spec,
     cli,
@@ -203,6 +203,7 @@ def stage_rows(engine, rid: int) -> None:
         conn.execute(sa.text("INSERT INTO staging.candidate_fragments (release_id, fragment_id, cells,"
                              " estimated_count, round, geom) VALUES (:r, 1, '{3}', 9.5, 1,"
                              " ST_SetSRID(ST_MakePoint(116.4, 39.9), 4326))"), {"r": rid})
+    with auditor_engine().begin() as conn:  # the audit's evidence is the auditor's to write (sql/036)
         conn.execute(sa.text("INSERT INTO governance.audit_results (release_id, attack, success_rate, ci_low,"
                              " ci_high, baseline, risk, threshold, passed, evidence) VALUES"
                              " (:r, 'signature_linkage', 0.5, 0.4, 0.6, 0.1, 0.44, 0.2, false, '{}')"), {"r": rid})

@@ -138,7 +138,9 @@ def test_flow_killed_during_publish_publishes_nothing_and_recover_completes_it(e
         # publish writes its tables, then blocks on its lineage event; the process dies there
         blocker.execute(sa.text("LOCK TABLE governance.lineage_events IN SHARE MODE"))
         approve = cli("approve", str(run.release_id), "--steward", "ada", "--wait", "1")
-        assert approve.returncode == 0, approve.stderr
+        # approved, and not carried out in time: exit 1 until it is published, saying what to run
+        assert approve.returncode == 1 and "is still 'approved'" in approve.stderr, approve.stderr
+        assert "trajpub recover" in approve.stderr
         wait_until(lambda: waiting_on_lock(engine, "INSERT INTO governance.lineage_events"), 120,
                    "publish to block on the lineage event")
         kill_tree(run.proc.pid)

@@ -1,4 +1,4 @@
-"""The words that say why (issue 38): an attack set aside is "saturated" when nearly every control links too and
+"""The words that say why: an attack set aside is "saturated" when nearly every control links too and
 "too few objects to measure" when the objects are few; and the review says in a sentence when a release it passed
 still links measurably (an attack's risk interval above 0, under the threshold)."""
 
