@@ -12,7 +12,7 @@ from pathlib import Path
 from trajpub import config
 from trajpub.errors import TrajpubError
 
-DEFAULT_PORT = 4300
+DEFAULT_PORT = config.CONSOLE_PORT
 SECRET_FILE = config.STATE_DIR / "console-secret"
 LOG_FILE = config.STATE_DIR / "console.log"
 
@@ -65,8 +65,7 @@ class Settings:
     @property
     def url(self) -> str:
         """The address a browser on this machine opens (a console on every interface answers on loopback too)."""
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+        return config.browser_url(self.host, self.port, self.tls)
 
     @property
     def pid_file(self) -> Path:

@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError
 
 from tasks import report
 from tasks.review import Review
+from trajpub import config
 
 
 class StewardDecision(RunInput):
@@ -76,7 +77,10 @@ def review_markdown(review: Review) -> str:
     rel, g, s, release_id = review.release, review.guarantee, review.summary, review.release_id
     link = (f"[open the full review report](/artifacts/artifact/{s['report_artifact']})"
             if s.get("report_artifact") else "not published in the Prefect UI")
+    console = f"{config.console_url()}/releases/{release_id}"
     lines = [f"# Release {release_id}: {rel['mechanism']} on `{rel['dataset']}`", "",
+             (f"**Decide in the steward console:** [{console}]({console}) (sign in with your own database login: "
+              "no code to copy)."), "",
              (f"**Full review report** (guarantee, budget, attacks with intervals, utility, density and "
               f"distribution plots): {link} — or `trajpub report {release_id} --out FILE` on any machine."), "",
              (f"Requested by **{rel['requested_by']}**; snapshot of {rel['snapshot_points']} points "

@@ -108,6 +108,25 @@ def database_url(login: str = PIPELINE) -> str:
     return os.environ.get("TRAJPUB_DATABASE_URL") or local_database_url(login)
 
 
+CONSOLE_PORT = 4300
+"""The steward console's port unless ``TRAJPUB_CONSOLE_PORT`` says otherwise (console/settings.py)."""
+
+
+def browser_url(host: str, port: int, tls: bool) -> str:
+    """The address a browser on this machine opens for a server on ``host:port`` (one on every interface answers
+    on loopback too)."""
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"{'https' if tls else 'http'}://{host}:{port}"
+
+
+def console_url() -> str:
+    """The steward console's address as the environment sets it (``TRAJPUB_CONSOLE_HOST``, ``_PORT``,
+    ``_TLS_CERT``), for the links that point stewards to it; the console checks these settings when it starts."""
+    return browser_url(os.environ.get("TRAJPUB_CONSOLE_HOST", "127.0.0.1"),
+                       int(os.environ.get("TRAJPUB_CONSOLE_PORT", str(CONSOLE_PORT))),
+                       bool(os.environ.get("TRAJPUB_CONSOLE_TLS_CERT")))
+
+
 def uses_local_database() -> bool:
     return "TRAJPUB_DATABASE_URL" not in os.environ and "TRAJPUB_DATABASE_SECRET" not in os.environ
 

@@ -21,6 +21,7 @@ from tasks.review import read_review
 from tests.integration.conftest import BEIJING, TDRIVE_CSV, new_release, to_protected
 from tests.integration.staged import new_dataset
 from trajpub.candidate import CandidateRelease, Shape
+from trajpub.config import console_url
 from trajpub.grid import GridSpec
 from trajpub.mechanism import PublicInputs
 from trajpub.segment import cell_sequences, keep_trajectories, segment, to_grid
@@ -136,6 +137,7 @@ def test_an_attack_not_applicable_is_recorded_as_such_and_the_policy_decides(das
         record = read_review(conn, rid)
     rows = {r["attack"]: r for r in record.audits}
     review = review_markdown(record)
+    assert f"**Decide in the steward console:** [{console_url()}/releases/{rid}]" in review  # the pause form's link
     assert rows["home_work"]["outcome"] == "not applicable" and rows["home_work"]["passed"] is (rule == "pass")
     assert rows["signature_linkage"]["outcome"] == "measured"
     verdict = "pass" if rule == "pass" else "BLOCK"
