@@ -122,8 +122,9 @@ def browser_url(host: str, port: int, tls: bool) -> str:
 def console_url() -> str:
     """The steward console's address as the environment sets it (``TRAJPUB_CONSOLE_HOST``, ``_PORT``,
     ``_TLS_CERT``), for the links that point stewards to it; the console checks these settings when it starts."""
+    port = os.environ.get("TRAJPUB_CONSOLE_PORT", "")
     return browser_url(os.environ.get("TRAJPUB_CONSOLE_HOST", "127.0.0.1"),
-                       int(os.environ.get("TRAJPUB_CONSOLE_PORT", str(CONSOLE_PORT))),
+                       int(port) if port.isdigit() else CONSOLE_PORT,  # a bad one: the console refuses to start
                        bool(os.environ.get("TRAJPUB_CONSOLE_TLS_CERT")))
 
 
