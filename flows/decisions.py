@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import sqlalchemy as sa
 
-from tasks.db import alive_lock_key, lock_is_held, transaction
+from tasks.db import transaction
 from trajpub.errors import TrajpubError
 
 #: The status each decision leads to, and the status its release ends in.
@@ -57,7 +57,7 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float,
     from prefect.exceptions import ObjectNotFound
     from prefect.flow_runs import resume_flow_run
 
-    from tasks import governance
+    from tasks import governance, outcomes
     from tasks.db import engine
 
     release_id = rel["release_id"]
@@ -74,8 +74,7 @@ def hand_to_waiting_flow(rel: dict, run_input: dict, final: str, wait_s: float,
                 if paused or not (state and state.is_running()) or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
-    if paused and not transaction(lambda conn: lock_is_held(conn, alive_lock_key(str(rel["flow_run_id"]))),
-                                  "check the flow run is alive", engine()):
+    if paused and not outcomes.flow_alive(str(rel["flow_run_id"])):
         say(f"the flow run {rel['flow_run_id']} shows paused but its process is gone: carrying the decision out "
             "here")
         return False
