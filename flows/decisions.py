@@ -23,7 +23,7 @@ def decide(engine: sa.Engine, release_id: int, decision: str, comment: str | Non
     """Record ``decision`` ('approve' or 'reject') as the login of ``engine`` (the database checks the status,
     four-eyes and that a rejection says why), then let the waiting flow run publish, or publish in a flow run
     of its own when none waits (nothing lost); ``before_flow`` runs after that flow's import, before it runs.
-    Raises :class:`~trajpub.errors.TrajpubError` when the release was approved and not published."""
+    Raises :class:`~trajpub.errors.PublicationFailed` when the release was approved and not published."""
     from tasks import governance
 
     status = DECIDED[decision]
@@ -38,10 +38,7 @@ def decide(engine: sa.Engine, release_id: int, decision: str, comment: str | Non
         from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
 
         before_flow()
-        outcome = publish_approved_flow(release_id=release_id)
-        if outcome["status"] != "published":
-            raise TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
-                               "approve")
+        outcome = publish_approved_flow(release_id=release_id)  # raises PublicationFailed when not published
         say(f"release {release_id} is {outcome['status']}: {outcome['table']}")
 
 

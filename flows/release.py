@@ -5,8 +5,9 @@ Every step records its outcome in ``governance``; any failure marks the release 
 emits a lineage FAIL event, and nothing is published. The flow run's final state says how it ended: Completed
 (published, or still awaiting approval), ``Skipped`` (Completed: its window holds no data; nothing was planned or
 charged), ``Rejected`` (Cancelled: the steward said no), ``Blocked`` (the gate stopped it), ``Refused`` (refused
-before any data was read: the budget, the gate policy, the public inputs) or Failed (an error); the last three
-are Prefect Failed states, so that nothing downstream takes them for a success.
+before any data was read: the budget, the gate policy, the public inputs) or Failed (an error, or an approved
+release that could not be published); the last three are Prefect Failed states, so that nothing downstream
+takes them for a success.
 """
 
 # No ``from __future__ import annotations`` here: a served deployment ships the flow to its run by value
@@ -26,7 +27,7 @@ from tasks.dask_cluster import dask_client
 from tasks.db import alive_lock_key, release_slot, session_lock
 from tasks.db import engine as db_engine
 from tasks.stages import audit_and_gate, ingest_and_validate, plan, prepare_and_protect
-from trajpub.errors import PolicyError, ReleaseBlocked, ReleaseRejected, TrajpubError
+from trajpub.errors import PolicyError, PublicationFailed, ReleaseBlocked, ReleaseRejected, TrajpubError
 from trajpub.mechanism import Mechanism, PublicInputs
 from trajpub.spec import ReleaseSpec
 
@@ -45,6 +46,19 @@ def refused(exc: TrajpubError) -> State:
     the dataset's, a public input that does not exist): a Failed state named ``Refused`` with the refusal's
     sentence, carrying the refusal (raised where the flow is called as a function)."""
     return Failed(name="Refused", message=str(exc), data=exc)
+
+
+def published_or_failed(release_id: int, outcome: dict) -> dict | State:
+    """The end of a run that published (``outcome`` of :func:`tasks.outcomes.publish_or_fail`): the outcome when
+    the release was published; otherwise a Failed state carrying :class:`~trajpub.errors.PublicationFailed` (raised
+    where the flow is called as a function, with the outcome), so that the Prefect UI never shows a release that
+    was not published as a green Completed run."""
+    if outcome["status"] == "published":
+        print(f"release {release_id} published as {outcome['table']}")
+        return outcome
+    reason = f"release {release_id} was approved and not published: {outcome['reason']}"
+    print(reason)
+    return Failed(message=reason, data=PublicationFailed(reason, outcome))
 
 
 def nothing_released(spec: ReleaseSpec, release_id: int) -> dict:
@@ -151,19 +165,14 @@ def govern(spec: ReleaseSpec, mech: Mechanism, params, inputs: PublicInputs, rel
 def carry_out(release_id: int, status: str, steward: str) -> dict | State:
     """Carry out the steward's decision: a rejection ends the run (lineage ABORT); an approval publishes
     (idempotent). A publication the database refuses (the candidate changed since it was sealed) publishes
-    nothing, marks the release failed and ends the run ``Refused``."""
+    nothing, marks the release failed and ends the run Failed (:func:`published_or_failed`)."""
     if status == "rejected":
         outcomes.abort(release_id, f"rejected by the steward {steward}", flow_run.get_id())
         reason = f"release {release_id} rejected by {steward}"
         print(reason)
         outcome = {"release_id": release_id, "status": "rejected"}
         return Cancelled(name="Rejected", message=reason, data=ReleaseRejected(reason, outcome))
-    outcome = outcomes.publish_or_fail(release_id, flow_run.get_id())
-    if outcome["status"] != "published":
-        return refused(TrajpubError(f"release {release_id} was approved and not published: {outcome['reason']}",
-                                    "publish"))
-    print(f"release {release_id} published as {outcome['table']}")
-    return outcome
+    return published_or_failed(release_id, outcomes.publish_or_fail(release_id, flow_run.get_id()))
 
 
 def recover_interrupted(dataset: str | None = None, running: int | None = None) -> list[int]:
@@ -209,17 +218,25 @@ def crash_orphaned_run(release: dict, message: str) -> None:
 
 
 @flow(name="publish-approved", log_prints=True)
-def publish_approved_flow(release_id: int) -> dict:
+def publish_approved_flow(release_id: int) -> dict | State:
     """Publish a release whose approval arrived after its flow stopped waiting (nothing is lost); a publication
-    that fails for a permanent reason marks the release failed (:func:`tasks.outcomes.publish_or_fail`)."""
+    that fails for a permanent reason marks the release failed (:func:`tasks.outcomes.publish_or_fail`) and ends
+    the run Failed (:func:`published_or_failed`)."""
     rel = outcomes.release(release_id)
     if rel["status"] not in ("approved", "published"):
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")
     outcome = outcomes.publish_or_fail(release_id, flow_run.get_id())
     lineage.deliver(db_engine())
-    print(f"release {release_id} " + (f"published as {outcome['table']}" if outcome["status"] == "published"
-                                      else f"failed: {outcome['reason']}"))
-    return outcome
+    return published_or_failed(release_id, outcome)
+
+
+def publish_approved(release_id: int) -> dict:
+    """Run :func:`publish_approved_flow` and return its outcome, published or failed (the failure's outcome
+    rather than its error: the callers report both)."""
+    try:
+        return publish_approved_flow(release_id=release_id)
+    except PublicationFailed as exc:
+        return exc.outcome
 
 
 def finish_approved(release_id: int) -> dict:
@@ -227,7 +244,7 @@ def finish_approved(release_id: int) -> dict:
     than a transient database error, mark it failed saying why, so that no release stays approved forever; the
     release's own flow run, when its process is gone, is marked crashed."""
     original = outcomes.release(release_id)
-    outcome = publish_approved_flow(release_id=release_id)
+    outcome = publish_approved(release_id)
     crash_orphaned_run(original, f"the flow process of release {release_id} ended before it published; "
                        + ("`trajpub recover` published the release" if outcome["status"] == "published" else
                           f"the release could not be published and failed: {outcome['reason']}"))

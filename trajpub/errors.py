@@ -54,6 +54,16 @@ class ReleaseRejected(TrajpubError):
         self.outcome = outcome or {}
 
 
+class PublicationFailed(TrajpubError):
+    """An approved (or picked) release that could not be published for a permanent reason (the database refused
+    it: the candidate changed since it was sealed): nothing is published and the release is failed. The flow run
+    ends Failed carrying this error, with ``outcome`` (what the flow would have returned) for the caller."""
+
+    def __init__(self, message: str, outcome: dict | None = None):
+        super().__init__(message, "publish")
+        self.outcome = outcome or {}
+
+
 def one_line(exc: BaseException) -> str:
     """The first line of an error: a database error's own message (SQLAlchemy's ``orig``), without the statement
     and the hint lines the server adds; the error's type when it says nothing."""

@@ -369,10 +369,10 @@ def export(release_id: int, fmt: str, out: Path) -> None:
 @click.argument("release_id", type=int)
 def publish_approved(release_id: int) -> None:
     """Publish an approved release whose flow run is no longer waiting (idempotent)."""
-    from flows.release import publish_approved_flow
+    from flows.release import publish_approved as publish
 
     tracebacks_to_the_log_only()
-    outcome = publish_approved_flow(release_id=release_id)
+    outcome = publish(release_id)
     click.echo(json.dumps(outcome))
     if outcome["status"] != "published":
         raise TrajpubError(f"release {release_id} was not published: {outcome['reason']}", "publish-approved")

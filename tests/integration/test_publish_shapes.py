@@ -66,6 +66,30 @@ def test_recover_fails_an_approved_release_it_cannot_publish_saying_why(engine, 
     assert again.returncode == 0 and "0 approved release(s) published" in again.stdout
 
 
+def test_a_late_publication_that_fails_ends_its_flow_run_failed_not_completed(engine, owner):
+    """``trajpub publish-approved`` of an approved release whose table name is taken: the release fails saying
+    why, the command exits non-zero, and its Prefect flow run ends Failed (a green Completed would tell the
+    Prefect UI that it was published)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    dataset = new_dataset(engine)
+    rid = approved_release(engine, dataset, "trajectories")
+    with owner.begin() as conn:
+        conn.execute(sa.text(f'CREATE TABLE published."{dataset}__r{rid}" (x int)'))
+    out = cli("publish-approved", str(rid))
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"release {rid} was not published: publication failed:" in out.stderr
+    assert "Traceback" not in out.stdout + out.stderr
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["publish-approved"])),
+                                     sort=FlowRunSort.START_TIME_DESC, limit=50)
+    states = [r.state for r in runs if r.parameters.get("release_id") == rid]
+    assert len(states) == 1 and states[0].type.value == "FAILED", states
+    assert "was approved and not published" in states[0].message
+
+
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_every_shape_exports_as_its_shape_says(engine, shape, tmp_path):
     """The export reads the release's shape from the consumer's card (not from the columns it finds): every
