@@ -20,9 +20,9 @@ seed (``--seed`` + draw number) for the mechanism and the audit's utility; nothi
     .venv/bin/python -m bench.gate_validity --suite blurring --fleet sf --only citytrace,blur_translate --draws 3
 
 The blurring controls (``blur_<transform>``: CityTrace ε 5 per taxi with 10% of its records replaced by members'
-records moved, turned, mirrored, reversed, thinned, noised, re-timed or spliced, :mod:`tests.controls.blurring`)
-are positive controls of the attacks on time and shape; ``--suite blurring`` keeps their draws, and
-the negative controls drawn beside them, in their own results file and tables. ``--fleet sf`` draws on the San
+records moved, turned, mirrored, reversed, thinned, noised, re-timed, spliced or several at once,
+:mod:`tests.controls.blurring`) are positive controls of the attacks on time and shape; ``--suite blurring`` keeps
+their draws, and the negative controls drawn beside them, in their own results file and tables. ``--fleet sf`` draws on the San
 Francisco sample (:mod:`bench.sf_data`) with its bbox, window and time zone.
 
 ``--fleet unseen`` draws on the T-Drive taxis the project has never seen (the even ids,

@@ -18,6 +18,8 @@ every record ends 1-5 km from where it was.
 - ``time_scale``: its clock stretched about its start by a factor in [0.5, 0.8] or [1.25, 2], then moved 2 km;
 - ``splice``: the first half of one member's record followed by the second half of another's (that half
   carried in space and time to continue from the first one's last point), then moved 1-5 km;
+- ``combined``: several at once: turned 30-180 degrees about its first point, mirrored with probability 1/2,
+  moved 1-5 km and its times shifted by 1-6 h (no place, heading, handedness or clock of the original left);
 - ``mixture``: each record by one of the above, drawn uniformly.
 
 Not a privacy mechanism: its guarantee says so (not DP, charged nothing). Not in the mechanisms' registry.
@@ -42,7 +44,8 @@ from trajpub.params import Scope
 _BLUR = Scope("blur_control")
 METRES_PER_DEGREE = 111_320.0
 MOVE_M = 2000.0
-TRANSFORMS = ("translate", "rotate", "mirror", "reverse", "resample", "noise", "time_shift", "time_scale", "splice")
+TRANSFORMS = ("translate", "rotate", "mirror", "reverse", "resample", "noise", "time_shift", "time_scale", "splice",
+              "combined")
 """The single transforms; ``mixture`` draws one of them per record."""
 
 
@@ -88,11 +91,9 @@ def blurred(record: pd.DataFrame, transform: str, rng: np.random.Generator,
     if transform == "translate":
         x, y = moved(x, y, rng, 1000.0, 5000.0)
     elif transform == "rotate":
-        turn = np.radians(rng.uniform(30, 180)) * rng.choice([-1, 1])
-        x, y = x * np.cos(turn) - y * np.sin(turn), x * np.sin(turn) + y * np.cos(turn)
+        x, y = _turned(x, y, rng)
     elif transform == "mirror":
-        phi = rng.uniform(0, np.pi)
-        x, y = x * np.cos(2 * phi) + y * np.sin(2 * phi), x * np.sin(2 * phi) - y * np.cos(2 * phi)
+        x, y = _mirrored(x, y, rng)
     elif transform == "reverse":
         x, y = x[::-1], y[::-1]
     elif transform == "resample":
@@ -108,11 +109,29 @@ def blurred(record: pd.DataFrame, transform: str, rng: np.random.Generator,
     elif transform == "splice":
         x, y, t = _spliced(x, y, t, other, scale, lon0, lat0)
         x, y = moved(x, y, rng, 1000.0, 5000.0)
+    elif transform == "combined":
+        x, y = _turned(x, y, rng)
+        if rng.random() < 0.5:
+            x, y = _mirrored(x, y, rng)
+        x, y = moved(x, y, rng, 1000.0, 5000.0)
+        t = t + pd.Timedelta(hours=rng.uniform(1, 6) * rng.choice([-1, 1]))
     else:
         raise ParameterError(f"unknown transform {transform!r}", _BLUR.where("transform"))
-    if transform not in ("translate", "splice"):
+    if transform not in ("translate", "splice", "combined"):
         x, y = moved(x, y, rng, MOVE_M, MOVE_M)
     return pd.DataFrame({"t": t, "lon": lon0 + x / scale, "lat": lat0 + y / METRES_PER_DEGREE})
+
+
+def _turned(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` turned 30-180 degrees, either way, about the origin (the record's first point)."""
+    turn = np.radians(rng.uniform(30, 180)) * rng.choice([-1, 1])
+    return x * np.cos(turn) - y * np.sin(turn), x * np.sin(turn) + y * np.cos(turn)
+
+
+def _mirrored(x: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` mirrored about a line of uniform direction through the origin (the record's first point)."""
+    phi = rng.uniform(0, np.pi)
+    return x * np.cos(2 * phi) + y * np.sin(2 * phi), x * np.sin(2 * phi) - y * np.cos(2 * phi)
 
 
 def _spliced(x: np.ndarray, y: np.ndarray, t: pd.Series, other: pd.DataFrame, scale: float, lon0: float,

@@ -152,6 +152,28 @@ def test_runs_of_fixes_are_read_backwards_and_every_few_fixes(raw, transform, ne
     release = as_released(out.assign(traj_id="b", seq=np.arange(len(out))))
     raw_fixes, released = Fixes.of(raw, 60), Fixes.of(release, 60)
     target = list(raw_fixes.ids).index("o5")
-    assert target in TimeMatch(TimeMatchParams(**needs))._runs(raw_fixes, released)
+    owner = owners(raw, raw_fixes)
+    assert target in TimeMatch(TimeMatchParams(**needs))._runs(raw_fixes, released, owner)
     if transform == "resample":
-        assert target not in TimeMatch(TimeMatchParams(max_skip=1))._runs(raw_fixes, released)
+        assert target not in TimeMatch(TimeMatchParams(max_skip=1))._runs(raw_fixes, released, owner)
+
+
+def owners(raw: pd.DataFrame, fixes: Fixes) -> np.ndarray:
+    """Each raw record's object, as the attack codes it."""
+    return pd.factorize(raw.groupby("traj_id")["object_id"].first().reindex(fixes.ids))[0]
+
+
+def test_a_signature_shared_by_two_objects_links_neither(raw):
+    """A released record whose times and runs match the records of two raw objects (a second object holding a copy
+    of o5's record) singles out neither: the match links no record, by times or by runs; without the copy it links
+    o5 by both."""
+    record = raw[raw["traj_id"] == "o5"]
+    out = blurred(record, "translate", np.random.default_rng(5))
+    release = as_released(out.assign(traj_id="b", seq=np.arange(len(out))))
+    twin = record.assign(object_id="twin", traj_id="twin5")
+    attack = TimeMatch(TimeMatchParams())
+    for frame, linked in ((raw, True), (pd.concat([raw, twin], ignore_index=True), False)):
+        raw_fixes, released = Fixes.of(frame, 60), Fixes.of(release, 60)
+        target, owner = list(raw_fixes.ids).index("o5"), owners(frame, raw_fixes)
+        assert (target in attack._times(raw_fixes, released, owner)) is linked
+        assert (target in attack._runs(raw_fixes, released, owner)) is linked
