@@ -31,10 +31,28 @@ def decide(engine: sa.Engine, release_id: int, decision: str, comment: str | Non
                                            governance.decide(conn, release_id, status, comment)),
                              "record the decision", engine)
     say(f"release {release_id} {status} by {login}")
+    try:
+        carry_out(rel, decision, comment, wait_s, say, before_flow)
+    except Exception as exc:
+        from flows import prefect_api
+
+        if not prefect_api.unreachable(exc):
+            raise
+        then = (f"run `trajpub publish-approved {release_id}` to publish it" if status == "approved" else
+                "run `trajpub recover` to end its flow run")
+        raise TrajpubError(f"release {release_id} is {status} (recorded), but " + prefect_api.sentence(then),
+                           "Prefect API") from None
+
+
+def carry_out(rel: dict, decision: str, comment: str | None, wait_s: float, say: Callable[[str], None],
+              before_flow: Callable[[], None]) -> None:
+    """After the decision is recorded: let the waiting flow run publish (or end), or publish in a flow run of
+    its own when none waits. Raises :class:`~trajpub.errors.PublicationFailed` when not published."""
+    release_id = rel["release_id"]
     if hand_to_waiting_flow(rel, {"release_id": release_id, "decision": decision, "comment": comment or ""},
                             FINAL[decision], wait_s, say):
         return
-    if status == "approved":
+    if decision == "approve":
         from flows.release import publish_approved_flow  # a heavy import, only when no flow run waits
 
         before_flow()

@@ -16,7 +16,8 @@ from trajpub.errors import TrajpubError
 
 
 class Cli(click.Group):
-    """Errors are one sentence plus where, on stderr, with exit code 1; no traceback."""
+    """Errors are one sentence plus where, on stderr, with exit code 1; no traceback. An unreachable database or
+    Prefect server (:mod:`flows.prefect_api`) is said so, with what to start."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -25,10 +26,15 @@ class Cli(click.Group):
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(1)
         except Exception as exc:
-            if not _database_unreachable(exc):
+            from flows import prefect_api
+
+            if _database_unreachable(exc):
+                click.secho("error: the database does not answer; start it with `trajpub db up` or check "
+                            "TRAJPUB_DATABASE_URL (database)", fg="red", err=True)
+            elif prefect_api.unreachable(exc):
+                click.secho(f"error: {prefect_api.sentence()} (Prefect API)", fg="red", err=True)
+            else:
                 raise
-            click.secho("error: the database does not answer; start it with `trajpub db up` or check "
-                        "TRAJPUB_DATABASE_URL (database)", fg="red", err=True)
             sys.exit(1)
 
 
