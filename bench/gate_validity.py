@@ -25,6 +25,11 @@ records moved, turned, mirrored, reversed, thinned, noised, re-timed, spliced or
 their draws, and the negative controls drawn beside them, in their own results file and tables. ``--fleet sf`` draws on the San
 Francisco sample (:mod:`bench.sf_data`) with its bbox, window and time zone.
 
+``--attacks membership_time,membership_shape`` runs only those attacks of the default policy in each draw (no
+utility, no other attack): a cheaper draw for positive controls, since the default policy blocks whenever any of
+its attacks blocks (``block_if_any``), so a draw blocked by the named attacks is blocked by the default gate; the
+verdicts and "caught by" are then those attacks' only. Negative controls need the whole gate.
+
 ``--fleet unseen`` draws on the T-Drive taxis the project has never seen (the even ids,
 :mod:`bench.tdrive_unseen`) instead of the bundled sample (the odd ids), cleaned and prepared the same way.
 
@@ -37,13 +42,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import shlex
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +59,7 @@ from distributed import Client, Future
 from distributed import wait as wait_futures
 
 from audits.controls import UNMEASURED
-from audits.gate import GatePolicy
+from audits.gate import GatePolicy, evaluate_gate, worst_per_attack
 from bench.fgs_pufferfish import TDRIVE_SAMPLE, machine
 from bench.sf_data import SF_BBOX, SF_SAMPLE, SF_TZ, SF_WINDOW, load_clean_sf
 from bench.table4 import central_beijing_network
@@ -244,11 +250,42 @@ def release(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> Rele
     return Released(released, raw, None if held_out is None else len(held_out), time.perf_counter() - began)
 
 
-def one_draw(client: Client, setup: Setup, policy: GatePolicy, seed: int) -> dict:
-    """One release (:func:`release`), its audit and gate (:func:`tasks.audit.run`), and what the bench records."""
+def attacks_only(client: Client, released: Released, policy: GatePolicy, bbox: tuple[float, float, float, float]
+                 ) -> audit.AuditOutcome:
+    """:func:`tasks.audit.run` without the utility figures, for a policy narrowed to some attacks
+    (:func:`narrowed`): their results and the gate's decision on them alone."""
+    kind = released.candidate.shape.audit_kind
+    candidate_f = client.scatter(released.candidate, hash=False, direct=True)
+    frames = client.submit(audit.attack_frames, released.raw, candidate_f, pure=False)
+    attack_raw, release_f = (client.submit(operator.getitem, frames, i, pure=False) for i in (0, 1))
+    wait_futures([attack_raw, release_f])  # as tasks.audit.run: the time limits count from here
+    by_resolution, failures, not_applicable = audit.run_at_resolutions(client, policy, attack_raw, release_f, kind,
+                                                                       bbox)
+    results = worst_per_attack(policy, by_resolution)
+    decision = evaluate_gate(policy, results, kind, {}, failures, not_applicable)
+    return audit.AuditOutcome(results, failures, not_applicable, decision, policy, {}, by_resolution)
+
+
+def narrowed(policy: GatePolicy, names: list[str]) -> GatePolicy:
+    """The policy with only the attacks ``names`` (their ceilings and params) and no utility floor."""
+    unknown = set(names) - set(policy.max_risk)
+    if unknown:
+        raise SystemExit(f"not attacks of the policy: {', '.join(sorted(unknown))}")
+    def kept(mapping: dict) -> dict:
+        return {n: v for n, v in mapping.items() if n in names}
+
+    return replace(policy, max_risk=kept(policy.max_risk), attack_params=kept(policy.attack_params),
+                   attack_products=kept(policy.attack_products), when_not_applicable=kept(policy.when_not_applicable),
+                   utility={})
+
+
+def one_draw(client: Client, setup: Setup, policy: GatePolicy, seed: int, only_attacks: bool = False) -> dict:
+    """One release (:func:`release`), its audit and gate (:func:`tasks.audit.run`; ``only_attacks``: the policy's
+    attacks alone, :func:`attacks_only`), and what the bench records."""
     cpu0, began = worker_cpu_s(client) + time.process_time(), time.perf_counter()
     released = release(client, setup, policy, seed)
-    outcome = audit.run(client, released.raw, released.candidate, policy, seed, bbox=setup.spec.grid.bbox)
+    outcome = (attacks_only(client, released, policy, setup.spec.grid.bbox) if only_attacks else
+               audit.run(client, released.raw, released.candidate, policy, seed, bbox=setup.spec.grid.bbox))
     attacks = {}
     for resolution, r in outcome.by_resolution:
         entry = {k: v for k, v in r.to_dict().items() if k not in ("evidence", "controls")}
@@ -280,8 +317,8 @@ def default_policy(timezone: str = TZ) -> GatePolicy:
 
 
 def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, policy: GatePolicy, draws: int,
-                  seed: int, save_draws: Callable[[dict], None], done: list[dict] = (), fleet: Fleet | None = None
-                  ) -> None:
+                  seed: int, save_draws: Callable[[dict], None], done: list[dict] = (), fleet: Fleet | None = None,
+                  only_attacks: bool = False) -> None:
     """``draws`` draws of the candidate, after the ``done`` ones of an earlier run (draw d keeps seed ``seed + d``);
     after each, ``save_draws`` gets the candidate's entry so far."""
     setup = Setup.of(candidate, clean, fleet)
@@ -289,7 +326,7 @@ def run_candidate(client: Client, candidate: Candidate, clean: pd.DataFrame, pol
              "params": setup.spec.params, "spec": str(candidate.spec.relative_to(ROOT.parent)),
              "control": candidate.control, "draws": list(done)}
     for d in range(len(done), draws):
-        last = one_draw(client, setup, policy, seed + d)
+        last = one_draw(client, setup, policy, seed + d, only_attacks)
         entry["draws"].append(last)
         save_draws(entry)
         print(f"{candidate.key} draw {d}: {'blocked' if last['blocked'] else 'passed'} "
@@ -430,6 +467,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--report-only", action="store_true", help="rewrite the tables from the results file")
     parser.add_argument("--suite", choices=list(SUITES), default="main",
                         help="main: the tables of the candidates; blurring: the blurring suite, its own file and tables")
+    parser.add_argument("--attacks", default="", help="comma-separated attacks of the default policy: run only "
+                        "those, without utility (positive controls: a draw they block the default gate blocks)")
     parser.add_argument("--resume", action="store_true",
                         help="keep a candidate's draws already in the results file and run only the missing ones")
     args = parser.parse_args(argv)
@@ -449,6 +488,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"no {fleet.path.name} in {fleet.path.parent.name}: write it with python -m bench.tdrive_unseen")
     clean, _ = fleet.load()
     policy = default_policy(fleet.timezone)
+    names = [x for x in args.attacks.split(",") if x]
+    if names:
+        policy = narrowed(policy, names)
     command = ".venv/bin/python -m bench.gate_validity " + shlex.join(sys.argv[1:] if argv is None else argv)
     with local_cluster(args.workers, memory_limit="9GB") as cluster, Client(cluster) as client:
         for candidate in CANDIDATES:
@@ -460,7 +502,8 @@ def main(argv: list[str] | None = None) -> None:
             if done:
                 run["resumed"] = {"draws": len(done), "commit": saved_entry(path, args.fleet, candidate.key)["commit"]}
             run_candidate(client, candidate, clean, policy, args.draws, args.seed,
-                          lambda entry, run=run: write_report(save(path, {**entry, **run}), args.suite), done, fleet)
+                          lambda entry, run=run: write_report(save(path, {**entry, **run}), args.suite), done, fleet,
+                          bool(names))
 
 if __name__ == "__main__":
     main()
