@@ -62,7 +62,10 @@ def guarantee(params: CityTraceParams) -> Guarantee:
          "day-of-week histogram, a local hour of day per start region (the dataset's time zone), a pace per "
          "record and a time per move drawn from noisy histograms; a released segment is never faster than "
          f"{params.max_speed_kmh:g} km/h (a public bound), except in a record longer than the window, which is "
-         "compressed into it."),
+         "compressed into it."
+         + (f" Each segment between two drawn points is written as points at most {params.point_spacing_m:g} m "
+            "apart on the straight line between them, in position and in time (post-processing)."
+            if params.point_spacing_m is not None else "")),
         noise.CAVEAT,
     )
     return Guarantee.per_object(eps, how, caveats)

@@ -106,6 +106,11 @@ class CityTraceParams:
         shared evenly by the leaves' counts and the ``sub_levels`` partitions below them.
     sub_levels: J >= 0: below each leaf the counts of its descendants 1..J levels down (each depth a partition
         of the grid, sensitivity 1) refine the leaf's mass top-down (:func:`.privtree.refine`).
+    point_spacing_m: None (a record's points are one per model cell it crosses) or a spacing: each released
+        segment is written as points at most this far apart, linear in position and time
+        (:func:`.points.densify`, post-processing). A walk's points are one per model cell, each drawn
+        independently inside its cell, so consecutive points of a 500 m walk skip cells of a 0.4 x 0.7 km grid
+        that a fleet's one-minute fixes never skip.
 
     The timestamps lie in the release's window (a public input), each record's local day of week and start hour
     drawn from the noisy ``weekday`` and ``hour`` histograms as ObjTrace's (:func:`mechanisms.objtrace.synthesis.
@@ -136,6 +141,7 @@ class CityTraceParams:
     fine_cell_m: float = 125.0
     tree_share: float = 0.3
     sub_levels: int = 1
+    point_spacing_m: float | None = None
 
     def __post_init__(self) -> None:
         check_model_fields(self, _P, PARTS)
@@ -154,6 +160,8 @@ class CityTraceParams:
                                  _P.where("fine_cell_m"))
         _P.require_real(self.tree_share, "tree_share", 0, 0.95)
         _P.require_int(self.sub_levels, "sub_levels", 0)
+        if self.point_spacing_m is not None:
+            _P.require_real(self.point_spacing_m, "point_spacing_m", 0)
         if self.shares[-1] > 0.5:
             raise ParameterError(f"the last share ({PARTS[-1]}) must be at most 1/2, got {self.shares[-1]}",
                                  _P.where("shares"))

@@ -1,7 +1,8 @@
 """Released points of synthetic records (post-processing): positions as ObjTrace's
 (:func:`mechanisms.objtrace.points.positions`, within the model cell, near the previous point), or, with a
 PrivTree density, drawn from its fine weights inside the model cell (:func:`fine_positions`); timestamps from
-each record's start and its moves' times."""
+each record's start and its moves' times; with ``point_spacing_m``, each segment written as points that far apart
+(:func:`densify`)."""
 
 from __future__ import annotations
 
@@ -87,5 +88,37 @@ def to_points(synth: Synthetic, model: NoisyModel, grid: GridSpec, window: Relea
     squeeze = np.minimum(1.0, length / np.maximum(last, 1e-9))  # a record longer than the window is sped up
     elapsed, last = elapsed * squeeze[traj], last * squeeze
     start = np.maximum(np.minimum(synth.start_s, length - last), 0.0)
-    t = pd.Timestamp(window.start) + pd.to_timedelta(start[traj] + elapsed, unit="s")
+    seconds = start[traj] + elapsed
+    if model.params.point_spacing_m is not None:
+        traj, seq, seconds, x, y = densify(traj, seconds, x, y, model.params.point_spacing_m)
+        lon, lat = clipped_lonlat(grid, x, y)
+    t = pd.Timestamp(window.start) + pd.to_timedelta(seconds, unit="s")
     return as_frame(traj, seq, t, x, y, lon, lat, grid)
+
+
+def densify(traj: np.ndarray, seconds: np.ndarray, x: np.ndarray, y: np.ndarray, spacing: float
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each segment of a record (points in order, ``traj`` non-decreasing) written as n = ⌈length / spacing⌉
+    pieces (at least 1): points at fractions k/n, k = 0..n-1, of the way in position and in time, then the record's
+    last point; ``(traj, seq, seconds, x, y)``. Post-processing with a public spacing: a record keeps its path,
+    its duration and each segment's speed, sampled as densely as a fleet's fixes (the raw's consecutive points
+    lie in the same or adjacent cells of any grid coarser than their spacing, the released ones then too)."""
+    same = np.r_[traj[1:] == traj[:-1], False]
+    length = np.r_[np.hypot(np.diff(x), np.diff(y)), 0.0]
+    pieces = np.where(same, np.maximum(np.ceil(length / spacing), 1), 1).astype(np.int64)
+    at = np.repeat(np.arange(len(traj)), pieces)
+    frac = (np.arange(len(at)) - np.repeat(np.cumsum(pieces) - pieces, pieces)) / pieces[at]
+    nxt = np.where(same, np.arange(len(traj)) + 1, np.arange(len(traj)))[at]
+    out_traj = traj[at]
+    first = np.r_[True, out_traj[1:] != out_traj[:-1]]
+    seq = np.arange(len(at)) - np.maximum.accumulate(np.where(first, np.arange(len(at)), 0))
+    return (out_traj, seq, seconds[at] + frac * (seconds[nxt] - seconds[at]), x[at] + frac * (x[nxt] - x[at]),
+            y[at] + frac * (y[nxt] - y[at]))
+
+
+def clipped_lonlat(grid: GridSpec, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lon, lat`` of projected points, clipped to the public bbox (a straight segment between two points inside
+    it may leave it by a rounding's width where the projection bends its edges)."""
+    lon, lat = grid.unproject(x, y)
+    min_lon, min_lat, max_lon, max_lat = grid.bbox
+    return np.clip(np.asarray(lon), min_lon, max_lon), np.clip(np.asarray(lat), min_lat, max_lat)

@@ -16,7 +16,7 @@ from mechanisms import citytrace
 from mechanisms.citytrace.adapter import CityTrace
 from mechanisms.citytrace.counting import CityTraceCounts, step_ratios, top_cells_histogram
 from mechanisms.citytrace.model import NoisyModel
-from mechanisms.citytrace.points import to_points
+from mechanisms.citytrace.points import densify, to_points
 from mechanisms.citytrace.synthesis import (
     Synthetic,
     direction_shares,
@@ -235,6 +235,22 @@ def test_a_record_lasts_its_pace_times_its_moves_and_no_segment_beats_the_speed_
     dt = np.diff(points["t"].astype("int64").to_numpy() / 1e9)[same]
     assert (dt > 0).all() and (dist / dt * 3.6 <= 80.0 + 1e-6).all()
     assert set(points.groupby("traj_id")["t"].min().dt.day) == {2, 3, 8}  # the start days: 2, 3 and 8 Feb
+
+
+def test_densified_records_keep_their_path_duration_and_speeds_with_points_at_most_the_spacing_apart() -> None:
+    # two records: 0 -> 1000 m east in 100 s then 0 m in 50 s (a stop); 0 -> 300 m north in 30 s
+    traj = np.array([0, 0, 0, 1, 1])
+    seconds = np.array([0.0, 100.0, 150.0, 1000.0, 1030.0])
+    x = np.array([0.0, 1000.0, 1000.0, 5.0, 5.0])
+    y = np.array([0.0, 0.0, 0.0, 0.0, 300.0])
+    out_traj, seq, t, xs, ys = densify(traj, seconds, x, y, 250.0)
+    np.testing.assert_array_equal(out_traj, [0, 0, 0, 0, 0, 0, 1, 1, 1])  # ⌈1000/250⌉ = 4, 1 (a stop), ⌈300/250⌉ = 2
+    np.testing.assert_array_equal(seq, [0, 1, 2, 3, 4, 5, 0, 1, 2])
+    np.testing.assert_allclose(xs, [0, 250, 500, 750, 1000, 1000, 5, 5, 5])
+    np.testing.assert_allclose(ys, [0, 0, 0, 0, 0, 0, 0, 150, 300])
+    np.testing.assert_allclose(t, [0, 25, 50, 75, 100, 150, 1000, 1015, 1030])  # each segment's speed kept
+    same = out_traj[1:] == out_traj[:-1]
+    assert (np.hypot(np.diff(xs), np.diff(ys))[same] <= 250.0).all()
 
 
 def test_noise_scales_are_sensitivity_over_the_epsilon_of_each_part_and_level() -> None:

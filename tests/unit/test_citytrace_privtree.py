@@ -209,13 +209,17 @@ def test_a_privtree_release_runs_end_to_end_and_refuses_a_bad_fine_cell():
             rows.append(pd.DataFrame({"object_id": str(o), "traj_id": 2 * o + r, "seq": np.arange(k), "t": t,
                                       "x": xs, "y": ys}))
     points = pd.concat(rows, ignore_index=True)
-    params = citytrace.CityTraceParams(density_model="privtree", cell_size_m=500.0, n_synthetic=40)
+    params = citytrace.CityTraceParams(density_model="privtree", cell_size_m=500.0, n_synthetic=40,
+                                       point_spacing_m=250.0)
     result = citytrace.synthesize(points, grid, params, TDRIVE_WINDOW, rng)
     meta = result.model.metadata()
     assert sum(meta["density_privtree_epsilons"]["sub_levels"]) + meta["density_privtree_epsilons"]["tests"] + \
         meta["density_privtree_epsilons"]["leaves"] == pytest.approx(params.budget()["density"])
     assert result.points["traj_id"].nunique() == 40
     assert (grid.cell_of(result.points["x"].to_numpy(), result.points["y"].to_numpy()) >= 0).all()
+    same = result.points["traj_id"].eq(result.points["traj_id"].shift()).to_numpy()[1:]
+    step = np.hypot(np.diff(result.points["x"].to_numpy()), np.diff(result.points["y"].to_numpy()))[same]
+    assert (step <= 250.0 + 1e-6).all() and (result.points["t"].diff().dt.total_seconds().to_numpy()[1:][same] >= 0).all()
     assert "PrivTree" in citytrace.guarantee(params).statement
 
 
