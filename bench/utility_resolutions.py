@@ -131,17 +131,27 @@ PRIVTREE_250 = {**PRIVTREE, "cell_size_m": 250.0}
 """The same at 250 m model cells (its moves counted between blocks of 4 x 4 of them, 1 km): on the whole San
 Francisco sample, pattern F1 on the 128 grid 0.35 -> 0.49 and on the 64 grid 0.53 -> 0.50 (seeds 0-2); run on
 San Francisco only."""
+PRIVTREE_SPACED = {**PRIVTREE, "point_spacing_m": 250.0}
+"""The PrivTree variant with each released segment written as points at most 250 m apart (``point_spacing_m``,
+post-processing), chosen on the San Francisco tuning half (seeds 2-7, ``tune``'s figures without its defaults
+row): pattern F1 on the 128 grid 0.343 -> 0.515, transition 0.327 -> 0.281, every other figure within 0.01 (500 m:
+0.488 and 0.279)."""
+STEMS = {(None, None): "", (500.0, None): "_privtree", (250.0, None): "_privtree250",
+         (500.0, 250.0): "_privtree_spaced"}
+"""The release files' suffix per (PrivTree model cell, point spacing) of a CityTrace model (one file per model)."""
 
 
 def models(fleet: Fleet) -> list:
-    """ObjTrace at its defaults, CityTrace at its defaults and with :data:`PRIVTREE` (and, in San Francisco,
-    :data:`PRIVTREE_250`), ε = 5 per taxi, in the fleet's window."""
+    """ObjTrace at its defaults, CityTrace at its defaults, with :data:`PRIVTREE` and :data:`PRIVTREE_SPACED` (and,
+    in San Francisco, :data:`PRIVTREE_250`), ε = 5 per taxi, in the fleet's window."""
     from bench.table4 import Model
 
     return [Model("ObjTrace eps=5 per taxi", "objtrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi", "citytrace", {"epsilon": 5.0}, window=fleet.window),
             Model("CityTrace eps=5 per taxi, PrivTree density, 500 m cells", "citytrace",
                   {"epsilon": 5.0, **PRIVTREE}, window=fleet.window),
+            Model("CityTrace eps=5 per taxi, PrivTree density, 500 m cells, points every 250 m", "citytrace",
+                  {"epsilon": 5.0, **PRIVTREE_SPACED}, window=fleet.window),
             *([Model("CityTrace eps=5 per taxi, PrivTree density, 250 m cells", "citytrace",
                      {"epsilon": 5.0, **PRIVTREE_250}, window=fleet.window)] if fleet.bbox == utility_data.SF_BBOX
               else [])]
@@ -192,8 +202,9 @@ def run_mechanisms(fleet: Fleet, only: set[str], seeds: list[int]) -> None:
             for seed in seeds:
                 candidate, wall, _ = protect(client, model, params, parts, seed)
                 release = candidate.points[["traj_id", "seq", "lon", "lat", "t"]]
-                name = model.mechanism + ("" if model.params.get("density_model") != "privtree" else "_privtree" if
-                                          model.params["cell_size_m"] == PRIVTREE["cell_size_m"] else "_privtree250")
+                privtree = model.params.get("density_model") == "privtree"
+                name = model.mechanism + STEMS[(model.params["cell_size_m"] if privtree else None,
+                                                model.params.get("point_spacing_m"))]
                 keep(fleet, f"{name}_run{seed}", release,
                      {"label": model.label, "seed": seed, "wall_s": wall})
                 print(f"{model.label} seed {seed}: {wall:.1f} s, {release['traj_id'].nunique()} records", flush=True)
