@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from distributed import Client, Future
 
+from tasks.dask_wait import WorkerLost
 from tasks.db import dataset_lock_key, with_retries
 from trajpub.errors import InputError
 
@@ -142,7 +143,9 @@ def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
     """Futures of the partitions, held in worker memory. The flow reads each partition from PostGIS and sends its
     CSV to a worker, which parses it: the workers never receive a database credential, and a scheduler gets
     only the partitions, never a password (docs/design.md, "Decision codes and the control plane"). One read
-    per worker at a time (reads overlap parsing), so the flow holds at most that many partitions' CSV."""
+    per worker at a time (reads overlap parsing), so the flow holds at most that many partitions' CSV. A partition
+    for a worker that has left goes to another; partitions lost with a worker are found by validation's bounded
+    waits (:mod:`tasks.dask_wait`)."""
     dsn = psycopg_dsn(engine)
     parts = partition_objects(objects, n_partitions)
     workers = sorted(client.scheduler_info()["workers"])
@@ -153,8 +156,15 @@ def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
     params = snapshot.filter_params()
 
     def send(i: int) -> Future:
-        worker = workers[i % len(workers)]
-        [csv] = client.scatter([partition_csv(dsn, params, parts[i])], workers=[worker], hash=False, direct=True)
+        worker, data = workers[i % len(workers)], partition_csv(dsn, params, parts[i])
+        try:
+            [csv] = client.scatter([data], workers=[worker], hash=False, direct=True)
+        except TimeoutError:  # the worker left ("No valid workers found"): any other takes the partition
+            try:
+                [csv] = client.scatter([data], hash=False, direct=True)
+            except TimeoutError:
+                raise WorkerLost("no Dask worker is left to take the partitions during ingest; run the release "
+                                 "again", "Dask") from None
         return client.submit(parse_partition, csv, workers=[worker], allow_other_workers=True, pure=False)
 
     with ThreadPoolExecutor(max_workers=len(workers)) as pool:

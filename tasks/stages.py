@@ -24,6 +24,7 @@ from audits.gate import GateDecision
 from tasks import (
     audit,
     check_output,
+    dask_wait,
     governance,
     ingest,
     lineage,
@@ -85,6 +86,9 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     """Snapshot the dataset, read it onto the Dask workers, validate it (GX), store the validation and move the
     release to ``validated``.
 
+    A Dask worker lost meanwhile fails the stage in one sentence within a bound set by the snapshot's size
+    (:mod:`tasks.dask_wait`), and so the release, its budget given back.
+
     Retry policy: twice, 20 s and 60 s apart, after a transient database error only (the flow reads the
     snapshot from PostGIS; a restart outlasts the 15 s of :func:`tasks.db.with_retries`). Safe to repeat: the
     stage spends nothing, and it writes once, in one transaction that also moves the release to ``validated``,
@@ -94,9 +98,10 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
     snapshot, objects = with_retries(lambda: ingest.take_snapshot(eng, spec.dataset, spec.window_start,
                                                                   spec.window_end), "snapshot", say=print)
     print(f"snapshot: {snapshot.n_points} points of {snapshot.n_objects} objects, sha256 {snapshot.content_hash[:12]}")
+    bound = dask_wait.stage_timeout_s(snapshot.n_points, n_workers(client))  # a lost worker fails, never hangs
     partitions = ingest.read_partitions(client, eng, snapshot, objects, 2 * n_workers(client))
-    client.gather(warming)
-    clean, quarantine, report = validate.validate(client, partitions, spec, release_id)
+    dask_wait.gather(client, warming, "the workers' start", bound)
+    clean, quarantine, report = validate.validate(client, partitions, spec, release_id, bound)
     try:
         validate.enforce_policy(report)
         refused = None
@@ -107,7 +112,7 @@ def ingest_and_validate(client, spec: ReleaseSpec, release_id: int):
         governance.update_release(conn, release_id, snapshot_hash=snapshot.content_hash,
                                   snapshot_points=snapshot.n_points)
         governance.merge_summary(conn, release_id, {"snapshot": snapshot.to_dict()})
-        validate.store(conn, release_id, quarantine, report)
+        validate.store(conn, release_id, quarantine, report, bound)
         if refused is None:
             governance.transition(conn, release_id, "validated", f"{report['n_quarantined']} points quarantined")
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 from distributed import Client, Future, as_completed
 
+from tasks import dask_wait
 from tasks.gx import run_suite
 from tasks.load import copy_in, csv_for_copy
 from trajpub import config
@@ -71,7 +72,9 @@ def warm_up() -> None:
 
 
 def warm_up_workers(client: Client) -> list[Future]:
-    return [client.submit(warm_up, workers=[w], allow_other_workers=False, pure=False)
+    """One :func:`warm_up` per worker; one meant for a worker that leaves runs on another (a task held to a
+    worker that is gone would wait in the scheduler for ever: :mod:`tasks.dask_wait`)."""
+    return [client.submit(warm_up, workers=[w], allow_other_workers=True, pure=False)
             for w in client.scheduler_info()["workers"]]
 
 
@@ -119,22 +122,29 @@ def merge_summaries(parts: list[list[dict]]) -> list[dict]:
     return list(merged.values())
 
 
-def validate(client: Client, partitions: list[Future], spec: ReleaseSpec, release_id: int
+def validate(client: Client, partitions: list[Future], spec: ReleaseSpec, release_id: int, timeout_s: float
              ) -> tuple[list[Future], list[Future], dict]:
     """Validate every partition on the workers; the clean partitions and the quarantined rows (as the CSV of
     :func:`store`'s COPY, one per partition: :func:`quarantine_csv`) stay there as futures, the flow gets the
-    report."""
+    report. Each wait is bounded by ``timeout_s`` and a partition lost with its worker fails the stage
+    (:mod:`tasks.dask_wait`)."""
     suite, params = load_suite(), suite_parameters(spec)
     results = client.map(validate_partition, partitions, suite=suite, params=params, pure=False)
     clean = client.map(operator.itemgetter(0), results)
     quarantined = client.map(operator.itemgetter(1), results)
     quarantine = client.map(quarantine_csv, quarantined, dataset=spec.dataset, release_id=release_id, pure=False)
     summaries = client.map(operator.itemgetter(2), results)
-    for done, _ in enumerate(as_completed(summaries), start=1):
-        print(f"validation: partition {done} of {len(summaries)} checked")
-    summary_parts = client.gather(summaries)
-    n_rows = sum(int(n) for n in client.gather(client.map(len, partitions)))
-    kinds = client.gather(client.map(lambda q: q["counts_as"].value_counts().to_dict(), quarantined))
+    what = "validation"
+    try:
+        for done, _ in enumerate(as_completed(summaries, timeout=timeout_s), start=1):
+            print(f"validation: partition {done} of {len(summaries)} checked")
+    except TimeoutError:
+        raise dask_wait.late(summaries, what, timeout_s) from None
+    summary_parts = dask_wait.gather(client, summaries, what, timeout_s)
+    n_rows = sum(int(n) for n in dask_wait.gather(client, client.map(len, partitions), what, timeout_s))
+    kinds = dask_wait.gather(client, client.map(lambda q: q["counts_as"].value_counts().to_dict(), quarantined),
+                             what, timeout_s)
+    dask_wait.settle(quarantine, what, timeout_s)  # :func:`store` then reads each at once
     n_integrity = sum(int(k.get("integrity", 0)) for k in kinds)
     n_duplicate = sum(int(k.get("duplicate", 0)) for k in kinds)
     report = {"suite": suite["name"], "n_rows": n_rows, "n_quarantined": n_integrity + n_duplicate,
@@ -169,12 +179,12 @@ def quarantine_csv(quarantined: pd.DataFrame, dataset: str, release_id: int) -> 
     })
 
 
-def store(conn: sa.Connection, release_id: int, quarantine: list[Future], report: dict) -> None:
+def store(conn: sa.Connection, release_id: int, quarantine: list[Future], report: dict, timeout_s: float) -> None:
     """Quarantine the failing rows (with the expectations they failed; ``quarantine``: futures of
-    :func:`quarantine_csv`, read one at a time) and store the suite's result."""
+    :func:`quarantine_csv`, read one at a time, each within ``timeout_s``) and store the suite's result."""
     with conn.connection.dbapi_connection.cursor() as cursor:
         for part in quarantine:
-            if data := part.result():  # with COPY, as the loader writes its rejects
+            if data := dask_wait.result(part, "validation", timeout_s):  # with COPY, as the loader writes its rejects
                 copy_in(cursor, "COPY staging.quarantine (dataset, stage, source_id, source_line, release_id,"
                         " point_id, reason, record) FROM STDIN (FORMAT csv)", data)
     conn.execute(sa.text(
