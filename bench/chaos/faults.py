@@ -5,12 +5,14 @@ starts another), of a whole worker (nanny and worker: lost, replaced later), of 
 started again on the same address), of the Prefect server (then ``trajpub server up``), and a PostgreSQL crash
 (``pg_ctl stop -m immediate``, then ``trajpub db up``).
 
-Not injected: a full disk. Doing it safely needs the private cluster's pg_wal on a small filesystem of its own
-(a loop device or a sized tmpfs, mounted as root); a mistake there fills a disk other engineers' services share,
-so the bench leaves it out (bench/CHAOS_RESULTS.md says so)."""
+Two kinds aim at a moment: ``lost_worker_ingest`` loses a whole worker while some release ingests or validates
+(status ``planned``: its partitions are in worker memory or on their way), and ``disk_full`` fills the bench's
+own state filesystem (a tmpfs mounted on its state folder when it runs as root, :mod:`bench.chaos.services`:
+never the shared disk) for a few seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
 import time
@@ -21,7 +23,10 @@ import psutil
 from bench.chaos.releases import Driver
 from bench.chaos.services import PrivateServices, kill_tree
 
-KINDS = ("flow", "cli", "worker", "lost_worker", "scheduler", "prefect", "postgres")
+KINDS = ("flow", "cli", "worker", "lost_worker", "lost_worker_ingest", "scheduler", "prefect", "postgres",
+         "disk_full")
+#: How long ``lost_worker_ingest`` waits for a release to be ingesting or validating before it loses a worker anyway.
+INGEST_WAIT_S = 180.0
 
 
 @dataclass
@@ -108,6 +113,27 @@ def lose_worker(services: PrivateServices, driver: Driver, rng: random.Random) -
     return "a whole Dask worker (lost)", f"nanny {nanny.pid}; a new worker started"
 
 
+def lose_worker_in_ingest(services: PrivateServices, driver: Driver, rng: random.Random) -> tuple[str, str]:
+    """:func:`lose_worker` once a release with a live flow is ``planned`` (ingesting or validating; the driver
+    ticks meanwhile), or after :data:`INGEST_WAIT_S` whatever the statuses."""
+    deadline = time.monotonic() + INGEST_WAIT_S
+    planned: list[int] = []
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # a service restarting: look again
+            driver.tick()
+            planned = [r for r, s in driver.statuses().items() if s == "planned"]
+            if planned and driver.flows():
+                break
+        time.sleep(0.5)
+    target, detail = lose_worker(services, driver, rng)
+    when = f"while release(s) {', '.join(map(str, planned))} ingested" if planned else "(no release was ingesting)"
+    return f"{target} {when}", detail
+
+
+def fill_disk(services: PrivateServices, driver: Driver, rng: random.Random) -> tuple[str, str]:
+    return "the bench's state filesystem (full disk)", services.fill_disk(rng.uniform(2, 10))
+
+
 def kill_scheduler(services: PrivateServices, driver: Driver, rng: random.Random) -> tuple[str, str]:
     scheduler = services.dask.scheduler
     kill_tree(scheduler.pid)
@@ -125,4 +151,5 @@ def crash_postgres(services: PrivateServices, driver: Driver, rng: random.Random
 
 
 INJECT = {"flow": kill_flow, "cli": kill_cli, "worker": kill_worker_process, "lost_worker": lose_worker,
-          "scheduler": kill_scheduler, "prefect": crash_prefect, "postgres": crash_postgres}
+          "lost_worker_ingest": lose_worker_in_ingest, "scheduler": kill_scheduler, "prefect": crash_prefect,
+          "postgres": crash_postgres, "disk_full": fill_disk}

@@ -30,6 +30,9 @@ BIN = Path(sys.executable).parent
 TRAJPUB = str(BIN / "trajpub")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 ROOT = Path(__file__).resolve().parents[2]
+#: The size of the tmpfs that holds the bench's state folder (PostgreSQL's data and WAL, Prefect's, Dask's logs)
+#: when it runs as root: room for a run's data, small enough to fill in a moment (:meth:`PrivateServices.fill_disk`).
+STATE_DISK = "2g"
 
 
 def free_port() -> int:
@@ -144,6 +147,9 @@ class PrivateServices:
         # `db up` would otherwise put the cluster in /var/tmp, beside the shared one's
         state = Path(tempfile.mkdtemp(prefix="trajpub-chaos-"))
         state.chmod(0o711)
+        if os.geteuid() == 0:  # a filesystem of its own, which the disk_full fault fills (never the shared disk)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={STATE_DISK},mode=0711", "tmpfs", str(state)],
+                           check=True, capture_output=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAJPUB_", "PREFECT_", "DASK_"))}
         env |= {"TRAJPUB_STATE_DIR": str(state), "TRAJPUB_PG_PORT": str(free_port()),
                 "TRAJPUB_PREFECT_PORT": str(free_port()), "PYTHONUNBUFFERED": "1"}
@@ -218,6 +224,30 @@ class PrivateServices:
         self.must("server", "up", attempts=3)
         return f"killed the Prefect server (pid {pid}) and started it again"
 
+    def fill_disk(self, hold_s: float) -> str:
+        """Fill the state folder's own filesystem (the tmpfs of :meth:`make`) to the last byte for ``hold_s``
+        seconds (PostgreSQL's data and WAL, Prefect's and Dask's logs all meet ENOSPC), free it, then start
+        whatever died again as an operator would (``trajpub db up``, ``server up``: both idempotent)."""
+        if not os.path.ismount(self.state):
+            return "not injected: the state folder has no filesystem of its own (run the bench as root)"
+        filler = self.state / "disk-filler"
+        with open(filler, "wb") as f:
+            free = os.statvfs(self.state).f_bavail * os.statvfs(self.state).f_frsize
+            with contextlib.suppress(OSError):
+                os.posix_fallocate(f.fileno(), 0, free)
+            with contextlib.suppress(OSError):  # whatever fallocate left: written until the device is full
+                while True:
+                    f.write(b"\0" * (1 << 20))
+                    f.flush()
+        left = os.statvfs(self.state).f_bavail * os.statvfs(self.state).f_frsize
+        time.sleep(hold_s)
+        filler.unlink()
+        for eng in self.engines.values():
+            eng.dispose()
+        self.must("db", "up", attempts=3)
+        self.must("server", "up", attempts=3)
+        return f"{free / 2**20:.0f} MiB filled ({left} bytes left) for {hold_s:.0f} s, then freed"
+
     def own_processes(self, *words: str) -> list[psutil.Process]:
         """This bench's trajpub commands (their command line names its state folder: a spec in it) whose command
         line holds ``words``."""
@@ -250,3 +280,6 @@ class PrivateServices:
                 if path.exists():
                     shutil.copy(path, keep_logs / path.name)
         shutil.rmtree(self.state, ignore_errors=True)
+        if os.path.ismount(self.state):
+            subprocess.run(["umount", "--lazy", str(self.state)], check=False, capture_output=True)
+            self.state.rmdir()
