@@ -135,7 +135,8 @@ PRIVTREE_SPACED = {**PRIVTREE, "point_spacing_m": 250.0}
 """The PrivTree variant with each released segment written as points at most 250 m apart (``point_spacing_m``,
 post-processing), chosen on the San Francisco tuning half (seeds 2-7, ``tune``'s figures without its defaults
 row): pattern F1 on the 128 grid 0.343 -> 0.515, transition 0.327 -> 0.281, every other figure within 0.01 (500 m:
-0.488 and 0.279)."""
+0.488 and 0.279). On the T-Drive report half (3-minute fixes) it does not help: transition 0.312 -> 0.328 at
+1.5 km."""
 STEMS = {(None, None): "", (500.0, None): "_privtree", (250.0, None): "_privtree250",
          (500.0, 250.0): "_privtree_spaced"}
 """The release files' suffix per (PrivTree model cell, point spacing) of a CityTrace model (one file per model)."""
