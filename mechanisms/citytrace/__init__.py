@@ -25,9 +25,9 @@ and the authors' code read, none copied):
   its model cell (no lattice of model cells). On the San Francisco sample, where it was chosen, and on the
   T-Drive report half, where it is reported, it beats the quadtree on the spatial figures at every grid
   (``bench/UTILITY_RESULTS.md``).
-- Points as densely as a fleet's fixes (``point_spacing_m``, off by default): a walk writes one point per model
-  cell, so consecutive points can skip a cell of a finer grid that one-minute fixes never skip; each segment is
-  then written as points at most that far apart, linear in position and time (post-processing,
+- Points along each segment (``point_spacing_m``, off by default): a walk writes one point per model cell, each
+  drawn independently inside it, so consecutive points can skip a cell of a finer grid; each segment is then
+  written as points at most that far apart, linear in position and time (post-processing,
   :func:`.points.densify`). With the PrivTree variant on the San Francisco tuning half it is what lifted the
   frequent patterns at 0.4 x 0.7 km (``bench/UTILITY_RESULTS.md``).
 - First-order moves at the finest level the noise supports (PrivTrace's adaptive order idea, one level here:

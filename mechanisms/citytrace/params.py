@@ -109,11 +109,11 @@ class CityTraceParams:
     point_spacing_m: None (a record's points are one per model cell it crosses) or a spacing: each released
         segment is written as points at most this far apart, linear in position and time
         (:func:`.points.densify`, post-processing). A walk's points are one per model cell, each drawn
-        independently inside its cell, so consecutive points of a 500 m walk skip cells of a 0.4 x 0.7 km grid
-        that a fleet's one-minute fixes never skip. The spacing that helps follows the fleet's sampling: 250 m
-        with the PrivTree variant, on the San Francisco tuning half (one-minute fixes), pattern F1 on the 128 grid
-        0.343 -> 0.515 (seeds 2-7); on the T-Drive report half (about 3 minutes) transition at 1.5 km 0.312 ->
-        0.328 (``bench/UTILITY_RESULTS.md``).
+        independently inside its cell, so consecutive points of a 500 m walk can skip cells of a 0.4 x 0.7 km
+        grid. With the PrivTree variant, on the San Francisco tuning half (one-minute fixes), 250 m lifted pattern
+        F1 on the 128 grid 0.343 -> 0.515 (seeds 2-7); on the T-Drive report half (about 3 minutes, 1.5 km
+        cells that the walk never skips) it did not help: transition at 1.5 km 0.312 -> 0.328
+        (``bench/UTILITY_RESULTS.md``).
 
     The timestamps lie in the release's window (a public input), each record's local day of week and start hour
     drawn from the noisy ``weekday`` and ``hour`` histograms as ObjTrace's (:func:`mechanisms.objtrace.synthesis.

@@ -101,8 +101,8 @@ def densify(traj: np.ndarray, seconds: np.ndarray, x: np.ndarray, y: np.ndarray,
     """Each segment of a record (points in order, ``traj`` non-decreasing) written as n = ⌈length / spacing⌉
     pieces (at least 1): points at fractions k/n, k = 0..n-1, of the way in position and in time, then the record's
     last point; ``(traj, seq, seconds, x, y)``. Post-processing with a public spacing: a record keeps its path,
-    its duration and each segment's speed, sampled as densely as a fleet's fixes (the raw's consecutive points
-    lie in the same or adjacent cells of any grid coarser than their spacing, the released ones then too)."""
+    its duration and each segment's speed, and its consecutive points lie in the same or adjacent cells of any
+    grid whose cells are at least ``spacing`` wide."""
     same = np.r_[traj[1:] == traj[:-1], False]
     length = np.r_[np.hypot(np.diff(x), np.diff(y)), 0.0]
     pieces = np.where(same, np.maximum(np.ceil(length / spacing), 1), 1).astype(np.int64)
