@@ -363,6 +363,9 @@ class ReleaseSpec:
                 data[key] = sub(**data[key])
             elif key in data:
                 raise ParameterError(f"'{key}' must be a mapping of its settings", key)
+        if "params" in data and not isinstance(data["params"], dict):
+            raise ParameterError("'params' must be a mapping of the mechanism's parameters, e.g. {epsilon: 5}",
+                                 "params")
         for key in ("window_start", "window_end"):
             data[key] = parse_utc(data.get(key), key)
         if (window := data.get("window")) is not None:

@@ -77,17 +77,25 @@ def read_yaml(path: str | Path, what: str) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ParameterError(f"the {what} is not UTF-8 text (byte {exc.start})", f"file {path}") from None
-    loader = _LimitedLoader(text)
+    loader = None
     try:
+        loader = _LimitedLoader(text)  # its reader refuses control characters (a NUL) at once
         return loader.get_single_data()
     except ParameterError as exc:
         raise ParameterError(exc.message, f"file {path}, {exc.where}") from None
     except RecursionError:
         raise ParameterError(f"the {what} is nested too deeply to be a hand-written file", f"file {path}") from None
+    except yaml.reader.ReaderError as exc:
+        raise ParameterError(f"the {what} is not YAML text: character #x{exc.character:04x} at position "
+                             f"{exc.position} is not allowed", f"file {path}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"file {path}" + (f", line {mark.line + 1}, column {mark.column + 1}" if mark else "")
         problem = str(getattr(exc, "problem", None) or type(exc).__name__)[:200]
         raise ParameterError(f"the {what} is not valid YAML: {problem}", where) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a value YAML's types cannot hold: a 31 February
+        raise ParameterError(f"the {what} holds a value YAML cannot read ({str(exc)[:200]}); quote it to pass it "
+                             "as text", f"file {path}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
