@@ -23,6 +23,7 @@ from prefect.runtime import flow_run
 from prefect.states import State
 from pydantic import Field
 
+from flows.engine_log import quiet_expected_endings
 from flows.release import blocked, nothing_released, recover_interrupted, refused
 from flows.review import wait_for_answer
 from tasks import compare, compare_review, governance, lineage, outcomes, report
@@ -52,6 +53,7 @@ def compare_flow(spec: Comparison) -> dict:
     """A comparison of candidate releases of ``spec``: a comparison spec (:mod:`trajpub.comparison`), or its mapping
     (YAML, a deployment's parameters, the Prefect UI's form), which Prefect parses with
     :func:`~trajpub.comparison.parse_comparison` before the run starts."""
+    quiet_expected_endings()
     try:
         comparison, planned = compare.parse(spec)
         planned = compare.resolve(db_engine(), planned)

@@ -20,6 +20,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.runtime import flow_run
 from prefect.states import Cancelled, Completed, Failed, State
 
+from flows.engine_log import quiet_expected_endings
 from flows.review import StewardDecision, review_markdown, wait_for_answer
 from mechanisms import registry
 from tasks import lineage, outcomes, policies, public_inputs, windows
@@ -96,6 +97,7 @@ def release_flow(spec: ReleaseSpec) -> dict:
     started by hand moving back to the last complete window with data (:mod:`tasks.windows`); a window without data
     ends the run ``Skipped`` before anything is planned or charged. Ends :func:`refused` or :func:`blocked` when the
     release is (module docstring)."""
+    quiet_expected_endings()
     try:
         spec, params = windows.parse_resolved(db_engine(), spec, windows.run_time(), windows.started_by_hand())
         if reason := windows.skipped(db_engine(), spec):
@@ -222,6 +224,7 @@ def publish_approved_flow(release_id: int) -> dict | State:
     """Publish a release whose approval arrived after its flow stopped waiting (nothing is lost); a publication
     that fails for a permanent reason marks the release failed (:func:`tasks.outcomes.publish_or_fail`) and ends
     the run Failed (:func:`published_or_failed`)."""
+    quiet_expected_endings()
     rel = outcomes.release(release_id)
     if rel["status"] not in ("approved", "published"):
         raise TrajpubError(f"release {release_id} is '{rel['status']}', not approved", "governance.releases")

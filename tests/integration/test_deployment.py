@@ -105,14 +105,17 @@ def test_manual_run_with_changed_parameters_is_governed_and_published(engine, se
 
 
 @pytest.fixture(scope="module")
-def yaml_deployments():
+def yaml_deployments(tmp_path_factory):
     """The deployments of prefect.yaml, registered with `prefect deploy --all`, and the trajpub worker, which
-    creates the `trajpub` pool (docs/operations.md, "Deploy and schedule")."""
+    creates the `trajpub` pool (docs/operations.md, "Deploy and schedule"); yields the worker's log (its flow
+    runs' output too: the serving log an operator reads)."""
     from trajpub.config import PROJECT_ROOT
 
     env = {**os.environ, "TRAJPUB_TEST_MODE": "1"}
-    worker = subprocess.Popen([TRAJPUB, "worker", "start"], cwd=PROJECT_ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    with log.open("w") as out:
+        worker = subprocess.Popen([TRAJPUB, "worker", "start"], cwd=PROJECT_ROOT, env=env, stdout=out,
+                                  stderr=subprocess.STDOUT)
 
     def pool_exists() -> bool:
         with get_client(sync_client=True) as client:
@@ -125,7 +128,7 @@ def yaml_deployments():
     done = subprocess.run([str(Path(TRAJPUB).with_name("prefect")), "--no-prompt", "deploy", "--all"],
                           cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    yield
+    yield log
     worker.terminate()  # its flow runs have ended (the backfill test waits for them); a slow shutdown is killed
     try:
         worker.wait(timeout=10)
@@ -275,6 +278,9 @@ def test_backfill_runs_one_governed_release_per_past_window_in_order(engine, loa
         return states if all(s is not None and s.is_final() for s in states) else None
 
     states = wait_until(finished, 180, "both backfilled flow runs to finish after the rejection")
+    # the serving log (the worker and its flow runs, their Dask workers too) holds no traceback: ended clusters'
+    # heartbeats and the skipped window included
+    assert "Traceback" not in yaml_deployments.read_text()
     # a rejected release's run ended Cancelled, named Rejected (not a green Completed); a blocked one's in a Failed
     # state named Blocked, with its reason
     ended = dict(zip(run_ids, states, strict=True))
