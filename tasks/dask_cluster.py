@@ -46,12 +46,35 @@ QUIET_DIAGNOSTICS = {"distributed.worker.profile.enabled": False, "distributed.a
                      "distributed.admin.system-monitor.interval": "2s"}
 
 
+#: Imported once, in the fork server the worker processes are forked from (multiprocessing's "forkserver" start
+#: method, which Dask supports), instead of again in every spawned worker of every cluster: Great Expectations
+#: alone takes 5-6 s of CPU to import, which each worker paid before validating (``python -m bench.dask_start``,
+#: bench/SUITE_TIME_RESULTS.md). The fork server starts, with :data:`WORKER_ENVIRON` already in its environment
+#: (the nanny sets it before its first worker starts), when a process first needs it, and serves every later
+#: cluster of that process; a worker the nanny restarts later is spawned (Dask's default).
+WORKER_PRELOAD = ["distributed", "numpy", "pandas", "pyarrow", "great_expectations"]
+
+
+def start_method(method: str) -> dict:
+    """The Dask setting that starts worker processes with ``method``: "forkserver" forks them from the fork server,
+    its preload set to :data:`WORKER_PRELOAD` (Dask sets a preload of its own on first use: replaced here, before
+    the server starts); "spawn" is Dask's default (``python -m bench.dask_start`` compares them)."""
+    from distributed.utils import get_mp_context
+
+    setting = {"distributed.worker.multiprocessing-method": method}
+    if method == "forkserver":
+        with dask.config.set(setting):
+            get_mp_context().set_forkserver_preload(WORKER_PRELOAD)
+    return setting
+
+
 def local_cluster(n_workers: int, security: Security | None = None, diagnostics: dict = QUIET_DIAGNOSTICS,
-                  **kwargs) -> LocalCluster:
-    """A LocalCluster of single-threaded worker processes with :data:`WORKER_ENVIRON` and the Dask settings
-    ``diagnostics`` (``{}``: Dask's own), on loopback over TLS with ``security`` (default: certificates generated
-    for it, held in memory; ``Client(cluster)`` takes them)."""
-    config = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()} | diagnostics
+                  workers_start: str = "forkserver", **kwargs) -> LocalCluster:
+    """A LocalCluster of single-threaded worker processes started by ``workers_start`` (:func:`start_method`)
+    with :data:`WORKER_ENVIRON` and the Dask settings ``diagnostics`` (``{}``: Dask's own), on loopback over TLS
+    with ``security`` (default: certificates generated for it, held in memory; ``Client(cluster)`` takes them)."""
+    config = ({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_ENVIRON.items()}
+              | start_method(workers_start) | diagnostics)
     with dask.config.set(config):
         # No dashboard, and the scheduler's HTTP server (health, metrics, unauthenticated) on a free port of
         # loopback only: the default, 8787 on every interface, is taken by the first cluster on the machine and

@@ -1,9 +1,13 @@
-"""The release's Dask cluster: worker processes start with the malloc setting the audit's speed depends on, give
-back the memory they freed between stages, and a second cluster on the machine starts without a console warning."""
+"""The release's Dask cluster: worker processes start with the malloc setting the audit's speed depends on (in
+effect, not only in their environment) and with Great Expectations already imported (forked from the fork server),
+give back the memory they freed between stages, and a second cluster on the machine starts without a console
+warning."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 import warnings
 
 import psutil
@@ -31,11 +35,37 @@ def _environ(names: list[str]) -> dict:
     return {name: os.environ.get(name) for name in names}
 
 
-def test_worker_processes_get_the_mmap_threshold():
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _mmapped(size: int) -> int:
+    """Bytes glibc maps afresh for one allocation of ``size`` bytes (mallinfo2's ``hblkhd``): all of them above
+    the mmap threshold (glibc's default: 128 KiB, raised only by freeing a larger mapped block; 32 MiB under
+    :data:`WORKER_ENVIRON`), none below it."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    before = libc.mallinfo2().hblkhd
+    block = ctypes.create_string_buffer(size)
+    after = libc.mallinfo2().hblkhd
+    del block
+    return after - before
+
+
+def _holds(module: str) -> bool:
+    return module in sys.modules
+
+
+def test_worker_processes_get_the_mmap_threshold_and_start_with_great_expectations():
     with local_cluster(1) as cluster, Client(cluster) as client:
         [seen] = client.run(_environ, list(WORKER_ENVIRON)).values()
+        [mapped_8, mapped_64] = [next(iter(client.run(_mmapped, mib << 20).values())) for mib in (8, 64)]
+        [holds_gx] = client.run(_holds, "great_expectations").values()
         assert list(client.run(os.getpid).values()) != [os.getpid()]  # a separate worker process
     assert seen == {k: str(v) for k, v in WORKER_ENVIRON.items()}
+    assert (mapped_8, mapped_64 >= 64 << 20) == (0, True)  # 8 MiB from the heap; 64 MiB mapped: the probe sees it
+    assert holds_gx
 
 
 def test_two_clusters_at_once_start_without_a_port_warning():
