@@ -67,7 +67,9 @@ def add_derived_columns(df: pd.DataFrame, params: dict) -> pd.DataFrame:
 
 
 def warm_up() -> None:
-    """Import Great Expectations on a worker (4-8 s) while the database takes the snapshot."""
+    """Import Great Expectations on a worker while the database takes the snapshot: a worker forked from the fork
+    server holds it already (:data:`tasks.dask_cluster.WORKER_PRELOAD`); one the nanny started again after a loss
+    is spawned and takes 4-8 s."""
     import great_expectations  # noqa: F401
 
 
