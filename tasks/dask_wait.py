@@ -59,7 +59,7 @@ def gather(client: Client, futures: list[Future], what: str, timeout_s: float) -
     settle(futures, what, timeout_s)
     try:
         return client.gather(futures)
-    except CancelledError:  # lost between the wait and the gather
+    except (CancelledError, OSError):  # lost between the wait and the gather (or its worker did not answer)
         raise lost_partitions(what, sum(f.status in ("cancelled", "lost") for f in futures), len(futures)) from None
 
 
@@ -67,7 +67,7 @@ def result(future: Future, what: str, timeout_s: float):
     """One future's result within ``timeout_s``, a lost or late one raised as :class:`WorkerLost`."""
     try:
         return future.result(timeout=timeout_s)
-    except CancelledError:
-        raise lost_partitions(what, 1, 1) from None
     except TimeoutError:
         raise late([future], what, timeout_s) from None
+    except (CancelledError, OSError):
+        raise lost_partitions(what, 1, 1) from None

@@ -159,10 +159,10 @@ def read_partitions(client: Client, engine: sa.Engine, snapshot: Snapshot,
         worker, data = workers[i % len(workers)], partition_csv(dsn, params, parts[i])
         try:
             [csv] = client.scatter([data], workers=[worker], hash=False, direct=True)
-        except TimeoutError:  # the worker left ("No valid workers found"): any other takes the partition
+        except OSError:  # the worker left ("No valid workers found", "Timed out trying to connect"): any other
             try:
                 [csv] = client.scatter([data], hash=False, direct=True)
-            except TimeoutError:
+            except OSError:
                 raise WorkerLost("no Dask worker is left to take the partitions during ingest; run the release "
                                  "again", "Dask") from None
         return client.submit(parse_partition, csv, workers=[worker], allow_other_workers=True, pure=False)
