@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import sys
 
@@ -17,7 +18,7 @@ from trajpub.errors import TrajpubError
 
 class Cli(click.Group):
     """Errors are one sentence plus where, on stderr, with exit code 1; no traceback. An unreachable database or
-    Prefect server (:mod:`flows.prefect_api`) is said so, with what to start."""
+    Prefect server (:mod:`flows.prefect_api`), or a full disk, is said so, with what to do."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -33,6 +34,9 @@ class Cli(click.Group):
                             "TRAJPUB_DATABASE_URL (database)", fg="red", err=True)
             elif prefect_api.unreachable(exc):
                 click.secho(f"error: {prefect_api.sentence()} (Prefect API)", fg="red", err=True)
+            elif isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                click.secho(f"error: the disk is full; free some space and run the command again "
+                            f"({exc.filename or 'no space left on device'})", fg="red", err=True)
             else:
                 raise
             sys.exit(1)
