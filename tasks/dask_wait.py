@@ -40,7 +40,7 @@ def settle(futures: list[Future], what: str, timeout_s: float) -> None:
     except TimeoutError:
         raise late(futures, what, timeout_s) from None
     except CancelledError:  # Dask's FuturesCancelledError: the data of some was lost with a worker
-        raise lost_partitions(what, sum(f.status in ("cancelled", "lost") for f in futures), len(futures)) from None
+        raise lost(futures, what) from None
 
 
 def late(futures: list[Future], what: str, timeout_s: float) -> WorkerLost:
@@ -49,8 +49,13 @@ def late(futures: list[Future], what: str, timeout_s: float) -> WorkerLost:
                       f"{len(futures)} not done: a worker lost or stuck); run the release again", "Dask")
 
 
-def lost_partitions(what: str, lost: int, total: int) -> WorkerLost:
-    return WorkerLost(f"a Dask worker was lost during {what} with {lost} of {total} partitions, which no worker can "
+def lost(futures: list[Future], what: str) -> WorkerLost:
+    """:func:`lost_partitions` for ``futures``, counting those whose data went with a worker."""
+    return lost_partitions(what, sum(f.status in ("cancelled", "lost") for f in futures), len(futures))
+
+
+def lost_partitions(what: str, n_lost: int, total: int) -> WorkerLost:
+    return WorkerLost(f"a Dask worker was lost during {what} with {n_lost} of {total} partitions, which no worker can "
                       "read again from the database (workers hold no credential); run the release again", "Dask")
 
 
@@ -60,7 +65,7 @@ def gather(client: Client, futures: list[Future], what: str, timeout_s: float) -
     try:
         return client.gather(futures)
     except (CancelledError, OSError):  # lost between the wait and the gather (or its worker did not answer)
-        raise lost_partitions(what, sum(f.status in ("cancelled", "lost") for f in futures), len(futures)) from None
+        raise lost(futures, what) from None
 
 
 def result(future: Future, what: str, timeout_s: float):
